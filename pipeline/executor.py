@@ -1,0 +1,97 @@
+"""Where stage work runs: in this process or on Ray. The only module of the library that imports Ray.
+
+Stages declare `Resources`; this module turns them into Ray options. Only infrastructure failures (a dead worker,
+a lost object) are retried; an exception raised by the work itself is returned to the caller as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_mb: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.cpus < 0 or self.gpus < 0:
+            raise ValueError("resources cannot be negative")
+
+
+# Ray 2.60 turns token auth on by default; a local, single-user Ray needs none.
+_RAY_ENV_DEFAULTS = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_store_mb: int = 1024,
+               env_vars: dict[str, str] | None = None) -> None:
+    """Connect to `address`, or start a local Ray (no dashboard) once per process."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    for k, v in _RAY_ENV_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+    runtime_env = {"env_vars": dict(env_vars or {})}
+    # Workers must find this project's packages wherever they start.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pp = os.environ.get("PYTHONPATH", "")
+    runtime_env["env_vars"].setdefault("PYTHONPATH", root + (os.pathsep + pp if pp else ""))
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, object_store_memory=object_store_mb * 2**20,
+                 runtime_env=runtime_env, log_to_driver=False)
+
+
+def ray_available() -> bool:
+    try:
+        import ray
+
+        return ray.is_initialized()
+    except ImportError:
+        return False
+
+
+def map_items(fn: Callable[[T], R], items: Iterable[T], resources: Resources = Resources(), *,
+              use_ray: bool | None = None, max_retries: int = 3,
+              on_result: Callable[[int, R], None] | None = None) -> list[R]:
+    """Apply `fn` to every item, on Ray workers when Ray is up (or `use_ray`), else in this process.
+
+    Results come back in input order; `on_result(index, result)` is called as each finishes (progress bars).
+    """
+    items = list(items)
+    if use_ray is None:
+        use_ray = ray_available()
+    if not use_ray:
+        out = []
+        for i, it in enumerate(items):
+            r = fn(it)
+            if on_result:
+                on_result(i, r)
+            out.append(r)
+        return out
+    import ray
+
+    opts: dict[str, Any] = {"num_cpus": resources.cpus, "num_gpus": resources.gpus, "max_retries": max_retries}
+    if resources.memory_mb:
+        opts["memory"] = resources.memory_mb * 2**20
+    remote = ray.remote(fn).options(**opts)
+    refs = [remote.remote(it) for it in items]
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: list[Any] = [None] * len(refs)
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for ref in done:
+            i = index[ref]
+            results[i] = ray.get(ref)
+            if on_result:
+                on_result(i, results[i])
+    return results
