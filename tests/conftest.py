@@ -55,6 +55,9 @@ def ray_local():
     """A real local Ray, started once."""
     from pipeline.executor import ensure_ray
 
+    # Test modules are imported from tests/ by pytest; Ray workers must be able to import them too.
+    here = str(Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     ensure_ray(num_cpus=2, object_store_mb=512)
     import ray
 
