@@ -1,0 +1,64 @@
+"""`opforge serve`: the deployments of prefect.yaml (names, cron schedules, parameters), served by this process.
+
+prefect.yaml stays the one place where schedules are written; `prefect deploy --all` reads the same file for
+work-pool deployments.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_deployments(prefect_yaml: Path) -> list[dict[str, Any]]:
+    spec = yaml.safe_load(Path(prefect_yaml).read_text()) or {}
+    deps = spec.get("deployments") or []
+    if not deps:
+        raise ValueError(f"{prefect_yaml}: no deployments")
+    return deps
+
+
+def _flow(entrypoint: str):
+    path, name = entrypoint.split(":")
+    module = Path(path).with_suffix("").as_posix().replace("/", ".")
+    return getattr(importlib.import_module(module), name)
+
+
+def build(prefect_yaml: Path, config: str | None = None, overrides: list[str] | None = None,
+          only: list[str] | None = None) -> list:
+    """RunnerDeployments for prefect.yaml's entries; `config`/`overrides` become every deployment's defaults."""
+    from prefect.schedules import Cron
+
+    out = []
+    for d in load_deployments(prefect_yaml):
+        if only and d["name"] not in only:
+            continue
+        params = dict(d.get("parameters") or {})
+        if config:
+            params["config"] = config
+        if overrides:
+            params["overrides"] = list(params.get("overrides") or []) + list(overrides)
+        schedules = [Cron(s["cron"], timezone=s.get("timezone", "UTC")) for s in d.get("schedules") or []]
+        out.append(_flow(d["entrypoint"]).to_deployment(
+            name=d["name"], schedules=schedules or None, parameters=params, description=d.get("description"),
+            tags=d.get("tags")))
+    if not out:
+        raise ValueError(f"no deployment of {prefect_yaml} matches {only}")
+    return out
+
+
+def serve_deployments(prefect_yaml: Path, config: str | None = None, overrides: list[str] | None = None,
+                      only: list[str] | None = None, console=None) -> None:
+    from prefect import serve
+
+    deps = build(prefect_yaml, config, overrides, only)
+    if console is not None:
+        for d in deps:
+            crons = ", ".join(s.schedule.cron for s in d.schedules or []) or "manual"
+            console.print(f"serving {d.flow_name}/{d.name}  [{crons}]")
+    serve(*deps, print_starting_message=False)

@@ -1,0 +1,136 @@
+"""Where flows run: which Prefect API, which task runner, and how Ray workers reach that API.
+
+- Prefect API: `prefect.api_url` from the config, else `$PREFECT_API_URL`, else a temporary local server started
+  here (so its URL is known and can be handed to Ray workers).
+- Task runner: a thread pool by default; prefect-ray's RayTaskRunner when `ray.address` is set (or when the caller
+  started a local Ray, as `opforge run` does).
+- Ray workers do not inherit the API URL: without it each one starts its own temporary Prefect server (~65 s,
+  STACK.md). The URL goes into the Ray job's runtime_env and, for a Ray started elsewhere, into every task's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from pipeline.config import OpforgeConfig
+
+_ENV_DEFAULTS = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "DO_NOT_TRACK": "1",
+}
+# Settings every Ray worker needs to run a Prefect task against our API (PREFECT_HOME keeps its local state apart).
+_PROPAGATED = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_LOGGING_LEVEL",
+               "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_TELEMETRY", "KERNELBENCH_PATH")
+
+log = logging.getLogger("opforge.flows")
+
+
+def set_env_defaults() -> None:
+    for k, v in _ENV_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+
+
+def current_api_url() -> str | None:
+    """The API URL Prefect uses in this context (the test harness sets it in a settings context, not the env)."""
+    try:
+        from prefect.settings import PREFECT_API_URL
+
+        return PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL")
+    except Exception:
+        return os.environ.get("PREFECT_API_URL")
+
+
+@dataclass
+class PrefectAPI:
+    url: str
+    server: Any = None  # a temporary server we started (stopped by `close`)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+def ensure_prefect_api(cfg: OpforgeConfig, start_timeout_s: int = 120) -> PrefectAPI:
+    """An API for flows and workers: configured, inherited, or a temporary local server (no install, no state kept
+    beyond PREFECT_HOME)."""
+    set_env_defaults()
+    url = cfg.prefect.api_url or current_api_url()
+    if url:
+        os.environ["PREFECT_API_URL"] = url
+        return PrefectAPI(url)
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start(timeout=start_timeout_s)
+    os.environ["PREFECT_API_URL"] = server.api_url
+    return PrefectAPI(server.api_url, server)
+
+
+def worker_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PROPAGATED if os.environ.get(k)}
+    url = current_api_url()
+    if url:
+        env["PREFECT_API_URL"] = url
+    return env
+
+
+def start_ray(cfg: OpforgeConfig) -> None:
+    """Connect to `ray.address`, or start a local Ray sized by `ray.num_cpus`; workers get the Prefect API URL."""
+    from pipeline.executor import ensure_ray
+
+    set_env_defaults()
+    ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb, env_vars=worker_env())
+
+
+def use_ray(cfg: OpforgeConfig) -> bool:
+    """Ray task runner when a cluster is configured or a Ray is already up in this process."""
+    if cfg.ray.address:
+        return True
+    try:
+        import ray
+
+        return ray.is_initialized()
+    except ImportError:
+        return False
+
+
+def task_runner(cfg: OpforgeConfig, max_workers: int | None = None):
+    """RayTaskRunner on a cluster (or an already started local Ray); a thread pool otherwise."""
+    if use_ray(cfg):
+        from prefect_ray import RayTaskRunner
+
+        start_ray(cfg)  # no-op when Ray is up; RayTaskRunner then reuses it
+        return RayTaskRunner(address=cfg.ray.address)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=max_workers or cfg.ray.num_cpus or os.cpu_count() or 2)
+
+
+@contextmanager
+def resources(cpus: float = 1.0, gpus: float = 0.0, memory_mb: int | None = None) -> Iterator[None]:
+    """Ray options for the tasks submitted inside (GPU per task for rollouts and evaluation). The runtime_env
+    repeats the API URL for a Ray started by someone else (a test fixture, `ray start`); harmless otherwise."""
+    try:
+        import ray  # noqa: F401
+        from prefect_ray.context import remote_options
+    except ImportError:
+        yield
+        return
+    opts: dict[str, Any] = {"num_cpus": cpus, "num_gpus": gpus}
+    if memory_mb:
+        opts["memory"] = memory_mb * 2**20
+    env = worker_env()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pp = os.environ.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+    opts["runtime_env"] = {"env_vars": env}
+    with remote_options(**opts):
+        yield
