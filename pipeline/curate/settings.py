@@ -1,8 +1,35 @@
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
 class CurateSettings(BaseModel):
-    """Trajectory filters and dataset building (issue 4)."""
+    """Trajectory filters and dataset building (issue 4). Every filter drops with its own reason code."""
 
-    min_speedup_vs_compile: float = Field(1.05)
-    validation_fraction: float = Field(0.1)
+    min_final_reward: int = Field(1, description="Keep trajectories whose final reward is at least this (> 0).")
+    min_speedup_vs_compile: float = Field(1.05, description="Keep trajectories whose final kernel is at least this "
+                                                            "much faster than torch.compile.")
+    loop_consecutive: int = Field(2, ge=2, description="An identical action (tool + arguments, or reply text) this "
+                                                        "many times in a row is a loop.")
+    max_identical_actions: int = Field(3, ge=1, description="An identical action more often than this anywhere in "
+                                                             "a trajectory is a loop.")
+    max_turns: int = Field(150, description="Drop trajectories with more assistant turns.")
+    max_tokens: int = Field(131072, description="Drop trajectories with more prompt+response tokens (when token "
+                                                "ids were recorded).")
+    max_chars: int = Field(600_000, description="Drop trajectories with more characters of message text and tool "
+                                                "arguments (the length limit when no token ids were recorded).")
+    dedup_scope: Literal["task", "global"] = Field("task", description="Deduplicate identical final kernels per "
+                                                                       "task, or across all tasks.")
+    require_validation: bool = Field(True, description="Tasks with no validation verdict are left out.")
+    require_decontamination: bool = Field(True, description="Tasks with no contamination decision are left out.")
+    validation_fraction: float = Field(0.1, ge=0.0, le=1.0, description="Share of tasks in the validation split.")
+    split_salt: str = Field("opforge-split-v1", description="Salt of the task hash that assigns splits.")
+    critic_source: Literal["sft", "integrity"] = Field(
+        "sft", description="Trajectories the critic rows come from: the SFT set ('sft'), or every trajectory that "
+                           "passes the integrity filters whatever its reward ('integrity').")
+    turn_reward: Literal["terminal", "per_turn"] = Field(
+        "terminal", description="'terminal': the final reward on the last turn, 0 elsewhere; 'per_turn': each "
+                                "turn's evaluation reward.")
+    gamma: float = Field(1.0, description="Discount for returns and GAE.")
+    gae_lambda: float = Field(0.95, description="GAE lambda (used where a value baseline is given).")
+    warmup_system_prompt: str | None = Field(None, description="Override the warm-up system prompt.")

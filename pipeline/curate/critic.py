@@ -1,0 +1,96 @@
+"""Critic pretraining rows: one per assistant turn, with undiscounted returns and GAE(lambda) targets.
+
+With rewards r_t, a value baseline V_t and V_T = 0 after the last turn:
+  return_to_go_t = sum_{k >= t} gamma^(k-t) r_k                         (gamma = 1: the plain sum)
+  delta_t        = r_t + gamma * V_{t+1} - V_t
+  advantage_t    = sum_{k >= t} (gamma * lambda)^(k-t) delta_k
+  gae_target_t   = advantage_t + V_t                                    (the lambda-return the critic regresses on)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.curate.sft import clean_messages
+from pipeline.curate.settings import CurateSettings
+from pipeline.curate.split import split_of
+
+
+def returns(rewards: list[float], gamma: float) -> list[float]:
+    out, g = [0.0] * len(rewards), 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        g = rewards[t] + gamma * g
+        out[t] = g
+    return out
+
+
+def gae(rewards: list[float], values: list[float], gamma: float, lam: float) -> tuple[list[float], list[float]]:
+    """(advantages, targets) by generalized advantage estimation; the state after the last turn is terminal."""
+    n = len(rewards)
+    adv, a = [0.0] * n, 0.0
+    for t in range(n - 1, -1, -1):
+        nxt = values[t + 1] if t + 1 < n else 0.0
+        delta = rewards[t] + gamma * nxt - values[t]
+        a = delta + gamma * lam * a
+        adv[t] = a
+    return adv, [adv[t] + values[t] for t in range(n)]
+
+
+def turn_rewards(traj: dict[str, Any], n_turns: int, mode: str) -> tuple[list[float], list[int | None]]:
+    """(reward per assistant turn under `mode`, evaluation reward recorded for each turn or None)."""
+    evals: list[int | None] = [None] * n_turns
+    for i, t in enumerate(traj.get("turns") or []):
+        idx = t.get("turn") if t and t.get("turn") is not None else i
+        if 0 <= idx < n_turns and t.get("reward") is not None:
+            evals[idx] = int(t["reward"])
+    if mode == "per_turn":
+        return [float(e or 0) for e in evals], evals
+    rewards = [0.0] * n_turns
+    if n_turns:
+        rewards[-1] = float(traj.get("final_reward") or 0)
+    return rewards, evals
+
+
+def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
+                values: list[float] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Rows for one trajectory, and a note ('' or why the value baseline was not used)."""
+    msgs = clean_messages(traj.get("messages"))
+    ends = [i for i, m in enumerate(msgs) if m["role"] == "assistant"]
+    n = len(ends)
+    rewards, evals = turn_rewards(traj, n, settings.turn_reward)
+    rets = returns(rewards, settings.gamma)
+    note = ""
+    adv = tgt = None
+    if values is not None:
+        if len(values) == n and all(v is not None for v in values):
+            adv, tgt = gae(rewards, [float(v) for v in values], settings.gamma, settings.gae_lambda)
+        else:
+            note = f"value baseline has {len(values)} values for {n} turns: GAE left empty"
+            values = None
+    split = split_of(traj["task_id"], settings.validation_fraction, settings.split_salt)
+    rows = []
+    for t, end in enumerate(ends):
+        rows.append({
+            "row_id": f"critic:{traj['traj_id']}:{t}",
+            "messages": msgs[:end + 1],
+            "tools": traj.get("tools") or "[]",
+            "traj_id": traj["traj_id"],
+            "task_id": traj["task_id"],
+            "split": split,
+            "turn": t,
+            "num_turns": n,
+            "is_last": t == n - 1,
+            "turn_reward": rewards[t],
+            "eval_reward": evals[t],
+            "return_to_go": rets[t],
+            "value": None if values is None else float(values[t]),
+            "advantage": None if adv is None else adv[t],
+            "gae_target": None if tgt is None else tgt[t],
+            "gamma": float(settings.gamma),
+            "lam": float(settings.gae_lambda),
+            "final_reward": int(traj.get("final_reward") or 0),
+            "model": traj.get("model") or "",
+            "rollout_run_id": traj.get("run_id") or "",
+            "run_id": run_id,
+        })
+    return rows, note

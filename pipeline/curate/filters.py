@@ -1,0 +1,248 @@
+"""Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
+
+Reason codes, in the order they are checked (docs/datasets.md lists them with what they mean):
+task level:        unknown_task, not_validated, task_invalid, not_decontaminated, task_contaminated
+trajectory level:  duplicate_trajectory, contamination_changed, empty_trajectory, malformed_tool_call, loop,
+                   too_many_turns, too_long  (the "integrity" filters) then
+                   nonpositive_reward, no_speedup_measured, below_speedup_threshold, duplicate_final_kernel
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipeline.curate.inputs import loads_json
+from pipeline.curate.settings import CurateSettings
+
+TASK_REASONS = ["unknown_task", "not_validated", "task_invalid", "not_decontaminated", "task_contaminated"]
+INTEGRITY_REASONS = ["duplicate_trajectory", "contamination_changed", *TASK_REASONS, "empty_trajectory",
+                     "malformed_tool_call", "loop", "too_many_turns", "too_long"]
+QUALITY_REASONS = ["nonpositive_reward", "no_speedup_measured", "below_speedup_threshold"]
+DEDUP_REASON = "duplicate_final_kernel"
+TRAJECTORY_REASONS = [*INTEGRITY_REASONS, *QUALITY_REASONS, DEDUP_REASON]
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dict], contamination: dict[str, dict],
+                 settings: CurateSettings) -> list[str]:
+    """Why a task may not be used (empty: it is clean)."""
+    if task_id not in tasks:
+        return ["unknown_task"]
+    out = []
+    v = validation.get(task_id)
+    if v is None:
+        if settings.require_validation:
+            out.append("not_validated")
+    elif not v.get("valid"):
+        out.append("task_invalid")
+    c = contamination.get(task_id)
+    if c is None:
+        if settings.require_decontamination:
+            out.append("not_decontaminated")
+    elif c.get("contaminated") is not False:  # None is no decision: never treated as clean
+        out.append("task_contaminated")
+    return out
+
+
+def contamination_changed(traj: dict[str, Any], contamination: dict[str, dict]) -> str | None:
+    """Detail when the task's current decision differs from the one the rollout was made under."""
+    at_rollout = traj.get("contaminated_at_rollout")
+    current = contamination.get(traj.get("task_id") or "")
+    if at_rollout is None or current is None:
+        return None
+    now = current.get("contaminated")
+    if now is None or bool(now) != bool(at_rollout):
+        return (f"contaminated={at_rollout} at rollout (decision run {traj.get('contamination_run_id')}), "
+                f"now {now} (run {current.get('run_id')})")
+    return None
+
+
+def assistant_messages(traj: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in traj.get("messages") or [] if m and m.get("role") == "assistant"]
+
+
+def tool_names(traj: dict[str, Any]) -> set[str] | None:
+    """Names of the tools offered; None when the tools column is not valid JSON of tool schemas."""
+    tools = loads_json(traj.get("tools"), None)
+    if tools is None:
+        return set() if not traj.get("tools") else None
+    if not isinstance(tools, list):
+        return None
+    names = set()
+    for t in tools:
+        fn = t.get("function") if isinstance(t, dict) else None
+        name = (fn or t).get("name") if isinstance(fn or t, dict) else None
+        if not isinstance(name, str):
+            return None
+        names.add(name)
+    return names
+
+
+def malformed(traj: dict[str, Any]) -> str | None:
+    """Detail of the first malformed turn, tool call or tool result; None when the conversation is well formed."""
+    for t in traj.get("turns") or []:
+        if t and t.get("malformed"):
+            return f"turn {t.get('turn')} was recorded as malformed"
+    names = tool_names(traj)
+    if names is None:
+        return "tools is not a JSON list of tool schemas"
+    pending: set[str] = set()
+    for i, m in enumerate(traj.get("messages") or []):
+        role = (m or {}).get("role")
+        if role not in ROLES:
+            return f"message {i}: unknown role {role!r}"
+        if role == "assistant":
+            if pending:
+                return f"message {i}: tool call(s) {sorted(pending)} got no result"
+            for tc in m.get("tool_calls") or []:
+                fn = (tc or {}).get("function") or {}
+                name, args = fn.get("name"), fn.get("arguments")
+                if not name or not (tc or {}).get("id"):
+                    return f"message {i}: tool call without a name or id"
+                if names and name not in names:
+                    return f"message {i}: call to unknown tool {name!r}"
+                try:
+                    parsed = json.loads(args) if isinstance(args, str) else None
+                except ValueError:
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    return f"message {i}: arguments of {name!r} are not a JSON object"
+                pending.add(tc["id"])
+        elif role == "tool":
+            if m.get("tool_call_id") not in pending:
+                return f"message {i}: tool result answers no open tool call ({m.get('tool_call_id')!r})"
+            pending.discard(m["tool_call_id"])
+    return None  # calls left open at the very end (the episode stopped) are fine
+
+
+def action_key(msg: dict[str, Any]) -> str:
+    """What an assistant turn did: its tool calls with canonical arguments, else its text."""
+    calls = msg.get("tool_calls") or []
+    if not calls:
+        return "text:" + " ".join((msg.get("content") or "").split())
+    parts = []
+    for tc in calls:
+        fn = tc.get("function") or {}
+        args = fn.get("arguments") or ""
+        try:
+            args = json.dumps(json.loads(args), sort_keys=True, separators=(",", ":"))
+        except (ValueError, TypeError):
+            pass
+        parts.append(f"{fn.get('name')}({args})")
+    return "call:" + ";".join(parts)
+
+
+def loop(traj: dict[str, Any], settings: CurateSettings) -> str | None:
+    """Detail when the agent repeated an identical action (in a row, or too often overall)."""
+    keys = [action_key(m) for m in assistant_messages(traj)]
+    run = 1
+    for i in range(1, len(keys)):
+        run = run + 1 if keys[i] == keys[i - 1] else 1
+        if run >= settings.loop_consecutive:
+            return f"turns {i - run + 1}..{i}: the same action {run} times in a row ({keys[i][:80]})"
+    counts: dict[str, int] = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+        if counts[k] > settings.max_identical_actions:
+            return f"the same action {counts[k]} times ({k[:80]})"
+    return None
+
+
+def token_count(traj: dict[str, Any]) -> int | None:
+    """Prompt + response tokens, when the rollout recorded token ids (any list column named *token_ids)."""
+    total, seen = 0, False
+    for k, v in traj.items():
+        if k.endswith("token_ids") and v is not None:
+            seen = True
+            total += sum(len(x) if isinstance(x, (list, tuple)) else 1 for x in v)
+    return total if seen else None
+
+
+def char_count(traj: dict[str, Any]) -> int:
+    n = 0
+    for m in traj.get("messages") or []:
+        n += len((m or {}).get("content") or "")
+        for tc in (m or {}).get("tool_calls") or []:
+            n += len(((tc or {}).get("function") or {}).get("arguments") or "")
+    return n
+
+
+def final_speedups(traj: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(vs eager, vs torch.compile) of the final kernel: its last correct timed turn, else the trajectory's best."""
+    fh = traj.get("final_kernel_hash")
+    eager = compile_ = None
+    if fh:
+        for t in traj.get("turns") or []:
+            if t and t.get("kernel_hash") == fh and t.get("correct") and t.get("speedup_vs_compile") is not None:
+                eager, compile_ = t.get("speedup_vs_eager"), t.get("speedup_vs_compile")
+    if compile_ is None:
+        eager, compile_ = traj.get("best_speedup_vs_eager"), traj.get("best_speedup_vs_compile")
+    return eager, compile_
+
+
+def trajectory_reasons(traj: dict[str, Any], task_problems: list[str], contamination: dict[str, dict],
+                       settings: CurateSettings) -> tuple[list[str], list[str]]:
+    """(reason codes, details) for one trajectory, every failing filter in order (dedup is done across rows)."""
+    reasons: list[str] = []
+    details: list[str] = []
+
+    def fail(code: str, detail: str = "") -> None:
+        reasons.append(code)
+        if detail:
+            details.append(f"{code}: {detail}")
+
+    changed = contamination_changed(traj, contamination)
+    if changed:
+        fail("contamination_changed", changed)
+    for r in task_problems:
+        fail(r)
+    asst = assistant_messages(traj)
+    if not asst:
+        fail("empty_trajectory", "no assistant message")
+    bad = malformed(traj)
+    if bad:
+        fail("malformed_tool_call", bad)
+    lp = loop(traj, settings)
+    if lp:
+        fail("loop", lp)
+    if len(asst) > settings.max_turns:
+        fail("too_many_turns", f"{len(asst)} > {settings.max_turns}")
+    tokens = token_count(traj)
+    if tokens is not None and tokens > settings.max_tokens:
+        fail("too_long", f"{tokens} tokens > {settings.max_tokens}")
+    elif tokens is None and char_count(traj) > settings.max_chars:
+        fail("too_long", f"{char_count(traj)} chars > {settings.max_chars}")
+    reward = traj.get("final_reward")
+    if reward is None or reward < settings.min_final_reward:
+        fail("nonpositive_reward", f"final reward {reward}")
+    _, sp = final_speedups(traj)
+    if sp is None or sp != sp:  # None or NaN
+        fail("no_speedup_measured")
+    elif sp < settings.min_speedup_vs_compile:
+        fail("below_speedup_threshold", f"{sp:.3f}x < {settings.min_speedup_vs_compile}x vs torch.compile")
+    return reasons, details
+
+
+def rules(s: CurateSettings) -> dict[str, str]:
+    """What each reason code means, with this run's thresholds (for the data card and docs)."""
+    return {
+        "unknown_task": "the trajectory's task is not in the tasks table",
+        "not_validated": "the task has no validation verdict",
+        "task_invalid": "the task failed sandbox validation",
+        "not_decontaminated": "the task has no contamination decision",
+        "task_contaminated": "the task copies a KernelBench problem",
+        "duplicate_trajectory": "a trajectory with the same traj_id came first",
+        "contamination_changed": "the task's contamination decision differs from the one at rollout time",
+        "empty_trajectory": "no assistant turn",
+        "malformed_tool_call": "a turn was malformed, a tool call had bad JSON arguments or an unknown tool, or a "
+                               "tool result answered no open call",
+        "loop": f"the same action {s.loop_consecutive} times in a row, or more than {s.max_identical_actions} "
+                "times in all",
+        "too_many_turns": f"more than {s.max_turns} assistant turns",
+        "too_long": f"more than {s.max_tokens} tokens (or {s.max_chars} characters without token ids)",
+        "nonpositive_reward": f"final reward below {s.min_final_reward}",
+        "no_speedup_measured": "no correct, timed final kernel",
+        "below_speedup_threshold": f"final kernel less than {s.min_speedup_vs_compile}x faster than torch.compile",
+        "duplicate_final_kernel": f"a better trajectory ended with the identical kernel (per {s.dedup_scope})",
+    }
