@@ -77,9 +77,9 @@ class Repo:
 
 
 class HubError(Exception):
-    def __init__(self, status: int, message: str, code: str | None = None):
+    def __init__(self, status: int, message: str, code: str | None = None, extra: dict[str, Any] | None = None):
         super().__init__(message)
-        self.status, self.message, self.code = status, message, code
+        self.status, self.message, self.code, self.extra = status, message, code, extra or {}
 
 
 class HubState:
@@ -201,7 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"X-Error-Message": e.message}
             if e.code:
                 headers["X-Error-Code"] = e.code
-            self._send(e.status, json.dumps({"error": e.message}).encode(), headers, head=method == "HEAD")
+            self._send(e.status, json.dumps({"error": e.message, **e.extra}).encode(), headers,
+                       head=method == "HEAD")
 
     def do_GET(self) -> None:  # noqa: N802
         self._dispatch("GET")
@@ -254,8 +255,11 @@ class _Handler(BaseHTTPRequestHandler):
             raise HubError(403, f"You don't have the rights to create a repo under {ns}")
         rtype = body.get("type") or "model"
         rid = f"{ns}/{body['name']}"
+        prefix = "" if rtype == "model" else f"{rtype}s/"
+        url = f"http://{self.headers.get('Host')}/{prefix}{rid}"
         if (rtype, rid) in self.state.repos:
-            raise HubError(409, "You already created this repo")
+            # The Hub's 409 carries the repo url: create_repo(exist_ok=True) reads it.
+            raise HubError(409, "You already created this repo", extra={"url": url})
         private = body.get("visibility") == "private" or bool(body.get("private"))
         repo = Repo(rtype, rid, private, user)
         # The Hub creates every repo with an initial commit holding .gitattributes.
@@ -265,9 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         repo.commits[oid] = Commit(oid, None, files, "initial commit", "", date, user)
         repo.branches["main"] = oid
         self.state.repos[(rtype, rid)] = repo
-        prefix = "" if rtype == "model" else f"{rtype}s/"
-        base = f"http://{self.headers.get('Host')}"
-        return self._json(200, {"url": f"{base}/{prefix}{rid}", "name": rid, "id": rid})
+        return self._json(200, {"url": url, "name": rid, "id": rid})
 
     def _api_repo(self, method: str, rtype: str, rid: str, rest: str, query: dict[str, list[str]],
                   user: str | None) -> None:
