@@ -1,8 +1,32 @@
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
 class DecontamSettings(BaseModel):
-    """Contamination checks and near-duplicate removal (issue 6)."""
+    """Contamination checks and near-duplicate removal (issue 6). Thresholds: see docs/decontam.md."""
 
     num_perm: int = Field(128, description="MinHash permutations.")
+    seed: int = Field(1, description="MinHash permutation seed (signatures are comparable only with equal seeds).")
+    scheme: Literal["affine32", "affine64", "legacy"] = Field("affine32", description="datasketch 2.0 scheme.")
+    canon_shingle: int = Field(5, description="Tokens per shingle of the canonical view.")
+    ops_ngram: int = Field(3, description="Longest n-gram of the operator-signature view.")
+    raw_shingle: int = Field(5, description="Characters per shingle of the raw view.")
+    lsh_threshold: float = Field(0.5, description="LSH threshold of the canonical and raw views (recall side).")
+    lsh_threshold_ops: float = Field(0.5, description="LSH threshold of the operator-signature view.")
+    exact_max_refs: int = Field(5000, description="References up to this size are also scored exactly "
+                                                  "against every problem, not only the LSH hits.")
+    threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
+                                              "one reference problem reaches this (calibrated, docs/decontam.md).")
+    raw_threshold: float = Field(0.9, description="Code that does not parse is contaminated when its raw "
+                                                  "character-shingle Jaccard to a reference reaches this.")
+    workers: int = Field(1, description="Processes that compute views when Ray is not running (1: in-process).")
+
     dedup_threshold: float = Field(0.9, description="Exact Jaccard above which two of our tasks are duplicates.")
+    dedup_view: Literal["canon", "raw"] = Field("canon", description="View compared by dedup.")
+    dedup_keep: Literal["first", "shortest", "longest", "smallest_id"] = Field(
+        "smallest_id", description="Which task of a duplicate cluster is kept: first in input order, shortest or "
+                                   "longest code, or smallest task_id (ties broken by task_id).")
+    dedup_shard_size: int = Field(20000, description="Tasks per shard of the partitioned (Ray) dedup.")
+    dedup_max_bucket: int = Field(2000, description="Buckets larger than this are verified against their "
+                                                    "first member only (keeps pair counts linear).")

@@ -1,0 +1,795 @@
+"""Canonical form of a KernelBench-format task, robust to the ways a copy gets disguised.
+
+What is erased: docstrings, comments, formatting, import spellings, identifier and class names (renamed in order
+of appearance, with the module-attribute and module-variable definitions put in order of first use so reordering
+them changes nothing), numeric constants (masked), equivalent API spellings (`torch.relu`, `F.relu`,
+`nn.ReLU()` called through an attribute, `x.relu()` all become `OP_relu(x)`; `x + y`, `torch.add`, `x.add`
+become `OP_add`; `@`, `torch.matmul`, `torch.mm`, `torch.bmm` become `OP_matmul`), identity operations
+(`x.contiguous()`, `x * 1`, `nn.Identity()`) and dead statements (values computed but never used).
+
+Besides the canonical token stream it extracts the ordered operator signature of `forward`: the canonical ops in
+evaluation order, following module attributes, `nn.Sequential`/`nn.ModuleList` contents, helper methods, local
+module classes and module-level helper functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import re
+from dataclasses import dataclass, field
+
+_TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
+_BUILTINS = frozenset(dir(builtins))
+_KEEP_NAMES = frozenset({"get_inputs", "get_init_inputs", "NUM"})
+
+# Spellings that differ by more than case and underscores.
+_OP_ALIASES = {
+    "mm": "matmul", "bmm": "matmul", "dot": "matmul", "mv": "matmul", "multiply": "mul", "divide": "div",
+    "truediv": "div", "truedivide": "div", "subtract": "sub", "clip": "clamp", "silu": "swish", "absolute": "abs",
+    "greater": "gt", "less": "lt", "concat": "cat", "concatenate": "cat", "negative": "neg", "power": "pow",
+    "arccos": "acos", "arcsin": "asin", "arctan": "atan", "conv1d": "conv1d", "logsoftmax": "logsoftmax",
+    "batchnorm1d": "batchnorm", "batchnorm2d": "batchnorm", "batchnorm3d": "batchnorm",
+    "instancenorm1d": "instancenorm", "instancenorm2d": "instancenorm", "instancenorm3d": "instancenorm",
+    "dropout1d": "dropout", "dropout2d": "dropout", "dropout3d": "dropout", "featurealphadropout": "dropout",
+    "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
+    "square": "pow2", "rsqrt": "rsqrt", "amax": "max", "amin": "min", "sigmoid": "sigmoid", "expit": "sigmoid",
+}
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
+           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+           ast.LShift: "lshift", ast.RShift: "rshift"}
+# Methods that return their receiver's value unchanged (for the computation).
+_IDENTITY_METHODS = frozenset({"contiguous", "clone", "detach", "requires_grad"})
+_IDENTITY_MODULES = frozenset({"identity"})
+# Do not count as operators of the signature: metadata and device/dtype plumbing.
+_META_OPS = frozenset({"size", "dim", "numel", "item", "tolist", "to", "type", "cpu", "cuda", "float", "half",
+                       "double", "bfloat16", "len", "int", "range", "print", "isinstance", "super", "init", "shape",
+                       "getattr", "setattr", "hasattr", "list", "tuple", "dict", "zip", "enumerate", "append",
+                       "parameters", "modules", "children", "fill", "zero", "normal", "uniform", "kaiminguniform",
+                       "xavieruniform", "constant", "view", "reshape", "viewas", "reshapeas", "expand", "expandas",
+                       "unsqueeze", "squeeze", "flatten", "max_", "device", "dtype", "format", "str", "min_", "round",
+                       "abs_", "sorted", "map", "getitem"})
+_RESERVED = ("OP_", "MOD_", "P_", "NUM")
+_CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
+_TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
+
+
+def norm_op(name: str) -> str:
+    """`leaky_relu`, `LeakyReLU`, `leaky_relu_` -> `leakyrelu`; then the alias table."""
+    n = name.lower().replace("_", "")
+    if n.startswith("i") and n[1:] in ("add", "sub", "mul", "truediv", "matmul", "pow"):
+        n = n[1:]  # __iadd__-style spellings
+    return _OP_ALIASES.get(n, n)
+
+
+@dataclass
+class Canonical:
+    """The canonical views of one task's code."""
+
+    ok: bool
+    reason: str = ""
+    tokens: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    ast_types: list[str] = field(default_factory=list)
+    consts: list[str] = field(default_factory=list)
+    text: str = ""
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+class _Imports:
+    """Local names bound by imports -> full dotted paths (`F` -> `torch.nn.functional`)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.alias: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.alias[a.asname] = a.name
+                    else:
+                        root = a.name.split(".")[0]
+                        self.alias[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    if a.name != "*":
+                        self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def resolve(self, node: ast.AST) -> str | None:
+        parts = _dotted(node)
+        if not parts or parts[0] not in self.alias:
+            return None
+        return ".".join([self.alias[parts[0]], *parts[1:]])
+
+
+def _torch_op(path: str | None) -> tuple[str, bool] | None:
+    """A torch path -> (canonical op, is_module_class). None for non-torch paths."""
+    if not path or not (path == "torch" or path.startswith("torch.")):
+        return None
+    leaf = path.rsplit(".", 1)[-1]
+    parent = path.rsplit(".", 1)[0] if "." in path else ""
+    if parent not in _TORCH_ROOTS and not parent.startswith("torch.nn.modules") and parent != "torch.Tensor":
+        return None  # torch.float32, torch.nn.init.x, torch.cuda.*: kept as plain names
+    is_class = leaf[:1].isupper()
+    return norm_op(leaf), is_class
+
+
+class _ModuleInfo:
+    """What each `self.<attr>` of a class holds: ops of a module, a container of them, a local class, a value."""
+
+    def __init__(self) -> None:
+        self.attr_ops: dict[str, list[str]] = {}     # attr -> ops it applies when called
+        self.attr_class: dict[str, str] = {}         # attr -> local class whose forward it runs
+        self.attr_container: dict[str, list[list[str] | str]] = {}  # ModuleList/Sequential items
+
+
+class Canonicalizer:
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    # ---- pass 1: resolve torch spellings into OP_/MOD_ calls ----
+    def run(self) -> Canonical:
+        try:
+            tree = ast.parse(self.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return Canonical(False, "unparseable")
+        try:
+            return self._run(tree)
+        except RecursionError:
+            return Canonical(False, "too_deep")
+
+    def _run(self, tree: ast.Module) -> Canonical:
+        self.imports = _Imports(tree)
+        consts: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)) \
+                    and not isinstance(node.value, bool):
+                consts.append(repr(node.value))
+        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
+        tree = _Normalizer(self).visit(tree)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fn.body = _eliminate_dead(fn.body) or [ast.Pass()]
+        ops = self._signature(tree)
+        tree = _reorder(tree)
+        _Renamer().visit(tree)
+        text = ast.unparse(tree)
+        tokens = _TOKEN_RE.findall(text)
+        types = [type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_"))
+                 else n.id for n in _preorder(tree)]
+        return Canonical(True, "", tokens, ops, types, sorted(consts), text)
+
+    def _module_info(self, cls: ast.ClassDef) -> _ModuleInfo:
+        info = _ModuleInfo()
+        for fn in cls.body:
+            if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            for node in ast.walk(fn):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                        self._describe(info, t.attr, node.value, fn)
+        return info
+
+    def _local_list(self, fn: ast.FunctionDef | None, name: str) -> list[ast.AST]:
+        """Module expressions a function puts into its local list `name` (`layers.append(nn.Linear(..))`)."""
+        if fn is None:
+            return []
+        out: list[ast.AST] = []
+        for node in _preorder(fn):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
+                    and isinstance(node.value, (ast.List, ast.Tuple)):
+                out.extend(node.value.elts)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+                if node.func.attr == "append" and node.args:
+                    out.append(node.args[0])
+                elif node.func.attr == "extend" and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                    out.extend(node.args[0].elts)
+        return out
+
+    def _module_ops(self, value: ast.AST, fn: ast.FunctionDef | None = None) -> list[str] | str | None:
+        """Ops a module-constructing expression applies when called; a local class name; or None."""
+        if isinstance(value, ast.Starred) and isinstance(value.value, ast.Name):
+            items: list[str] = []
+            for e in self._local_list(fn, value.value.id):
+                sub = self._module_ops(e, fn)
+                items.extend(sub if isinstance(sub, list) else ["@" + sub] if isinstance(sub, str) else [])
+            return items
+        if isinstance(value, ast.Call):
+            path = self.imports.resolve(value.func)
+            op = _torch_op(path)
+            if op and op[1]:
+                name = op[0]
+                if name in _IDENTITY_MODULES:
+                    return []
+                if name in _CONTAINERS:
+                    items: list[str] = []
+                    for a in value.args:
+                        sub = self._module_ops(a, fn)
+                        if isinstance(sub, list):
+                            items.extend(sub)
+                        elif isinstance(sub, str):
+                            items.append("@" + sub)
+                    return items
+                return [name]
+            if isinstance(value.func, ast.Name) and value.func.id in self.classes:
+                return value.func.id
+            if path is not None:  # a module from another library (transformers): its path is the op
+                return ["ext:" + path]
+        return None
+
+    def _describe(self, info: _ModuleInfo, attr: str, value: ast.AST, fn: ast.FunctionDef) -> None:
+        if isinstance(value, ast.Call):
+            path = self.imports.resolve(value.func)
+            op = _torch_op(path)
+            if op and op[1] and op[0] in ("modulelist", "moduledict") and value.args:
+                arg = value.args[0]
+                elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else \
+                    [arg.elt] if isinstance(arg, ast.ListComp) else []
+                if isinstance(arg, ast.Name):
+                    elts = self._local_list(fn, arg.id)
+                info.attr_container[attr] = [self._module_ops(e, fn) or [] for e in elts]
+                return
+        ops = self._module_ops(value, fn)
+        if isinstance(ops, list):
+            info.attr_ops[attr] = ops
+        elif isinstance(ops, str):
+            info.attr_class[attr] = ops
+
+    # ---- the operator signature ----
+    def _signature(self, tree: ast.Module) -> list[str]:
+        # The model class: a class no other class uses (names are not trusted: class renames are a disguise);
+        # among several such roots, the one whose forward runs the most operators.
+        classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
+        used = set()
+        for c in classes:
+            used |= {n.id for n in _preorder(c) if isinstance(n, ast.Name) and n.id != c.name}
+        roots = [c for c in classes if c.name not in used] or classes
+        best: list[str] = []
+        for cls in roots:
+            out: list[str] = []
+            self._class_ops(cls.name, out, depth=0)
+            if len(out) > len(best):
+                best = out
+        return best
+
+    def _class_ops(self, cname: str, out: list[str], depth: int) -> None:
+        cls = self._norm_classes.get(cname) if hasattr(self, "_norm_classes") else None
+        if cls is None or depth > 6:
+            return
+        fn = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+        if fn is not None:
+            self._fn_ops(cls, fn, out, depth, {})
+
+    def _fn_ops(self, cls: ast.ClassDef | None, fn: ast.FunctionDef, out: list[str], depth: int,
+                loopvars: dict[str, str]) -> None:
+        if depth > 6 or len(out) > 2000:
+            return
+        me = fn.args.args[0].arg if cls is not None and fn.args.args else None
+        info = self.minfo.get(cls.name) if cls is not None else None
+        methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)} if cls is not None else {}
+
+        def visit(node: ast.AST) -> None:
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+                it = node.iter
+                if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == me:
+                    loopvars[node.target.id] = it.attr
+                if isinstance(it, ast.Call) and it.args and isinstance(it.args[0], ast.Attribute):
+                    loopvars[node.target.id] = it.args[0].attr  # enumerate(self.layers) etc.
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+            if not isinstance(node, ast.Call):
+                return
+            f = node.func
+            if isinstance(f, ast.Name) and f.id.startswith("OP_"):
+                op = f.id[3:]
+                if op not in _META_OPS:
+                    out.append(op)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me and info:
+                self._attr_call(info, f.attr, methods, cls, out, depth)
+            elif isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and info is not None:
+                for item in info.attr_container.get(f.value.attr, []):
+                    self._emit_items(item, out, depth)
+            elif isinstance(f, ast.Name) and f.id in loopvars and info is not None:
+                for item in info.attr_container.get(loopvars[f.id], []) or [info.attr_ops.get(loopvars[f.id], [])]:
+                    self._emit_items(item, out, depth)
+            elif isinstance(f, ast.Name) and f.id in self._norm_functions:
+                self._fn_ops(None, self._norm_functions[f.id], out, depth + 1, {})
+            elif isinstance(f, ast.Name) and f.id in self._norm_classes:
+                pass  # constructing a module inside forward: its ops run when it is called
+
+        for stmt in fn.body:
+            visit(stmt)
+
+    def _emit_items(self, item: list[str] | str, out: list[str], depth: int) -> None:
+        for op in ([item] if isinstance(item, str) else item):
+            if op.startswith("@"):
+                self._class_ops(op[1:], out, depth + 1)
+            elif op not in _META_OPS:
+                out.append(op)
+
+    def _attr_call(self, info: _ModuleInfo, attr: str, methods: dict, cls, out: list[str], depth: int) -> None:
+        if attr in info.attr_ops:
+            self._emit_items(info.attr_ops[attr], out, depth)
+        elif attr in info.attr_class:
+            self._class_ops(info.attr_class[attr], out, depth + 1)
+        elif attr in methods:
+            self._fn_ops(cls, methods[attr], out, depth + 1, {})
+
+
+def _preorder(node: ast.AST):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _preorder(child)
+
+
+def _is_num(node: ast.AST, value: float | None = None) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    ok = isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    return ok and (value is None or node.value == value)
+
+
+def _call(op: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
+
+
+class _Normalizer(ast.NodeTransformer):
+    """Pass 1: strip docstrings/no-op statements/imports, resolve API spellings, mask numbers."""
+
+    def __init__(self, canon: Canonicalizer) -> None:
+        self.c = canon
+        self.cls_stack: list[str] = []
+        self.self_name: str | None = None
+
+    # statements ---------------------------------------------------------------
+    def _clean_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out = []
+        for s in body:
+            if isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assert)):
+                continue
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue  # docstrings and stray literals
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) \
+                    and s.value.func.id == "print":
+                continue
+            if isinstance(s, ast.If) and isinstance(s.test, ast.Constant):
+                out.extend(self._clean_body(s.body if s.test.value else s.orelse))
+                continue
+            out.append(s)
+        return out
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if hasattr(node, "body") and isinstance(node.body, list):
+            node.body = self._clean_body(node.body)
+        if hasattr(node, "orelse") and isinstance(getattr(node, "orelse"), list):
+            node.orelse = self._clean_body(node.orelse)
+        return super().generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.bases = [ast.Name(id="MOD_module", ctx=ast.Load())] if node.bases else []
+        node.decorator_list = []
+        node.keywords = []
+        self.cls_stack.append(node.name)
+        self.generic_visit(node)
+        self.cls_stack.pop()
+        self.c._norm_classes = getattr(self.c, "_norm_classes", {})
+        self.c._norm_classes[node.name] = node
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        prev = self.self_name
+        if self.cls_stack and node.args.args:
+            self.self_name = node.args.args[0].arg
+        node.returns = None
+        node.decorator_list = []
+        for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
+            a.annotation = None
+        self.generic_visit(node)
+        self.self_name = prev
+        if not self.cls_stack:
+            self.c._norm_functions = getattr(self.c, "_norm_functions", {})
+            self.c._norm_functions[node.name] = node
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        self.generic_visit(node)
+        if node.value is None:
+            return None
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | None:
+        op = _BINOPS.get(type(node.op), "binop")
+        if op in ("mul", "div", "pow") and _is_num(node.value, 1) or op in ("add", "sub") and _is_num(node.value, 0):
+            return None
+        self.generic_visit(node)
+        load = copy.deepcopy(node.target)
+        for n in ast.walk(load):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        return ast.copy_location(ast.Assign(targets=[node.target], value=self._binop(op, load, node.value)), node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | None:
+        self.generic_visit(node)
+        # self.act = nn.ReLU(): calls are inlined as OP_relu(x), so an argument-free module leaves no trace
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and (
+                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id.startswith("MOD_") and not node.value.args
+                or isinstance(node.value, ast.Name) and node.value.id == "MOD_identity"):
+            return None
+        # `x = x` after identity removal is a no-op line
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name) \
+                and node.targets[0].id == node.value.id:
+            return None
+        return node
+
+    # expressions --------------------------------------------------------------
+    def _binop(self, op: str, left: ast.expr, right: ast.expr) -> ast.expr:
+        # identity arithmetic: x * 1, x / 1, x + 0, x - 0, x ** 1
+        if op in ("mul", "div", "pow") and _is_num(right, 1) or op in ("add", "sub") and _is_num(right, 0):
+            return left
+        if op == "mul" and _is_num(left, 1) or op == "add" and _is_num(left, 0):
+            return right
+        return _call(op, [left, right])
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        op = _BINOPS.get(type(node.op), "binop")
+        # identity arithmetic is recognised on the literal, before numbers are masked
+        if op in ("mul", "div", "pow") and _is_num(node.right, 1) or op in ("add", "sub") and _is_num(node.right, 0):
+            return self.visit(node.left)
+        if op == "mul" and _is_num(node.left, 1) or op == "add" and _is_num(node.left, 0):
+            return self.visit(node.right)
+        self.generic_visit(node)
+        return self._binop(op, node.left, node.right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub):
+            if isinstance(node.operand, ast.Name) and node.operand.id == "NUM":
+                return node.operand
+            return _call("neg", [node.operand])
+        if isinstance(node.op, ast.UAdd):
+            return node.operand
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if isinstance(node.value, (int, float, complex)) and not isinstance(node.value, bool):
+            return ast.Name(id="NUM", ctx=ast.Load())
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        path = self.c.imports.resolve(node)
+        if path is not None:
+            op = _torch_op(path)
+            # A bare reference to a torch function/class (e.g. passed as an activation) keeps its op name.
+            name = f"MOD_{op[0]}" if op else "P_" + path.replace(".", "_")
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        self.generic_visit(node)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        if node.arg.startswith(_RESERVED):
+            node.arg = "u" + node.arg
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id.startswith(_RESERVED) and node.id not in self.c.imports.alias:
+            node.id = "u" + node.id  # a user's own `P_l` must not read as one of our placeholders
+            return node
+        if node.id in self.c.imports.alias:
+            path = self.c.imports.alias[node.id]
+            op = _torch_op(path)
+            name = f"MOD_{op[0]}" if op else "P_" + path.replace(".", "_")
+            return ast.copy_location(ast.Name(id=name, ctx=node.ctx), node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        # super(Model, self).__init__() -> super().__init__()
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
+                isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
+            func.value.args = []
+        path = self.c.imports.resolve(func)
+        node.args = [self.visit(a) for a in node.args]
+        kws = [k for k in node.keywords if k.arg != "inplace"]
+        # keyword names are dropped (positional and keyword spellings agree); values kept in name order
+        kw_values = [self.visit(k.value) for k in sorted(kws, key=lambda k: k.arg or "")]
+        args = node.args + kw_values
+        op = _torch_op(path)
+        if op is not None:
+            name, is_class = op
+            if is_class:
+                if name in _IDENTITY_MODULES:
+                    return ast.Name(id="MOD_identity", ctx=ast.Load())
+                return ast.Call(func=ast.Name(id=f"MOD_{name}", ctx=ast.Load()), args=args, keywords=[])
+            if name in _IDENTITY_METHODS and len(args) == 1:
+                return args[0]
+            return _call(name, args)
+        if path is not None:  # a non-torch library call (transformers, math, numpy)
+            return ast.Call(func=ast.Name(id="P_" + path.replace(".", "_"), ctx=ast.Load()), args=args,
+                            keywords=[])
+        if isinstance(func, ast.Attribute):
+            recv = func.value
+            is_self = isinstance(recv, ast.Name) and recv.id == self.self_name
+            if is_self and self.cls_stack:
+                info = self.c.minfo.get(self.cls_stack[-1])
+                ops = info.attr_ops.get(func.attr) if info is not None else None
+                if ops is not None and not any(o.startswith("@") for o in ops):
+                    # self.act(x) with self.act = nn.ReLU(): the same tokens as torch.relu(x)
+                    if not ops:
+                        return args[0] if args else node
+                    out: ast.expr = _call(ops[0], args)
+                    for o in ops[1:]:
+                        out = _call(o, [out])
+                    out._from_attr = func.attr  # type: ignore[attr-defined]  # orders __init__ by first use
+                    return out
+            if is_self:  # self.conv(x), self.helper(x): attribute calls keep their (renamed) name
+                node.func = func
+                node.keywords = []
+                node.args = args
+                return node
+            if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super":
+                node.keywords = []
+                node.args = args
+                return node
+            recv = self.visit(recv)
+            m = norm_op(func.attr)
+            if m in _IDENTITY_METHODS:
+                return recv
+            return _call(m, [recv, *args])
+        node.func = self.visit(func)
+        # nn.ReLU()(x): calling a freshly built module is calling its op
+        if isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and \
+                node.func.func.id.startswith("MOD_"):
+            return _call(node.func.func.id[4:], args)
+        if isinstance(node.func, ast.Name) and node.func.id == "MOD_identity":
+            return args[0] if args else node.func
+        node.args = args
+        node.keywords = []
+        return node
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _targets(stmt: ast.stmt) -> tuple[set[str], bool]:
+    """Local names a statement binds, and whether it also writes somewhere else (attribute/subscript)."""
+    if isinstance(stmt, ast.Assign):
+        names, other = set(), False
+        for t in stmt.targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    names.add(n.id)
+                elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
+                    other = True
+        return names, other
+    return set(), True
+
+
+def _eliminate_dead(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Drop assignments to local names that nothing after them reads (inserted no-op lines)."""
+    live: set[str] = set()
+    kept: list[ast.stmt] = []
+    for stmt in reversed(body):
+        names, other = _targets(stmt)
+        if isinstance(stmt, ast.Assign) and not other and names and not (names & live):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+            continue  # a bare name on its own line
+        if isinstance(stmt, ast.Assign) and not other:
+            live -= names
+        live |= _names_in(stmt.value) if isinstance(stmt, ast.Assign) else _names_in(stmt)
+        kept.append(stmt)
+    return kept[::-1]
+
+
+def _first_use_rank(nodes: list[ast.AST], wanted: set[str], attr_of: str | None = None) -> dict[str, int]:
+    rank: dict[str, int] = {}
+    for root in nodes:
+        for n in _preorder(root):
+            key = None
+            if attr_of is None and isinstance(n, ast.Name) and n.id in wanted:
+                key = n.id
+            elif attr_of is not None and isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
+                    and n.value.id == attr_of and n.attr in wanted:
+                key = n.attr
+            elif attr_of is not None and getattr(n, "_from_attr", None) in wanted:
+                key = n._from_attr  # type: ignore[attr-defined]
+            if key is not None and key not in rank:
+                rank[key] = len(rank)
+    return rank
+
+
+def _shape_key(node: ast.AST, params: list[str]) -> str:
+    parts = []
+    for n in _preorder(node):
+        if isinstance(n, ast.Name):
+            parts.append(f"p{params.index(n.id)}" if n.id in params else
+                         n.id if n.id.startswith(("OP_", "MOD_", "P_")) or n.id == "NUM" else "_")
+        elif isinstance(n, ast.Constant):
+            parts.append(repr(n.value))
+        elif not isinstance(n, (ast.Load, ast.Store, ast.Attribute)):
+            parts.append(type(n).__name__)
+    return " ".join(parts)
+
+
+def _reorder(tree: ast.Module) -> ast.Module:
+    """Emission order independent of definition order: forward first, then helpers, then __init__ with its
+    attribute assignments sorted by first use; module variables sorted by first use in the functions."""
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
+        others = [s for s in cls.body if not isinstance(s, ast.FunctionDef)]
+        fwd = [m for m in methods if m.name == "forward"]
+        init = [m for m in methods if m.name == "__init__"]
+        rest = [m for m in methods if m.name not in ("forward", "__init__")]
+        called = _first_use_rank(fwd, {m.name for m in rest}, attr_of=fwd[0].args.args[0].arg
+                                 if fwd and fwd[0].args.args else "self")
+        rest.sort(key=lambda m: called.get(m.name, len(called)))
+        for m in init:
+            me = m.args.args[0].arg if m.args.args else "self"
+            params = [a.arg for a in m.args.args]
+
+            def simple(s: ast.stmt) -> bool:
+                return isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute) \
+                    and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == me
+
+            attrs = {s.targets[0].attr for s in m.body if simple(s)}
+            rank = _first_use_rank(fwd + rest, attrs, attr_of=fwd[0].args.args[0].arg
+                                   if fwd and fwd[0].args.args else me)
+
+            def key(s: ast.Assign) -> tuple:
+                r = rank.get(s.targets[0].attr)
+                # attributes no method reads: by their value's shape, with parameters by position (rename-proof)
+                return (0, r, "") if r is not None else (1, 0, _shape_key(s.value, params))
+
+            body, run = [], []
+            for s in m.body + [None]:  # sort each run of consecutive `self.x = ...` lines
+                if s is not None and simple(s):
+                    run.append(s)
+                    continue
+                body.extend(sorted(run, key=key))
+                run = []
+                if s is not None:
+                    body.append(s)
+            m.body = body
+        cls.body = others + fwd + rest + init
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assigns = [n for n in tree.body if isinstance(n, ast.Assign)]
+    rest = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign))]
+    funcs.sort(key=lambda f: (f.name not in ("get_inputs", "get_init_inputs"), f.name != "get_inputs"))
+    var_names = set().union(*(_targets(a)[0] for a in assigns)) if assigns else set()
+    rank = _first_use_rank(funcs + classes, var_names)
+
+    def key(a: ast.Assign) -> int:
+        names = _targets(a)[0]
+        return min((rank.get(n, len(rank)) for n in names), default=len(rank))
+
+    # Variables defined from other variables must stay after them: order by (first-use, original) only among
+    # independent assignments, which is every literal-valued one.
+    literal = [a for a in assigns if not (_names_in(a.value) & var_names)]
+    dependent = [a for a in assigns if a not in literal]
+    literal.sort(key=key)
+    tree.body = classes + funcs + literal + dependent + rest
+    return tree
+
+
+def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> tuple[list[str], set[str]]:
+    a = fn.args
+    params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    stores = set()
+    for n in _preorder(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            stores.add(n.id)
+    return params, stores
+
+
+class _Renamer(ast.NodeVisitor):
+    """Rename every user identifier in emission order, numbered per scope so that one inserted name cannot shift
+    the names of the whole file: module-level names g0.., a function's parameters p0.. and locals v0.., a
+    class's attributes a0.."""
+
+    def __init__(self) -> None:
+        self.globals: dict[str, str] = {}
+        self.scopes: list[tuple[dict[str, str], set[str]]] = []
+        self.attr_maps: list[dict[str, str]] = [{}]
+
+    def _name(self, name: str) -> str:
+        if name in _KEEP_NAMES or name.startswith(("OP_", "MOD_", "P_")):
+            return name
+        for mapping, local in reversed(self.scopes):
+            if name in mapping:
+                return mapping[name]
+            if name in local:
+                mapping[name] = f"v{sum(1 for k in mapping.values() if k.startswith('v'))}"
+                return mapping[name]
+        if name in _BUILTINS:
+            return name
+        if name not in self.globals:
+            self.globals[name] = f"g{len(self.globals)}"
+        return self.globals[name]
+
+    def _attr(self, name: str) -> str:
+        amap = self.attr_maps[-1]
+        if name not in amap:
+            amap[name] = f"a{len(amap)}"
+        return amap[name]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        node.name = self._name(node.name)
+        self.attr_maps.append({})
+        for b in node.bases:
+            self.visit(b)
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not stmt.name.startswith("__"):  # methods are attributes of the class (self.helper(x))
+                    stmt.name = self._attr(stmt.name)
+                self._function(stmt)
+            else:
+                self.visit(stmt)
+        self.attr_maps.pop()
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        params, stores = _local_names(node)
+        mapping = {p: f"p{i}" for i, p in enumerate(params)}
+        self.scopes.append((mapping, stores - set(params)))
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            a.arg = mapping[a.arg]
+        for a in (node.args.vararg, node.args.kwarg):
+            if a is not None:
+                a.arg = mapping[a.arg]
+        for d in node.args.defaults + node.args.kw_defaults:
+            if d is not None:
+                self.visit(d)
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for stmt in body:
+            self.visit(stmt)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if not node.name.startswith("__"):
+            node.name = self._name(node.name)
+        self._function(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._function(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        node.id = self._name(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.generic_visit(node)
+        if not node.attr.startswith("__"):
+            node.attr = self._attr(node.attr)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        node.arg = None if node.arg is None else "k"
+        self.generic_visit(node)
+
+
+def canonicalize(code: str) -> Canonical:
+    """The canonical views of `code`; `ok=False` with a reason code when it does not parse."""
+    if not isinstance(code, str) or not code.strip():
+        return Canonical(False, "empty_code")
+    return Canonicalizer(code).run()

@@ -1,0 +1,115 @@
+"""The reference index: every view of every reference problem, MinHash signatures and LSH per view, and the exact
+scoring of candidates against the references (all of them, or the LSH hits only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.decontam.settings import DecontamSettings
+from pipeline.decontam.views import VIEWS, TaskViews, jaccard, task_views
+from pipeline.kernelbench import RefProblem
+
+
+def _identity(x):  # shingles are already 32-bit hashes; datasketch applies its permutations on top
+    return x
+
+
+def minhashes(sets: list[np.ndarray], settings: DecontamSettings) -> list:
+    """datasketch MinHash signatures of many shingle sets (MinHash.bulk: one initialised state, update_batch each)."""
+    from datasketch import MinHash
+
+    return MinHash.bulk(sets, num_perm=settings.num_perm, seed=settings.seed, hashfunc=_identity,
+                        scheme=settings.scheme)
+
+
+def views_of(codes: list[str], settings: DecontamSettings) -> list[TaskViews]:
+    return [task_views(c, settings.canon_shingle, settings.ops_ngram, settings.raw_shingle) for c in codes]
+
+
+@dataclass
+class ViewMatrix:
+    """A set collection as a sparse 0/1 matrix over the references' vocabulary (for exact scoring in one product)."""
+
+    vocab: np.ndarray
+    mat: object  # scipy.sparse.csr_matrix, rows = sets
+    sizes: np.ndarray
+
+
+def _to_matrix(sets: list[np.ndarray], vocab: np.ndarray | None = None) -> ViewMatrix:
+    from scipy.sparse import csr_matrix
+
+    if vocab is None:
+        vocab = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.uint32)
+    sizes = np.array([len(s) for s in sets], dtype=np.int64)
+    rows = np.repeat(np.arange(len(sets)), sizes)
+    flat = np.concatenate(sets) if sets else np.zeros(0, np.uint32)
+    pos = np.searchsorted(vocab, flat)
+    pos = np.minimum(pos, max(len(vocab) - 1, 0))
+    hit = (vocab[pos] == flat) if len(vocab) else np.zeros(len(flat), bool)
+    mat = csr_matrix((np.ones(int(hit.sum()), np.float32), (rows[hit], pos[hit])), shape=(len(sets), len(vocab)))
+    return ViewMatrix(vocab, mat, sizes)
+
+
+class ReferenceIndex:
+    """Views, signatures and LSH indexes of a reference set (KernelBench, or any larger set of benchmarks)."""
+
+    def __init__(self, reference: list[RefProblem], settings: DecontamSettings) -> None:
+        from datasketch import MinHashLSH
+
+        self.refs = list(reference)
+        self.settings = settings
+        self.views = views_of([r.code for r in self.refs], settings)
+        self.md5: dict[str, int] = {}
+        for i, v in enumerate(self.views):
+            self.md5.setdefault(v.md5, i)
+        self.lsh: dict[str, MinHashLSH] = {}
+        for view in VIEWS:
+            thr = settings.lsh_threshold_ops if view == "ops" else settings.lsh_threshold
+            lsh = MinHashLSH(threshold=thr, num_perm=settings.num_perm)
+            sets = [v.sets[view] for v in self.views]
+            with lsh.insertion_session() as session:
+                for i, m in enumerate(minhashes(sets, settings)):
+                    if len(sets[i]):
+                        session.insert(i, m)
+            self.lsh[view] = lsh
+        self._matrices: dict[str, ViewMatrix] | None = None
+
+    @property
+    def exhaustive(self) -> bool:
+        """Small references (KernelBench) are also scored exactly against every problem."""
+        return len(self.refs) <= self.settings.exact_max_refs
+
+    def matrices(self) -> dict[str, ViewMatrix]:
+        if self._matrices is None:
+            self._matrices = {view: _to_matrix([v.sets[view] for v in self.views]) for view in VIEWS}
+        return self._matrices
+
+    def lsh_hits(self, views: list[TaskViews]) -> list[set[int]]:
+        """Reference indexes any view's LSH returns for each candidate."""
+        hits: list[set[int]] = [set() for _ in views]
+        for view in VIEWS:
+            lsh = self.lsh[view]
+            sets = [v.sets[view] for v in views]
+            for i, m in enumerate(minhashes(sets, self.settings)):
+                if len(sets[i]):
+                    hits[i].update(lsh.query(m))
+        return hits
+
+    def exact_all(self, views: list[TaskViews]) -> dict[str, np.ndarray]:
+        """Exact Jaccard of every candidate against every reference, per view (n_candidates x n_refs)."""
+        out = {}
+        for view, ref in self.matrices().items():
+            cand = _to_matrix([v.sets[view] for v in views], ref.vocab)
+            inter = (cand.mat @ ref.mat.T).toarray()
+            union = cand.sizes[:, None] + ref.sizes[None, :] - inter
+            with np.errstate(invalid="ignore", divide="ignore"):
+                jac = np.where(union > 0, inter / np.maximum(union, 1), 1.0)  # two empty sets: identical
+            out[view] = jac
+        return out
+
+    def exact_pairs(self, v: TaskViews, refs: list[int]) -> dict[str, np.ndarray]:
+        """Exact Jaccard of one candidate against the given references (verification of LSH hits)."""
+        return {view: np.array([jaccard(v.sets[view], self.views[j].sets[view]) for j in refs])
+                for view in VIEWS}

@@ -1,0 +1,31 @@
+from schemas._base import BOOL, F64, I64, STR, field, table_schema
+
+SCHEMA = table_schema(
+    "contamination",
+    1,
+    "One row per candidate task: whether it copies a reference (KernelBench) problem, its nearest reference "
+    "problem and every view's similarity (pipeline.decontam).",
+    [
+        field("task_id", STR, "the candidate's task_id"),
+        field("contaminated", BOOL, "true: drop this task, it is a (disguised) copy of nearest_ref"),
+        field("nearest_ref", STR, "nearest reference problem, 'levelN/<file stem>'; empty if none was scored"),
+        field("score", F64, "decision score 0..1: 1 for an MD5 match, else max(min(canon, ops), raw) at nearest_ref"),
+        field("reason", STR, "exact_md5 | canonical_and_ops | raw_near_copy when contaminated; empty when clean; "
+                             "unparseable / empty_code when only the raw views could judge it"),
+        field("canon_jaccard", F64, "best canonical-token-shingle Jaccard over all scored references"),
+        field("ops_jaccard", F64, "best operator-signature n-gram Jaccard over all scored references"),
+        field("raw_jaccard", F64, "best raw character-shingle Jaccard over all scored references"),
+        field("nearest_canon", F64, "canonical-token-shingle Jaccard to nearest_ref"),
+        field("nearest_ops", F64, "operator-signature Jaccard to nearest_ref"),
+        field("nearest_raw", F64, "raw character-shingle Jaccard to nearest_ref"),
+        field("ast_similarity", F64, "difflib ratio of canonical AST node-type sequences vs nearest_ref"),
+        field("md5_match", BOOL, "normalized MD5 (KernelBench Problem.hash) equals a reference's"),
+        field("md5_ref", STR, "the reference with the same normalized MD5; empty if none"),
+        field("parse_ok", BOOL, "the candidate parses as Python"),
+        field("ops", STR, "the candidate's operator signature, ops joined by ' '"),
+        field("lsh_hits", I64, "references returned by the MinHash LSH of any view"),
+        field("lsh_recalled", BOOL, "nearest_ref is among the LSH hits (false: only exhaustive scoring found it)"),
+        field("method", STR, "exact: scored against every reference; lsh: LSH hits verified by exact Jaccard"),
+        field("reference_fingerprint", STR, "pipeline.kernelbench.fingerprint of the reference set"),
+    ],
+)
