@@ -15,7 +15,7 @@ from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
 
 # What each stage needs when it is skipped here, in words a user can act on.
-STAGE_ORDER = ["synthesize", "validate", "decontaminate", "rollout", "evaluate", "curate", "publish"]
+STAGE_ORDER = ["synthesize", "validate", "decontaminate", "dedup", "rollout", "evaluate", "curate", "publish"]
 
 
 def _summary_table(cfg, run_id: str, wall_s: float):

@@ -103,7 +103,10 @@ def use_ray(cfg: OpforgeConfig) -> bool:
 
 
 def task_runner(cfg: OpforgeConfig, max_workers: int | None = None):
-    """RayTaskRunner on a cluster (or an already started local Ray); a thread pool otherwise."""
+    """RayTaskRunner on a cluster (or an already started local Ray); a thread pool otherwise.
+
+    `max_workers=1` for stages whose work is pure Python: threads gain nothing under the GIL, and CPython 3.11's
+    `ast` is not thread-safe (concurrent `ast.parse` raises "AST constructor recursion depth mismatch")."""
     if use_ray(cfg):
         from prefect_ray import RayTaskRunner
 

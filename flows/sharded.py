@@ -76,9 +76,9 @@ def _collect(stage: str, futures: list, specs: list[ShardSpec]) -> list[ShardRes
 
 
 def _submit(cfg: OpforgeConfig, stage: str, jobs: list[tuple[ShardSpec, Callable, pa.Table | None]],
-            policy: RetryPolicy, res: Resources) -> list[ShardResult]:
+            policy: RetryPolicy, res: Resources, threads: int | None) -> list[ShardResult]:
     """One Prefect task per shard on the configured task runner; results in shard order."""
-    with runtime.task_runner(cfg) as runner, runtime.resources(res.cpus, res.gpus, res.memory_mb):
+    with runtime.task_runner(cfg, threads) as runner, runtime.resources(res.cpus, res.gpus, res.memory_mb):
         futures = [runner.submit(shard_task.with_options(task_run_name=f"{stage}-shard-{spec.index:05d}"),
                                  {"spec": spec, "fn": fn, "items": items, "policy": policy})
                    for spec, fn, items in jobs]
@@ -88,14 +88,18 @@ def _submit(cfg: OpforgeConfig, stage: str, jobs: list[tuple[ShardSpec, Callable
 def run_stage(cfg: OpforgeConfig, run_id: str, stage: str, table: str, items: pa.Table, id_column: str,
               fn: Callable[[pa.Table], Any], settings: Any, shard_size: int, *,
               res: Resources = Resources(), policy: RetryPolicy = RetryPolicy(), detail: str = "",
-              record_catalog: bool = True) -> StageOutput:
-    """Run `fn` over `items` in resumable shards, one Prefect task each; record and return the output."""
+              record_catalog: bool = True, threads: int | None = 1) -> StageOutput:
+    """Run `fn` over `items` in resumable shards, one Prefect task each; record and return the output.
+
+    `threads`: shards run at once without Ray (1 for pure-Python work; more when the work waits on subprocesses).
+    On Ray, every shard is a Ray task with `res`."""
     started = _dt.datetime.now(_dt.timezone.utc)
     t0 = time.monotonic()
     store = DataStore(cfg.data_root)
     specs = plan_shards(stage, table, items.column(id_column).to_pylist(), settings, run_id, store, shard_size)
     progress.get().start(stage, len(specs))
-    results = _submit(cfg, stage, [(s, fn, select_ids(items, id_column, s.ids)) for s in specs], policy, res)
+    results = _submit(cfg, stage, [(s, fn, select_ids(items, id_column, s.ids)) for s in specs], policy, res,
+                      threads)
     return _finish(cfg, run_id, stage, table, specs, results, items.num_rows, started, t0, detail, record_catalog)
 
 
@@ -107,7 +111,7 @@ def run_single(cfg: OpforgeConfig, run_id: str, stage: str, table: str, fn: Call
     t0 = time.monotonic()
     spec = single_shard(stage, table, settings, run_id, DataStore(cfg.data_root), inputs or [])
     progress.get().start(stage, 1)
-    results = _submit(cfg, stage, [(spec, fn, None)], policy, res)
+    results = _submit(cfg, stage, [(spec, fn, None)], policy, res, 1)
     return _finish(cfg, run_id, stage, table, [spec], results, rows_in, started, t0, detail, record_catalog)
 
 

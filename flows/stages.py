@@ -94,6 +94,10 @@ def _guard(cfg: OpforgeConfig, stage: str, body: Callable[[], dict[str, Any]]) -
         return body()
     except StageUnavailable as e:
         return skip(cfg, cfg.run_id, stage, f"stage code not available: {e}")
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("pipeline."):  # a missing third-party package is a real failure
+            raise
+        return skip(cfg, cfg.run_id, stage, f"stage code not available: {e}")
 
 
 # -- stages ----------------------------------------------------------------------------------------------------
@@ -116,16 +120,21 @@ class _Synth:
 
 
 class _PerShard:
-    """fn(shard, *args, **kwargs): a stage function applied to one shard of its input."""
+    """fn(shard, *args, **kwargs): a stage function applied to one shard of its input (picklable for Ray)."""
 
     def __init__(self, fn, *args, **kwargs):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.fn, self.args, self.kwargs, self.bound = fn, args, kwargs, None
 
-    def __call__(self, shard: pa.Table):
-        return self.fn(shard, *self.args, **self.kwargs)
+    def bind(self, items: pa.Table) -> "_PerShard":
+        """The same call on fixed input, taking no argument (for single-shard stages)."""
+        self.bound = items
+        return self
+
+    def __call__(self, shard: pa.Table | None = None):
+        return self.fn(self.bound if shard is None else shard, *self.args, **self.kwargs)
 
 
-def do_validate(cfg: OpforgeConfig, shard_size: int = 4) -> dict[str, Any]:
+def do_validate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
     validate = stage_fn("pipeline.validate.stage", "validate")
     if not _has(cfg, "tasks"):
         return skip(cfg, cfg.run_id, "validate", "no tasks for this run (run synthesize first)")
@@ -133,10 +142,13 @@ def do_validate(cfg: OpforgeConfig, shard_size: int = 4) -> dict[str, Any]:
     dev = device(cfg)
     out = run_stage(cfg, cfg.run_id, "validate", VALIDATION_TABLE, tasks, "task_id",
                     _PerShard(validate, cfg.validate_, device=dev), {"settings": cfg.validate_, "device": dev},
-                    shard_size, res=Resources(cpus=1, gpus=1 if dev == "cuda" else 0))
+                    shard_size or SHARD_SIZE["validate"], res=Resources(cpus=1, gpus=1 if dev == "cuda" else 0),
+                    threads=os.cpu_count())  # each task runs in its own sandbox subprocess: threads just wait
     return _summary("validate", out)
 
 
+# Items per shard: a shard is the unit of resume and of parallelism (validation runs subprocesses per task).
+SHARD_SIZE = {"validate": 4, "decontaminate": 32}
 VALIDATION_TABLE = "validation"
 CONTAMINATION_TABLE = "contamination"
 
@@ -151,7 +163,7 @@ def valid_tasks(cfg: OpforgeConfig) -> tuple[pa.Table, str]:
     return tasks.filter(pc.is_in(tasks.column("task_id"), value_set=ok)), ""
 
 
-def do_decontaminate(cfg: OpforgeConfig, shard_size: int = 8) -> dict[str, Any]:
+def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
     decontaminate = stage_fn("pipeline.decontam.stage", "decontaminate")
     from pipeline.kernelbench import KernelBenchNotFound, fingerprint, load_reference, resolve_source
 
@@ -164,71 +176,168 @@ def do_decontaminate(cfg: OpforgeConfig, shard_size: int = 8) -> dict[str, Any]:
     candidates, note = valid_tasks(cfg)
     # The reference's checksum is part of every shard's key: a new KernelBench version recomputes everything.
     key = {"settings": cfg.decontam, "reference": fingerprint(reference)}
+    # The index over the reference is built once (seconds) and shipped to every shard (it pickles to ~2.5 MB).
+    index = stage_fn("pipeline.decontam.index", "ReferenceIndex")(reference, cfg.decontam)
     out = run_stage(cfg, cfg.run_id, "decontaminate", CONTAMINATION_TABLE, candidates, "task_id",
-                    _PerShard(decontaminate, reference, cfg.decontam), key, shard_size,
-                    detail=note or f"reference: {len(reference)} KernelBench problems")
+                    _PerShard(decontaminate, index, cfg.decontam), key, shard_size or SHARD_SIZE["decontaminate"],
+                    detail=note or f"against {len(reference)} KernelBench problems")
     return _summary("decontaminate", out)
 
 
-def _needs_gpu_and_model(cfg: OpforgeConfig, stage: str) -> str | None:
-    dev = device(cfg)
+def clean_tasks(cfg: OpforgeConfig) -> pa.Table:
+    """Valid tasks that are not contaminated (all valid tasks when decontamination did not run)."""
+    tasks, _ = valid_tasks(cfg)
+    if _has(cfg, CONTAMINATION_TABLE):
+        con = _table(cfg, CONTAMINATION_TABLE)
+        bad = con.filter(pc.equal(con.column("contaminated"), True)).column("task_id")
+        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=bad)))
+    return tasks
+
+
+def do_dedup(cfg: OpforgeConfig) -> dict[str, Any]:
+    dedup = stage_fn("pipeline.decontam.stage", "dedup")
+    if not _has(cfg, "tasks"):
+        return skip(cfg, cfg.run_id, "dedup", "no tasks for this run (run synthesize first)")
+    tasks = clean_tasks(cfg)
+    # Set-wide (every pair is compared): one unit of work, keyed by all its task ids and settings.
+    out = run_single(cfg, cfg.run_id, "dedup", "dedup", _PerShard(dedup, cfg.decontam).bind(tasks), cfg.decontam,
+                     tasks.column("task_id").to_pylist(), rows_in=tasks.num_rows)
+    return _summary("dedup", out)
+
+
+def kept_tasks(cfg: OpforgeConfig) -> pa.Table:
+    """Tasks that survive validation, decontamination and dedup: the input of rollouts and curation."""
+    tasks = clean_tasks(cfg)
+    if _has(cfg, "dedup"):
+        d = _table(cfg, "dedup")
+        gone = d.filter(pc.equal(d.column("removed"), True)).column("task_id")
+        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=gone)))
+    return tasks
+
+
+def _gpu_missing(cfg: OpforgeConfig, stage: str) -> str | None:
     missing = []
-    if stage == "rollout" and not cfg.rollout.model and cfg.rollout.backend == "vllm":
-        missing.append("a model (--set rollout.model=PATH_OR_HF_ID)")
-    if dev != "cuda" and not (stage == "rollout" and cfg.rollout.backend != "vllm"):
-        missing.append("an NVIDIA GPU (CUDA); on a cluster set ray.address to one with GPU workers")
+    if stage == "rollout" and cfg.rollout.backend == "vllm" and not cfg.rollout.model:
+        missing.append("a model (--set rollout.model=PATH_OR_HF_ID, served by vLLM)")
+    if device(cfg) != "cuda":
+        missing.append("an NVIDIA GPU with CUDA for compiling and timing kernels (on a cluster: ray.address of a "
+                       "cluster with GPU workers)")
     return " and ".join(missing) if missing else None
 
 
+class _Rollout:
+    def __init__(self, fn, tasks, settings, backend_settings, eval_settings, run_id, data_root):
+        self.fn, self.tasks, self.settings = fn, tasks, settings
+        self.backend_settings, self.eval_settings, self.run_id, self.data_root = (backend_settings, eval_settings,
+                                                                                  run_id, data_root)
+
+    def __call__(self):
+        from pipeline.llm.backend import make_backend
+
+        return self.fn(self.tasks, self.settings, make_backend(self.backend_settings), self.eval_settings,
+                       self.run_id, out_dir=self.data_root)
+
+
 def do_rollout(cfg: OpforgeConfig) -> dict[str, Any]:
-    why = _needs_gpu_and_model(cfg, "rollout")
+    why = _gpu_missing(cfg, "rollout")
     if why:
         return skip(cfg, cfg.run_id, "rollout", f"needs {why}")
     rollout = stage_fn("pipeline.rollout.stage", "rollout")
-    make_backend = stage_fn("pipeline.llm.backend", "make_backend")
-    candidates, _ = valid_tasks(cfg)
-    backend = make_backend(cfg.rollout)
+    stage_fn("pipeline.llm.backend", "make_backend")
+    tasks = kept_tasks(cfg)
+    # rollout() keeps its own per-trajectory shards under the data root (a rerun skips finished trajectories);
+    # the whole stage is one GPU task here, which fans its tool calls out to Ray itself.
     out = run_single(cfg, cfg.run_id, "rollout", "trajectories",
-                     lambda: rollout(candidates, cfg.rollout, backend, cfg.eval, cfg.run_id),
-                     {"rollout": cfg.rollout, "eval": cfg.eval}, candidates.column("task_id").to_pylist(),
-                     rows_in=candidates.num_rows, res=Resources(cpus=1, gpus=1))
+                     _Rollout(rollout, tasks, cfg.rollout, cfg.rollout, cfg.eval.model_dump(), cfg.run_id,
+                              str(cfg.data_root)),
+                     {"rollout": cfg.rollout, "eval": cfg.eval}, tasks.column("task_id").to_pylist(),
+                     rows_in=tasks.num_rows, res=Resources(cpus=1, gpus=1))
     return _summary("rollout", out)
 
 
 def do_evaluate(cfg: OpforgeConfig) -> dict[str, Any]:
-    why = _needs_gpu_and_model(cfg, "evaluate")
+    why = _gpu_missing(cfg, "evaluate")
     if why:
         return skip(cfg, cfg.run_id, "evaluate", f"needs {why}")
     stage_fn("pipeline.evaluate.harness", "evaluate")
-    # Rollouts evaluate every kernel they write (the reward is part of each trajectory); a separate evaluation
-    # pass over stored solutions is run with `opforge eval`.
-    return skip(cfg, cfg.run_id, "evaluate", "kernels are evaluated inside rollouts; standalone: `opforge eval`")
+    # Every kernel an agent writes is evaluated inside its rollout (the reward is part of the trajectory).
+    return skip(cfg, cfg.run_id, "evaluate", "kernels were evaluated inside the rollouts (reward per turn); "
+                                             "re-evaluate stored solutions with `opforge eval`")
 
 
 def do_curate(cfg: OpforgeConfig) -> dict[str, Any]:
     curate = stage_fn("pipeline.curate.stage", "curate")
+    save_result = stage_fn("pipeline.curate.stage", "save_result")
     if not _has(cfg, "tasks"):
         return skip(cfg, cfg.run_id, "curate", "no tasks for this run")
-    res = curate(_table(cfg, "tasks"), _table(cfg, VALIDATION_TABLE) if _has(cfg, VALIDATION_TABLE) else None,
-                 _table(cfg, CONTAMINATION_TABLE) if _has(cfg, CONTAMINATION_TABLE) else None,
-                 _table(cfg, "trajectories") if _has(cfg, "trajectories") else None, cfg.curate, cfg.run_id)
-    return {"stage": "curate", "status": "completed", "result": res}
+    opt = {n: (_table(cfg, n) if _has(cfg, n) else None) for n in (VALIDATION_TABLE, CONTAMINATION_TABLE,
+                                                                     "trajectories")}
+    tasks = _table(cfg, "tasks")
+    if _has(cfg, "dedup"):  # near-duplicates are out (their reason is in the dedup table)
+        d = _table(cfg, "dedup")
+        gone = d.filter(pc.equal(d.column("removed"), True)).column("task_id")
+        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=gone)))
+    result = curate(tasks, opt[VALIDATION_TABLE], opt[CONTAMINATION_TABLE], opt["trajectories"], cfg.curate,
+                    cfg.run_id)
+    # save_result writes the tables atomically and records the stage and its files in the catalog.
+    paths = save_result(result, cfg.data_root, catalog(cfg))
+    reasons = dict(sorted(_count(result.drops.column("reason").to_pylist()).items())) if result.drops.num_rows else {}
+    rows = result.summary.get("rows", {})
+    from flows.artifacts import publish_stage_artifacts
+
+    publish_stage_artifacts("curate", cfg.run_id, tasks.num_rows, sum(rows.values()), reasons,
+                            detail=", ".join(f"{k}: {v} rows" for k, v in rows.items()),
+                            paths=[str(p) for p in paths.values()])
+    progress.get().message(f"curate: {rows}" + "".join(f"\n  note: {s}" for s in result.summary.get("skipped", [])))
+    return {"stage": "curate", "status": "completed", "rows_in": tasks.num_rows, "rows_out": sum(rows.values()),
+            "drop_reasons": reasons, "rows": rows, "paths": {k: str(v) for k, v in paths.items()}}
+
+
+def _count(values: list) -> dict:
+    from collections import Counter
+
+    return Counter(v or "unspecified" for v in values)
 
 
 def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
     publish_local = stage_fn("pipeline.publish.stage", "publish_local")
-    return {"stage": "publish", "status": "completed", "result": publish_local}
+    load_result = stage_fn("pipeline.curate.stage", "load_result")
+    from pipeline.curate.stage import summary_path
+
+    if not summary_path(cfg.data_root, cfg.run_id).exists():
+        return skip(cfg, cfg.run_id, "publish", "nothing curated in this run (run curate first)")
+    result = load_result(cfg.data_root, cfg.run_id)
+    ps = cfg.publish
+    folder = Path(ps.out_dir) if ps.out_dir else Path(cfg.data_root) / "published" / cfg.run_id
+    repo_id = ps.repo_id or ps.repo_prefix
+    from pipeline.kernelbench import fingerprint, load_reference, resolve_source
+
+    ctx = {"repo_id": repo_id or "ORG/NAME", "revision": cfg.run_id, "license": ps.license,
+           "pretty_name": ps.pretty_name, "tags": ps.tags, "pipeline_version": VERSION}
+    try:
+        ref = load_reference(resolve_source(cfg.kernelbench))
+        ctx["kernelbench"] = f"sha256:{fingerprint(ref)} ({len(ref)} problems)"
+    except Exception:  # the card then says nothing about the reference; publishing does not depend on it
+        pass
+    path = publish_local(result, folder, ctx, max_shard_rows=ps.max_shard_rows)
+    rows_in = sum(result.summary.get("rows", {}).values())
+    n_files = sum(1 for p in Path(path).rglob("*.parquet"))
+    detail = f"local Hub-layout folder {path}"
+    if repo_id:
+        publish_hub = stage_fn("pipeline.publish.stage", "publish_hub")
+        report = publish_hub(path, repo_id, private=ps.private, tag=cfg.run_id, dry_run=ps.dry_run)
+        detail += f"; Hub {repo_id}@{report.tag}" + (" (dry run)" if report.dry_run else "")
+    else:
+        detail += "; no Hub repo configured (publish.repo_id)"
+    record(cfg, cfg.run_id, "publish", rows_in=rows_in, rows_out=rows_in, reasons={}, detail=detail)
+    return {"stage": "publish", "status": "completed", "rows_in": rows_in, "rows_out": rows_in,
+            "out_dir": str(path), "card": str(Path(path) / "README.md"), "parquet_files": n_files}
 
 
 # -- flows -----------------------------------------------------------------------------------------------------
 
 def _stage_flow(stage: str, body: Callable[[OpforgeConfig], dict[str, Any]], config, overrides, run_id):
-    cfg = load(config, overrides, run_id)
-    ensure_run(cfg, note=f"{stage} flow")
-    if runtime.use_ray(cfg):
-        runtime.start_ray(cfg)
-    get_run_logger().info("run %s: %s (data root %s)", cfg.run_id, stage, cfg.data_root)
-    return _guard(cfg, stage, lambda: body(cfg))
+    return _run_stages([(stage, body)], config, overrides, run_id, f"{stage} flow")
 
 
 @flow(name="synthesize", log_prints=True)
@@ -240,16 +349,18 @@ def synthesize_flow(config: str | None = None, overrides: list[str] | None = Non
 
 @flow(name="validate", log_prints=True)
 def validate_flow(config: str | None = None, overrides: list[str] | None = None,
-                  run_id: str | None = None) -> dict[str, Any]:
+                  run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
     """Run every task in a sandbox (eager and torch.compile) and record a verdict with a reason per task."""
-    return _stage_flow("validate", do_validate, config, overrides, run_id)
+    return _stage_flow("validate", lambda c: do_validate(c, shard_size), config, overrides, run_id)
 
 
 @flow(name="decontaminate", log_prints=True)
 def decontaminate_flow(config: str | None = None, overrides: list[str] | None = None,
-                       run_id: str | None = None) -> dict[str, Any]:
-    """Check the run's valid tasks against KernelBench in resumable shards; one decision per task."""
-    return _stage_flow("decontaminate", do_decontaminate, config, overrides, run_id)
+                       run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
+    """Check the run's valid tasks against KernelBench in resumable shards (one decision per task), then remove
+    near-duplicates among the clean ones."""
+    return _run_stages([("decontaminate", lambda c: do_decontaminate(c, shard_size)), ("dedup", do_dedup)],
+                       config, overrides, run_id, "decontaminate flow")
 
 
 @flow(name="rollout", log_prints=True)
@@ -285,6 +396,7 @@ def _run_stages(stages: list[tuple[str, Callable]], config, overrides, run_id, n
     ensure_run(cfg, note=note)
     if runtime.use_ray(cfg):
         runtime.start_ray(cfg)
+    get_run_logger().info("run %s: %s (data root %s)", cfg.run_id, ", ".join(n for n, _ in stages), cfg.data_root)
     results, status = [], "completed"
     for name, body in stages:
         try:
@@ -303,13 +415,14 @@ def _run_stages(stages: list[tuple[str, Callable]], config, overrides, run_id, n
 
 
 END_TO_END = [("synthesize", do_synthesize), ("validate", do_validate), ("decontaminate", do_decontaminate),
-              ("rollout", do_rollout), ("evaluate", do_evaluate), ("curate", do_curate), ("publish", do_publish)]
+              ("dedup", do_dedup), ("rollout", do_rollout), ("evaluate", do_evaluate), ("curate", do_curate),
+              ("publish", do_publish)]
 
 
 @flow(name="opforge-pipeline", log_prints=True)
 def pipeline_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
-    """End to end: synthesize -> validate -> decontaminate -> rollout -> evaluate -> curate -> publish."""
+    """End to end: synthesize -> validate -> decontaminate -> dedup -> rollout -> evaluate -> curate -> publish."""
     return _run_stages(END_TO_END, config, overrides, run_id, "end-to-end")
 
 
@@ -317,11 +430,11 @@ def pipeline_flow(config: str | None = None, overrides: list[str] | None = None,
 def nightly_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Nightly: a fresh run that synthesizes, validates and decontaminates new tasks."""
-    return _run_stages(END_TO_END[:3], config, overrides, run_id, "nightly")
+    return _run_stages(END_TO_END[:4], config, overrides, run_id, "nightly")
 
 
 @flow(name="weekly-publish", log_prints=True)
 def weekly_publish_flow(config: str | None = None, overrides: list[str] | None = None,
                         run_id: str | None = "latest") -> dict[str, Any]:
     """Weekly: curate and publish the newest run."""
-    return _run_stages(END_TO_END[5:], config, overrides, run_id, "weekly publish")
+    return _run_stages(END_TO_END[6:], config, overrides, run_id, "weekly publish")

@@ -169,11 +169,28 @@ def _remove_partial_writes(path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+# Which rows a table keeps: (column, value meaning "kept"); tables not listed keep rows whose `reason` is empty.
+KEEP_RULES: dict[str, tuple[str, Any]] = {"contamination": ("contaminated", False), "dedup": ("removed", False),
+                                          "validation": ("valid", True)}
+
+
+def kept_mask(tbl: pa.Table) -> list[bool]:
+    """Per row: kept by its stage? Uses the table's decision column, else an empty `reason`."""
+    name = (tbl.schema.metadata or {}).get(b"opforge.table", b"").decode()
+    col, value = KEEP_RULES.get(name, (None, None))
+    if col and col in tbl.column_names:
+        return [v == value for v in tbl.column(col).to_pylist()]
+    if "reason" in tbl.column_names:
+        return [not r for r in tbl.column("reason").to_pylist()]
+    return [True] * tbl.num_rows
+
+
 def drop_reasons(tbl: pa.Table) -> dict[str, int]:
-    """Counts of non-empty `reason` codes (kept rows have an empty reason)."""
+    """Counts of reason codes over the rows the stage dropped ("unspecified" when a dropped row has none)."""
     if "reason" not in tbl.column_names:
         return {}
-    return dict(sorted(Counter(r for r in tbl.column("reason").to_pylist() if r).items()))
+    reasons = tbl.column("reason").to_pylist()
+    return dict(sorted(Counter(r or "unspecified" for r, k in zip(reasons, kept_mask(tbl)) if not k).items()))
 
 
 def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping[str, Any]]],
@@ -182,7 +199,7 @@ def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping
     t0 = time.monotonic()
     path = Path(spec.path)
     if is_complete(path, spec.table):
-        tbl = pq.read_table(path, columns=["reason"] if "reason" in get_schema(spec.table).names else [])
+        tbl = pq.read_table(path)
         return ShardResult(spec, pq.read_metadata(path).num_rows, True, 0, time.monotonic() - t0, drop_reasons(tbl))
 
     def attempt() -> pa.Table:
@@ -226,8 +243,8 @@ class StageOutput:
 
     @property
     def rows_out(self) -> int:
-        """Rows kept: those without a drop reason."""
-        return self.data.num_rows - sum(self.drop_reasons.values())
+        """Rows the stage kept (see `kept_mask`)."""
+        return sum(kept_mask(self.data))
 
     @property
     def drop_reasons(self) -> dict[str, int]:
