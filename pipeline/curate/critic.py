@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.curate.sft import clean_messages
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.split import split_of
 
@@ -53,9 +52,9 @@ def turn_rewards(traj: dict[str, Any], n_turns: int, mode: str) -> tuple[list[fl
 
 def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
                 values: list[float] | None = None) -> tuple[list[dict[str, Any]], str]:
-    """Rows for one trajectory, and a note ('' or why the value baseline was not used)."""
-    msgs = clean_messages(traj.get("messages"))
-    ends = [i for i, m in enumerate(msgs) if m["role"] == "assistant"]
+    """Rows for one trajectory, and a note ('' or why the value baseline was not used). Instead of `messages`,
+    each row holds `_prefix_len`, the number of leading messages of its prefix (the stage slices them in Arrow)."""
+    ends = [i for i, m in enumerate(traj.get("messages") or []) if m and m.get("role") == "assistant"]
     n = len(ends)
     rewards, evals = turn_rewards(traj, n, settings.turn_reward)
     rets = returns(rewards, settings.gamma)
@@ -72,7 +71,7 @@ def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
     for t, end in enumerate(ends):
         rows.append({
             "row_id": f"critic:{traj['traj_id']}:{t}",
-            "messages": msgs[:end + 1],
+            "_prefix_len": end + 1,
             "tools": traj.get("tools") or "[]",
             "traj_id": traj["traj_id"],
             "task_id": traj["task_id"],

@@ -9,6 +9,7 @@ trajectory level:  duplicate_trajectory, contamination_changed, empty_trajectory
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -62,11 +63,17 @@ def assistant_messages(traj: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in traj.get("messages") or [] if m and m.get("role") == "assistant"]
 
 
-def tool_names(traj: dict[str, Any]) -> set[str] | None:
-    """Names of the tools offered; None when the tools column is not valid JSON of tool schemas."""
-    tools = loads_json(traj.get("tools"), None)
-    if tools is None:
-        return set() if not traj.get("tools") else None
+def tool_names(traj: dict[str, Any]) -> frozenset[str] | None:
+    """Names of the tools offered (empty: none offered); None when `tools` is not JSON of tool schemas."""
+    text = traj.get("tools")
+    if not text:
+        return frozenset()
+    return _tool_names(text) if isinstance(text, str) else None
+
+
+@functools.lru_cache(maxsize=256)  # every trajectory of a run carries the same tools JSON: parse it once
+def _tool_names(text: str) -> frozenset[str] | None:
+    tools = loads_json(text, None)
     if not isinstance(tools, list):
         return None
     names = set()
@@ -76,7 +83,7 @@ def tool_names(traj: dict[str, Any]) -> set[str] | None:
         if not isinstance(name, str):
             return None
         names.add(name)
-    return names
+    return frozenset(names)
 
 
 def malformed(traj: dict[str, Any]) -> str | None:
@@ -151,6 +158,8 @@ def loop(traj: dict[str, Any], settings: CurateSettings) -> str | None:
 
 def token_count(traj: dict[str, Any]) -> int | None:
     """Prompt + response tokens, when the rollout recorded token ids (any list column named *token_ids)."""
+    if "_token_count" in traj:  # counted in Arrow by the stage
+        return traj["_token_count"]
     total, seen = 0, False
     for k, v in traj.items():
         if k.endswith("token_ids") and v is not None:

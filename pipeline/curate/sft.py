@@ -29,10 +29,10 @@ def clean_messages(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]
 
 
 def sft_row(traj: dict[str, Any], task: dict[str, Any], settings: CurateSettings, run_id: str) -> dict[str, Any]:
+    """Every `sft` column but `messages` (the stage takes those straight from the trajectories' Arrow column)."""
     eager, comp = final_speedups(traj)
     return {
         "row_id": f"sft:{traj['traj_id']}",
-        "messages": clean_messages(traj.get("messages")),
         "tools": traj.get("tools") or "[]",
         "traj_id": traj["traj_id"],
         "task_id": traj["task_id"],
