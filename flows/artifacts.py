@@ -38,12 +38,15 @@ def contamination_summary(tbl: pa.Table) -> list[dict[str, Any]]:
     """Counts per (reason, matched reference) for contaminated rows; the columns are looked up by name so the
     summary follows the contamination table's schema."""
     cols = set(tbl.column_names)
-    ref_col = next((c for c in ("matched_ref_id", "ref_id", "match_ref_id", "nearest_ref_id") if c in cols), None)
+    ref_col = next((c for c in ("nearest_ref", "matched_ref_id", "ref_id") if c in cols), None)
     reason_col = "reason" if "reason" in cols else None
     if reason_col is None:
         return []
     refs = tbl.column(ref_col).to_pylist() if ref_col else [None] * tbl.num_rows
-    c = Counter((r, ref) for r, ref in zip(tbl.column(reason_col).to_pylist(), refs) if r)
+    from pipeline.shards import kept_mask
+
+    reasons = tbl.column(reason_col).to_pylist()
+    c = Counter((r or "unspecified", ref) for r, ref, kept in zip(reasons, refs, kept_mask(tbl)) if not kept)
     return [{"reason": r, "matched_ref_id": ref or "", "rows": n} for (r, ref), n in c.most_common(200)]
 
 
