@@ -161,7 +161,7 @@ class Canonicalizer:
         tree = _Normalizer(self).visit(tree)
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                fn.body = _eliminate_dead(fn.body) or [ast.Pass()]
+                fn.body = _inline_single_use(_eliminate_dead(fn.body)) or [ast.Pass()]
         ops = self._signature(tree)
         tree = _reorder(tree)
         _Renamer().visit(tree)
@@ -382,12 +382,12 @@ class _Normalizer(ast.NodeTransformer):
         return super().generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        node.bases = [ast.Name(id="MOD_module", ctx=ast.Load())] if node.bases else []
-        node.decorator_list = []
-        node.keywords = []
+        had_bases = bool(node.bases)
+        node.bases, node.decorator_list, node.keywords = [], [], []
         self.cls_stack.append(node.name)
         self.generic_visit(node)
         self.cls_stack.pop()
+        node.bases = [ast.Name(id="MOD_module", ctx=ast.Load())] if had_bases else []
         self.c._norm_classes = getattr(self.c, "_norm_classes", {})
         self.c._norm_classes[node.name] = node
         return node
@@ -599,6 +599,58 @@ def _eliminate_dead(body: list[ast.stmt]) -> list[ast.stmt]:
         live |= _names_in(stmt.value) if isinstance(stmt, ast.Assign) else _names_in(stmt)
         kept.append(stmt)
     return kept[::-1]
+
+
+_SIMPLE = (ast.Assign, ast.Return, ast.Expr)
+
+
+def _single_name_assign(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+class _Subst(ast.NodeTransformer):
+    def __init__(self, name: str, expr: ast.expr) -> None:
+        self.name, self.expr = name, expr
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return self.expr
+        return node
+
+
+def _inline_single_use(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Straight-line dataflow as one expression: `h = conv(x); h = relu(h); return h + b` and
+    `return relu(conv(x)) + b` read the same. Only temporaries used exactly once, by a simple statement, before
+    the name is bound again, are inlined (no expression is duplicated, so no operator is counted twice)."""
+    body = list(body)
+    i = 0
+    while i < len(body):
+        name = _single_name_assign(body[i])
+        if name is None:
+            i += 1
+            continue
+        uses, target, ok = 0, None, True
+        for j in range(i + 1, len(body)):
+            stmt = body[j]
+            loads = sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
+                        and isinstance(n.ctx, ast.Load))
+            rebinds = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                          for n in ast.walk(stmt))
+            if loads:
+                uses += loads
+                target = j
+                ok = ok and isinstance(stmt, _SIMPLE)
+            if rebinds:
+                ok = ok and isinstance(stmt, _SIMPLE)
+                break
+        if ok and uses == 1 and target is not None:
+            body[target] = _Subst(name, body[i].value).visit(body[target])
+            del body[i]
+            continue
+        i += 1
+    return body
 
 
 def _first_use_rank(nodes: list[ast.AST], wanted: set[str], attr_of: str | None = None) -> dict[str, int]:

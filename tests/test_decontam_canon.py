@@ -1,0 +1,157 @@
+"""Canonicalization invariances: what a disguise changes must not change the canonical views."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipeline.decontam.canon import canonicalize
+from pipeline.decontam.disguise import TRANSFORMS, disguise
+from pipeline.decontam.views import jaccard, task_views
+
+BASE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Conv, ReLU, bias."""
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
+        super(Model, self).__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        x = self.conv(x)  # convolution
+        x = torch.relu(x)
+        x = x + self.bias
+        return x
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+height, width = 32, 32
+kernel_size = 3
+bias_shape = (out_channels, 1, 1)
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, bias_shape]
+'''
+
+# The same computation spelled differently by hand (not by our own transforms): F.relu via a module attribute,
+# torch.add, other names, other constants, a docstring moved, __init__ reordered, a dead line, 2-space indent.
+HAND_DISGUISED = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+class FusedBlock(nn.Module):
+  def __init__(self, cin, cout, k, bshape):
+    super().__init__()
+    self.act = nn.ReLU(inplace=True)
+    self.offset = nn.Parameter(torch.randn(bshape))
+    self.c = nn.Conv2d(cin, cout, k)
+  def forward(self, inp):
+    """Forward."""
+    unused = inp.shape
+    h = self.c(inp)
+    h = self.act(h)
+    return torch.add(h, self.offset)
+
+N = 7
+CIN = 64
+COUT = 8
+H, W = 224, 224
+K = 5
+bshape = (COUT, 1, 1)
+
+def get_inputs():
+  return [torch.rand(N, CIN, H, W)]
+
+def get_init_inputs():
+  return [CIN, COUT, K, bshape]
+'''
+
+
+def _sim(a: str, b: str) -> tuple[float, float]:
+    va, vb = task_views(a), task_views(b)
+    return jaccard(va.sets["canon"], vb.sets["canon"]), jaccard(va.sets["ops"], vb.sets["ops"])
+
+
+def test_ops_signature_resolves_module_attributes_and_spellings():
+    assert canonicalize(BASE).ops == ["conv2d", "relu", "add"]
+    assert canonicalize(HAND_DISGUISED).ops == ["conv2d", "relu", "add"]
+
+
+@pytest.mark.parametrize("spelling", ["torch.relu(x)", "F.relu(x)", "torch.nn.functional.relu(x)", "x.relu()",
+                                      "nn.ReLU()(x)", "torch.relu_(x)"])
+def test_relu_spellings_are_one_op(spelling):
+    code = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            f"class M(nn.Module):\n    def forward(self, x):\n        return {spelling}\n")
+    assert canonicalize(code).ops == ["relu"]
+
+
+@pytest.mark.parametrize("spelling", ["a @ b", "torch.matmul(a, b)", "torch.mm(a, b)", "torch.bmm(a, b)",
+                                      "a.matmul(b)"])
+def test_matmul_spellings_are_one_op(spelling):
+    code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, a, b):\n        return {spelling}\n"
+    assert canonicalize(code).ops == ["matmul"]
+
+
+def test_add_spellings_and_identity_ops():
+    for body in ("x + y", "torch.add(x, y)", "x.add(y)"):
+        code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n        return {body}\n"
+        assert canonicalize(code).ops == ["add"], body
+    noop = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        x = x * 1.0\n"
+            "        x = x.contiguous()\n        x += 0\n        dead = x.sum()\n        return torch.tanh(x)\n")
+    assert canonicalize(noop).ops == ["tanh"]
+
+
+def test_hand_disguised_copy_scores_high_and_unrelated_task_low():
+    canon, ops = _sim(BASE, HAND_DISGUISED)
+    assert ops == 1.0
+    assert canon >= 0.85
+    other = BASE.replace("torch.relu(x)", "torch.sigmoid(x)").replace("x = x + self.bias", "x = x * self.bias")
+    canon2, ops2 = _sim(BASE, other)
+    assert ops2 < 0.5
+
+
+def test_reordered_operators_lower_the_ops_view():
+    swapped = BASE.replace("x = torch.relu(x)\n        x = x + self.bias", "x = x + self.bias\n        x = torch.relu(x)")
+    canon, ops = _sim(BASE, swapped)
+    assert ops < 0.7  # the same ops in another order are another problem
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_each_disguise_keeps_canonical_views(name):
+    for seed in range(3):
+        code = disguise(BASE, [name], random.Random(seed))
+        canon, ops = _sim(BASE, code)
+        assert ops == 1.0, (name, seed)
+        assert canon >= 0.9, (name, seed, canon)
+
+
+def test_names_and_constants_erased_exactly():
+    renamed = (BASE.replace("Model", "Net").replace("in_channels", "ci").replace("bias", "b0")
+               .replace("128", "64").replace("= 3", "= 8").replace("self.conv", "self.c1"))
+    canon, ops = _sim(BASE, renamed)
+    assert canon == 1.0 and ops == 1.0
+
+
+def test_reserved_prefixes_in_user_names_do_not_collide():
+    code = BASE.replace("batch_size", "P_l").replace("bias_shape", "OP_shape")
+    canon, _ = _sim(BASE, code)
+    assert canon == 1.0
+
+
+@pytest.mark.parametrize("bad", ["def f(:\n  pass", "", "\x00\x01", "class A:\n" + "  " * 0 + "x = (" * 500,
+                                 "import torch\nx = 1 +", None])
+def test_bad_code_gives_a_reason_not_a_crash(bad):
+    c = canonicalize(bad)
+    assert not c.ok and c.reason in ("unparseable", "empty_code", "too_deep")
+    v = task_views(bad)
+    assert not v.parse_ok
