@@ -43,8 +43,8 @@ def main() -> None:
     t0 = time.perf_counter()
     codes = [task_code(i) for i in range(n_tasks)]
     ids = [task_id(c) for c in codes]
-    tasks = [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu", "torch.mul"], "data_source": "torch#2",
-                                   "composer": "programmatic", "seed": i, "run_id": "synth"})
+    tasks = [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu", "torch.mul"],
+                                   "data_source": "torch#2", "composer": "programmatic", "seed": i, "run_id": "synth"})
              for i, (t, c) in enumerate(zip(ids, codes))]
     validation = [{"task_id": t, "valid": True, "reason": "", "run_id": "val"} for t in ids]
     contamination = [{"task_id": t, "contaminated": False, "nearest_ref": "level1/19_ReLU", "score": 0.1,

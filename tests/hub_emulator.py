@@ -287,7 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
         if rest == "refs" and method == "GET":
             repo = st.repo(rtype, rid, user)
             return self._json(200, {
-                "branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": o} for b, o in repo.branches.items()],
+                "branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": o}
+                             for b, o in repo.branches.items()],
                 "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in repo.tags.items()],
                 "converts": [], "pullRequests": []})
         m = re.match(r"^preupload/(.+)$", rest)
@@ -441,7 +442,7 @@ class _Handler(BaseHTTPRequestHandler):
                 for p in [p for p in files if p.startswith(pre)]:
                     del files[p]
             else:
-                # lfsFile would need the LFS batch API, which this emulator does not offer (preupload never asks for it).
+                # lfsFile needs the LFS batch API, which this emulator does not offer (preupload never asks for it).
                 raise HubError(400, f"line {n}: unsupported operation {key!r}")
         if header is None or not header.get("summary"):
             raise HubError(400, "commit header with a summary is required")
@@ -454,7 +455,8 @@ class _Handler(BaseHTTPRequestHandler):
         repo.branches[branch] = oid
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         base = f"http://{self.headers.get('Host')}"
-        return self._json(200, {"success": True, "commitOid": oid, "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{oid}",
+        return self._json(200, {"success": True, "commitOid": oid,
+                                "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{oid}",
                                 "pullRequestUrl": None, "commitMessage": header["summary"]})
 
     def _resolve(self, method: str, rtype: str, rid: str, rev: str, path: str, user: str | None) -> None:

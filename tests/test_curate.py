@@ -212,7 +212,8 @@ def test_no_trajectories_builds_warmup_only(scen):
 
 def test_latest_contamination_decision_wins(scen):
     ids = scen["ids"]
-    later = [dict(c, run_id="decon-2", contaminated=True) for c in scen["contamination"] if c["task_id"] == ids["good"]]
+    later = [dict(c, run_id="decon-2", contaminated=True) for c in scen["contamination"]
+             if c["task_id"] == ids["good"]]
     r = curate(scen["tasks"], scen["validation"], scen["contamination"] + later, scen["trajectories"],
                CurateSettings(), "cur-5")
     assert ids["good"] not in set(r.sft.column("task_id").to_pylist())
@@ -303,3 +304,18 @@ def test_save_result_round_trips(data_root, result):
     back = load_result(data_root, result.run_id)
     assert back.sft.to_pylist() == result.sft.to_pylist()
     assert back.summary["rows"] == result.summary["rows"]
+
+
+def test_tasks_removed_by_dedup_are_dropped_with_their_trajectories(scen):
+    ids = scen["ids"]
+    dedup = [{"task_id": ids["good"], "cluster_id": ids["slow"], "kept_task_id": ids["slow"], "removed": True,
+              "reason": "near_duplicate", "jaccard_to_kept": 0.93, "cluster_size": 2},
+             {"task_id": ids["slow"], "cluster_id": ids["slow"], "kept_task_id": ids["slow"], "removed": False,
+              "reason": "", "jaccard_to_kept": 1.0, "cluster_size": 2}]
+    r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
+               "cur-6", dedup=conform("dedup", dedup))
+    assert r.sft.num_rows == 0
+    warm = {d["item_id"]: d["reason"] for d in r.drops.to_pylist() if d["dataset"] == "warmup"}
+    assert warm[ids["good"]] == "near_duplicate" and ids["slow"] not in warm
+    sft = [d["reasons"][0] for d in r.drops.to_pylist() if d["dataset"] == "sft" and d["task_id"] == ids["good"]]
+    assert sft and all(x in ("near_duplicate", "duplicate_trajectory") for x in sft)

@@ -55,8 +55,8 @@ def _load_subprocess(endpoint: str, repo: str, config: str | list[str], revision
     for a list of configs). HF_ENDPOINT is read when huggingface_hub is imported, hence the process."""
     configs = [config] if isinstance(config, str) else config
     code = ("import json, sys, datasets\n"
-            f"out = {{c: {{k: v.to_list() for k, v in datasets.load_dataset({repo!r}, c, revision={revision!r}).items()}}"
-            f" for c in {configs!r}}}\n"
+            f"load = lambda c: datasets.load_dataset({repo!r}, c, revision={revision!r})\n"
+            f"out = {{c: {{k: v.to_list() for k, v in load(c).items()}} for c in {configs!r}}}\n"
             f"json.dump(out[{configs[0]!r}] if {isinstance(config, str)!r} else out, sys.stdout, default=str)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",

@@ -30,7 +30,8 @@ def register(app: typer.Typer) -> None:
     def curate_cmd(
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
-        run_id: Optional[str] = typer.Option(None, "--run-id", help="Curation run id (default: config run_id or new)."),
+        run_id: Optional[str] = typer.Option(None, "--run-id",
+                                             help="Curation run id (default: config run_id or new)."),
     ) -> None:
         """Filter trajectories and build the warm-up, SFT and critic datasets (tables warmup, sft, critic and
         curation_drops in the catalog). With no trajectories, only the warm-up dataset is built."""
@@ -46,8 +47,10 @@ def register(app: typer.Typer) -> None:
         own_run = cat.sql("SELECT count(*) AS n FROM runs WHERE run_id = ?", [run]).column("n")[0].as_py() == 0
         if own_run:
             cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge curate")
-        ins = {t: read_all_runs(cfg.data_root, t) for t in ("tasks", "validation", "contamination", "trajectories")}
-        result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cfg.curate, run)
+        ins = {t: read_all_runs(cfg.data_root, t) for t in ("tasks", "validation", "contamination", "trajectories",
+                                                             "dedup")}
+        result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cfg.curate, run,
+                        dedup=ins["dedup"])
         paths = save_result(result, cfg.data_root, cat)
         if own_run:
             cat.finish_run(run)

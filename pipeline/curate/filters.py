@@ -1,7 +1,8 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
 Reason codes, in the order they are checked (docs/datasets.md lists them with what they mean):
-task level:        unknown_task, not_validated, task_invalid, not_decontaminated, task_contaminated
+task level:        unknown_task, near_duplicate, not_validated, task_invalid, not_decontaminated,
+                   task_contaminated
 trajectory level:  duplicate_trajectory, contamination_changed, empty_trajectory, malformed_tool_call, loop,
                    too_many_turns, too_long  (the "integrity" filters) then
                    nonpositive_reward, no_speedup_measured, below_speedup_threshold, duplicate_final_kernel
@@ -16,7 +17,8 @@ from typing import Any
 from pipeline.curate.inputs import loads_json
 from pipeline.curate.settings import CurateSettings
 
-TASK_REASONS = ["unknown_task", "not_validated", "task_invalid", "not_decontaminated", "task_contaminated"]
+TASK_REASONS = ["unknown_task", "near_duplicate", "not_validated", "task_invalid", "not_decontaminated",
+                "task_contaminated"]
 INTEGRITY_REASONS = ["duplicate_trajectory", "contamination_changed", *TASK_REASONS, "empty_trajectory",
                      "malformed_tool_call", "loop", "too_many_turns", "too_long"]
 QUALITY_REASONS = ["nonpositive_reward", "no_speedup_measured", "below_speedup_threshold"]
@@ -237,6 +239,7 @@ def rules(s: CurateSettings) -> dict[str, str]:
     """What each reason code means, with this run's thresholds (for the data card and docs)."""
     return {
         "unknown_task": "the trajectory's task is not in the tasks table",
+        "near_duplicate": "the dedup stage removed the task as a (near) duplicate of a kept task",
         "not_validated": "the task has no validation verdict",
         "task_invalid": "the task failed sandbox validation",
         "not_decontaminated": "the task has no contamination decision",

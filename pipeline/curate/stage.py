@@ -92,14 +92,15 @@ def _gc_paused() -> Iterator[None]:
 
 
 def curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
-           settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None) -> CurationResult:
+           settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None,
+           dedup: TableLike = None) -> CurationResult:
     """Build the warm-up, SFT and critic datasets (see `_curate`)."""
     with _gc_paused():
-        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values)
+        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup)
 
 
 def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
-            settings: CurateSettings | None, run_id: str, values: Any) -> CurationResult:
+            settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None) -> CurationResult:
     """Build the warm-up, SFT and critic datasets.
 
     Args:
@@ -109,6 +110,8 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
         run_id: the curation run id stamped on every output row.
         values: optional value baseline for GAE targets ({traj_id: [V per assistant turn]}, or a table of
             traj_id, turn, value); trajectories may also carry a `values` list column.
+        dedup: optional `dedup` table; tasks it removed (near/exact duplicates of a kept task) are dropped with
+            reason `near_duplicate`, and so are their trajectories.
     """
     settings = settings or CurateSettings()
     task_rows = as_rows(tasks)
@@ -133,7 +136,9 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
                       "reason": reasons[0], "reasons": reasons, "detail": detail, "run_id": run_id})
 
     # -- warm-up: every clean task ----------------------------------------------------------------------------
-    problems = {tid: task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
+    removed = {r["task_id"] for r in as_rows(dedup) if r.get("removed")}
+    problems = {tid: (["near_duplicate"] if tid in removed else [])
+                + task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
     clean = [task_by_id[tid] for tid in sorted(task_by_id) if not problems[tid]]
     for tid in sorted(task_by_id):
         if problems[tid]:
@@ -160,7 +165,8 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     for tr, reasons, _ in verdicts:
         if reasons or not tr.get("final_kernel_hash"):
             continue
-        key = (tr["final_kernel_hash"],) if settings.dedup_scope == "global" else (tr["task_id"], tr["final_kernel_hash"])
+        fh = tr["final_kernel_hash"]
+        key = (fh,) if settings.dedup_scope == "global" else (tr["task_id"], fh)
         if key not in best or rank(tr) < rank(best[key]):
             best[key] = tr
     sft_keep: list[dict[str, Any]] = []
@@ -266,7 +272,8 @@ def _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, war
         "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows},
         "filters": filter_table,
         "contamination": {
-            "tasks_decided": len(decided), "contaminated": len(contaminated), "clean": len(decided) - len(contaminated),
+            "tasks_decided": len(decided), "contaminated": len(contaminated),
+            "clean": len(decided) - len(contaminated),
             "undecided": len(task_by_id) - len(decided),
             "by_reason": dict(Counter(str(c.get("reason") or "") for c in contaminated)),
             "nearest_refs": dict(Counter(str(c.get("nearest_ref")) for c in contaminated).most_common(10)),
@@ -279,7 +286,8 @@ def _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, war
             "task_runs": sorted({str(t.get("run_id")) for t in task_rows if t.get("run_id")}),
             "rollout_runs": sorted({str(t.get("run_id")) for t in traj_rows if t.get("run_id")}),
             "models": sorted({str(t.get("model")) for t in traj_rows if t.get("model")}),
-            "gpus": _gpus(traj_rows),
+            "gpus": sorted(set(_gpus(traj_rows)) | {str(v["device_name"]) for v in val.values()
+                                                    if v.get("device") == "cuda" and v.get("device_name")}),
         },
         "speedups_vs_compile": {"all": sp_all, "kept": sp_kept},
         "skipped": skipped,

@@ -95,7 +95,8 @@ def trajectory(task_id: str, sample_idx: int = 0, *, steps: list[dict[str, Any]]
                      "tool_call_id": None, "name": None})
         sp, ok = s.get("speedup"), s.get("correct", True)
         eager = s.get("eager_speedup", sp * 1.5 if sp else None)
-        msgs.append({"role": "tool", "content": json.dumps({"compiled": True, "correct": ok, "speedup_vs_compile": sp}),
+        result = json.dumps({"compiled": True, "correct": ok, "speedup_vs_compile": sp})
+        msgs.append({"role": "tool", "content": result,
                      "tool_calls": None, "tool_call_id": call_id, "name": "compile_and_test"})
         turns.append({"turn": i, "action": "malformed" if malformed_turn == i else "compile_and_test",
                       "kernel_hash": khash, "compiled": True, "correct": ok, "eager_ms": 3.0,
@@ -148,7 +149,8 @@ def scenario(run_synth: str = "synth-1", run_val: str = "val-1", run_decon: str 
     codes = {n: task_code(i) for i, n in enumerate(names)}
     ids = {n: make_task_id(c) for n, c in codes.items()}
     tasks = [fill_schema("tasks", {"task_id": ids[n], "code": codes[n], "ops": ["torch.relu", "torch.mul"],
-                                   "data_source": "torch#2", "composer": "programmatic", "seed": i, "run_id": run_synth})
+                                   "data_source": "torch#2", "composer": "programmatic", "seed": i,
+                                   "run_id": run_synth})
              for i, n in enumerate(names)]
 
     def verdict(n: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The Hub's folder layout: `data/<config>/<split>-NNNNN-of-NNNNN.parquet` (zstd) and a `configs:` list for the card."""
+"""The Hub's folder layout: `data/<config>/<split>-NNNNN-of-NNNNN.parquet` (zstd) and the card's `configs:`."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def lineage(cat: Catalog, row_id: str) -> dict[str, Any]:
                 row = hit.to_pylist()[0]
                 break
     if row is None:
-        raise KeyError(f"row {row_id!r} is in no curated table of this catalog ({', '.join(sorted(views)) or 'empty'})")
+        known = ", ".join(sorted(views)) or "empty"
+        raise KeyError(f"row {row_id!r} is in no curated table of this catalog ({known})")
     out: dict[str, Any] = {"row": row}
     traj = _rows(cat, views, "trajectories",
                  "SELECT traj_id, task_id, sample_idx, seed, model, run_id, final_reward, best_speedup_vs_compile, "

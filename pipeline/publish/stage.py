@@ -20,8 +20,8 @@ __all__ = ["publish_local", "publish_hub", "PublishReport"]
 PLOT = "assets/speedup_vs_compile.png"
 
 
-def publish_local(result: CurationResult, out_dir: Path | str, card_context: CardContext | dict[str, Any] | None = None,
-                  max_shard_rows: int = 50_000) -> Path:
+def publish_local(result: CurationResult, out_dir: Path | str,
+                  card_context: CardContext | dict[str, Any] | None = None, max_shard_rows: int = 50_000) -> Path:
     """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet for each non-empty dataset, the speedup plot, the card
     and the curation summary. The folder is built beside `out_dir` and swapped in at the end, so a failed write
     never leaves a half-made release behind."""
