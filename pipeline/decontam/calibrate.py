@@ -60,6 +60,8 @@ def build_set(reference: list[RefProblem], seed: int = 0, max_refs: int | None =
         singles = list(TRANSFORMS) if split == "test" else train_tf
         for k, name in enumerate(singles):
             code = disguise(r.code, [name], random.Random(base + hash_int(r.ref_id, k)))
+            if code == r.code:
+                continue  # the transform does not apply to this problem: it would be an exact copy
             out.append(Example(f"pos:{r.ref_id}:{name}", code, True, r.ref_id, name, split))
         pool = list(TRANSFORMS) if split == "test" else train_tf
         for k in range(combos_per_ref):

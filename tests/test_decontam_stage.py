@@ -1,0 +1,185 @@
+"""The decontam stage end to end: the CLI on KernelBench, decisions, nearest references, DuckDB, the report."""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.decontam.disguise import TRANSFORMS, disguise
+from pipeline.decontam.negatives import compose
+from pipeline.decontam.settings import DecontamSettings
+from pipeline.decontam.stage import decontaminate
+from pipeline.kernelbench import fingerprint, load_reference
+
+SOURCES = ["level1/19_ReLU", "level1/23_Softmax", "level2/1_Conv2D_ReLU_BiasAdd", "level2/12_Gemm_Multiply_LeakyReLU",
+           "level3/17_SqueezeNetFireModule", "level3/1_MLP", "level4/16_gpt2_bs1_seq1023"]
+
+# New tasks, written by hand in KernelBench format: none is a KernelBench problem, two share ops with one.
+CLEAN_BY_HAND = {
+    "clean:conv_gelu_sigmoid_mul": '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.nn.functional.gelu(x)
+        x = torch.sigmoid(x) * 2.5
+        return x
+
+def get_inputs():
+    return [torch.rand(8, 3, 64, 64)]
+
+def get_init_inputs():
+    return [3, 16, 3]
+''',
+    "clean:rmsnorm_residual": '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x, residual):
+        h = x + residual
+        rms = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return h * rms * self.weight
+
+def get_inputs():
+    return [torch.rand(16, 1024, 4096), torch.rand(16, 1024, 4096)]
+
+def get_init_inputs():
+    return [4096]
+''',
+}
+
+
+def _candidates(refs) -> list[tuple[str, str, bool, str]]:
+    by_id = {r.ref_id: r for r in refs}
+    rng = random.Random(7)
+    rows = []
+    for rid in SOURCES:
+        code = by_id[rid].code
+        rows.append((f"copy:{rid}", code, True, rid))
+        rows.append((f"disguised:{rid}", disguise(code, list(TRANSFORMS), rng), True, rid))
+    for tid, code in CLEAN_BY_HAND.items():
+        rows.append((tid, code, False, ""))
+    rows.append(("clean:composed", compose(["hardswish", "cumsum", "mul"], "conv3d", rng), False, ""))
+    rows.append(("bad:unparseable", "class Model(:\n  pass\n", False, ""))
+    rows.append(("bad:empty", "", False, ""))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def refs(kernelbench_path):
+    return load_reference(kernelbench_path)
+
+
+def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
+    from pipeline.cli import app
+
+    rows = _candidates(refs)
+    cand = tmp_path / "candidates.parquet"
+    pq.write_table(pa.table({"task_id": [r[0] for r in rows], "code": [r[1] for r in rows]}), cand)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["decontam", str(cand), "--reference", str(kernelbench_path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    tbl = pq.read_table(out / "contamination.parquet")
+    assert tbl.num_rows == len(rows)
+    got = {r["task_id"]: r for r in tbl.to_pylist()}
+    for tid, _, label, source in rows:
+        r = got[tid]
+        assert r["contaminated"] is label, (tid, r)
+        assert 0.0 <= r["score"] <= 1.0
+        if label:
+            assert r["nearest_ref"] == source, (tid, r["nearest_ref"])
+    assert got["copy:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "exact_md5"
+    assert got["disguised:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "canonical_and_ops"
+    assert got["bad:unparseable"]["reason"] == "unparseable" and not got["bad:unparseable"]["parse_ok"]
+    assert got["bad:empty"]["reason"] == "empty_code"
+    assert {r["reference_fingerprint"] for r in got.values()} == {fingerprint(refs)}
+    # the same facts in DuckDB
+    counts = dict(duckdb.sql(f"SELECT reason, count(*) FROM '{out / 'contamination.parquet'}' GROUP BY reason")
+                  .fetchall())
+    assert counts["exact_md5"] == len(SOURCES) and counts["canonical_and_ops"] == len(SOURCES)
+    html = (out / "report.html").read_text()
+    assert fingerprint(refs) in html and "diff-disguised:level3/17_SqueezeNetFireModule" in html
+
+
+def test_lsh_path_agrees_with_exact_scoring(refs):
+    rows = _candidates(refs)
+    pairs = [(r[0], r[1]) for r in rows]
+    exact = decontaminate(pairs, refs, DecontamSettings())
+    lsh = decontaminate(pairs, refs, DecontamSettings(exact_max_refs=0))
+    assert set(lsh.column("method").to_pylist()) == {"lsh"}
+    assert exact.column("contaminated").to_pylist() == lsh.column("contaminated").to_pylist()
+    flagged = [i for i, c in enumerate(exact.column("contaminated").to_pylist()) if c]
+    assert [exact.column("nearest_ref")[i].as_py() for i in flagged] == \
+        [lsh.column("nearest_ref")[i].as_py() for i in flagged]
+    assert all(lsh.column("lsh_recalled")[i].as_py() for i in flagged)
+
+
+def test_table_input_and_duplicate_codes(refs):
+    code = refs[0].code
+    tbl = pa.table({"task_id": ["a", "b", "c"], "code": [code, code, None]})
+    out = decontaminate(tbl, refs[:20], DecontamSettings())
+    assert out.column("task_id").to_pylist() == ["a", "b", "c"]
+    assert out.column("contaminated").to_pylist() == [True, True, False]
+    assert out.column("reason")[2].as_py() == "empty_code"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
+        if p:
+            return p
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium; "
+                                                 ".ci/run installs it)")
+def test_report_renders_in_headless_chromium(tmp_path, refs):
+    from pipeline.decontam.report import write_report
+
+    rows = _candidates(refs)
+    pairs = [(r[0], r[1]) for r in rows]
+    result = decontaminate(pairs, refs, DecontamSettings())
+    path = write_report(result, pairs, refs, DecontamSettings(), tmp_path, reference_source="test")
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
+           "--virtual-time-budget=3000", "--dump-dom", path.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dom = proc.stdout
+    assert "<table class=\"sortable\" id=\"candidates\">" in dom, proc.stderr[-2000:]
+    assert dom.count("<details class=\"flagged\"") == sum(r[2] for r in rows)
+    assert fingerprint(refs) in dom
+    assert 'id="thresholds"' in dom and "canonical_and_ops" in dom
+    # the script ran: clicking a header sorts (dispatch a click from a second page load via a data: wrapper)
+    click = tmp_path / "click.html"
+    click.write_text(path.read_text().replace(
+        "</body>", "<script>document.querySelectorAll('#candidates th')[4].click();"
+                   "document.body.setAttribute('data-sorted', document.querySelector('#candidates th.asc') ? "
+                   "'yes' : 'no');</script></body>"))
+    dom2 = subprocess.run(cmd[:-1] + [click.resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert 'data-sorted="yes"' in dom2
+    body = dom2.split('id="candidates"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows_html = body.split("<tr")[1:]
+    # per row: contaminated (bool) is the first data-v cell, score the second
+    scores = [float(re.findall(r'data-v="([^"]+)"', r)[1]) for r in rows_html]
+    assert len(scores) == len(rows) and scores == sorted(scores)
