@@ -28,18 +28,18 @@ def _summary_table(cfg, run_id: str, wall_s: float):
         "SELECT stage, status, rows_in, rows_out, drop_reasons, detail, "
         "epoch(finished_at) - epoch(started_at) AS seconds FROM stages WHERE run_id = ?", [run_id]).to_pylist()}
     t = Table(title=f"opforge run {run_id}  ({wall_s:.0f} s)")
-    for col in ("stage", "status", "rows in", "rows out", "drop reasons", "time", "detail"):
-        t.add_column(col, overflow="fold")
+    for col in ("stage", "status", "rows in", "rows out", "drop reasons", "time"):
+        t.add_column(col, overflow="fold", justify="right" if col in ("rows in", "rows out", "time") else "left")
     for stage in STAGE_ORDER + sorted(set(rows) - set(STAGE_ORDER)):
         r = rows.get(stage)
         if r is None:
-            t.add_row(stage, "[dim]not run[/dim]", "", "", "", "", "")
+            t.add_row(stage, "[dim]not run[/dim]", "", "", "", "")
             continue
         reasons = json.loads(r["drop_reasons"] or "{}")
         style = {"completed": "green", "skipped": "yellow", "failed": "red"}.get(r["status"], "white")
         t.add_row(stage, f"[{style}]{r['status']}[/{style}]", str(r["rows_in"]), str(r["rows_out"]),
                   "\n".join(f"{k}: {v}" for k, v in reasons.items()) or "-",
-                  f"{r['seconds']:.1f} s" if r["seconds"] is not None else "", r["detail"] or "")
+                  f"{r['seconds']:.1f} s" if r["seconds"] is not None else "")
     return t, rows
 
 
@@ -76,6 +76,11 @@ def register(app: typer.Typer) -> None:
         from flows.stages import load
 
         t0 = time.monotonic()
+        # Progress bars and the summary tell the story; Prefect's per-task log lines would scroll them away.
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        import warnings
+
+        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
         base = load_cli_config(config, set_)  # validates the config and overrides before anything starts
         cfg = load(str(config) if config else None, set_, base.run_id)
         from pipeline.kernelbench import resolve_source
@@ -115,11 +120,13 @@ def register(app: typer.Typer) -> None:
             api.close()
         table, rows = _summary_table(cfg, cfg.run_id, time.monotonic() - t0)
         console.print(table)
-        skipped = [(s, r["detail"]) for s, r in rows.items() if r["status"] == "skipped"]
-        if skipped:
-            console.print("[yellow]Skipped stages and what they need:[/yellow]")
-            for s, why in skipped:
-                console.print(f"  {s}: {why}")
+        for status, title in (("completed", "Notes"), ("failed", "[red]Failed stages[/red]"),
+                              ("skipped", "[yellow]Skipped stages and what they need[/yellow]")):
+            items = [(s, r["detail"]) for s, r in rows.items() if r["status"] == status and r["detail"]]
+            if items:
+                console.print(f"[bold]{title}[/bold]")
+                for s, why in items:
+                    console.print(f"  {s}: {why}")
         console.print("[bold]Where everything is[/bold]")
         for line in _where(cfg, cfg.run_id, result):
             console.print("  " + line)

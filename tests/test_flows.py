@@ -127,3 +127,25 @@ def test_latest_run_and_unknown_override_fail_clearly(tmp_path):
         load(None, [f"data_root={tmp_path}"], "latest")
     with pytest.raises(Exception, match="nosuchkey"):
         load(None, ["nosuchkey=1"], None)
+
+
+def test_example_config_is_valid_and_matches_the_defaults():
+    from pathlib import Path
+
+    from pipeline.config import OpforgeConfig
+
+    example = Path(__file__).resolve().parents[1] / "opforge.example.yaml"
+    assert load_config(example).dump() == OpforgeConfig().dump()
+
+
+def test_prefect_yaml_deployments_build_with_their_schedules():
+    from pathlib import Path
+
+    from flows.deployments import build
+
+    deps = {d.name: d for d in build(Path(__file__).resolve().parents[1] / "prefect.yaml", overrides=["synth.n=3"])}
+    assert {"nightly-synthesize-decontaminate", "weekly-publish", "pipeline", "synthesize", "decontaminate",
+            "rollout", "evaluate", "curate", "publish"} == set(deps)
+    assert [s.schedule.cron for s in deps["nightly-synthesize-decontaminate"].schedules] == ["0 2 * * *"]
+    assert deps["weekly-publish"].parameters["run_id"] == "latest"
+    assert deps["synthesize"].parameters["overrides"] == ["synth.n=3"]
