@@ -319,3 +319,52 @@ def test_tasks_removed_by_dedup_are_dropped_with_their_trajectories(scen):
     assert warm[ids["good"]] == "near_duplicate" and ids["slow"] not in warm
     sft = [d["reasons"][0] for d in r.drops.to_pylist() if d["dataset"] == "sft" and d["task_id"] == ids["good"]]
     assert sft and all(x in ("near_duplicate", "duplicate_trajectory") for x in sft)
+
+
+def test_conversations_outside_the_published_type_are_cleaned_not_fatal(scen):
+    """Rows from another producer (extra message fields, a non-string content) still curate."""
+    rows = [json.loads(json.dumps(t)) for t in scen["trajectories"]]
+    for t in rows:
+        for m in t["messages"]:
+            m["reasoning_content"] = "thinking..."
+        t["messages"][0]["content"] = {"text": "a system prompt given as an object"}
+    r = curate(scen["tasks"], scen["validation"], scen["contamination"], rows, CurateSettings(), "cur-7")
+    base = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
+                  "cur-7")
+    assert r.sft.column("row_id").to_pylist() == base.sft.column("row_id").to_pylist()
+    first = r.sft.to_pylist()[0]["messages"]
+    assert json.loads(first[0]["content"]) == {"text": "a system prompt given as an object"}
+    assert set(first[0]) == {"role", "content", "tool_calls", "tool_call_id", "name"}
+    assert r.critic.num_rows == base.critic.num_rows
+
+
+def test_hostile_rows_never_crash_and_every_item_is_accounted_for(scen):
+    """Every field of a good trajectory replaced by values of the wrong shape, one field at a time."""
+    import random
+
+    good = json.loads(json.dumps(trajectory(scen["ids"]["good"], 7, task_code="x")))
+    junk = [None, "", "x", 5, -1.5, True, [], {}, [None], [5], [{"role": 5}], [{"tool_calls": "no"}],
+            [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}], {"a": [1]}, float("nan")]
+    rng = random.Random(0)
+    rows = []
+    for k, key in enumerate(sorted(good)):
+        for j, v in enumerate(rng.sample(junk, 6)):
+            bad = json.loads(json.dumps(good))
+            bad[key] = v
+            bad["traj_id"] = bad["traj_id"] if key == "traj_id" else f"fuzz-{k}-{j}"
+            rows.append(bad)
+    for i, msg_junk in enumerate(junk):  # and inside the conversation
+        bad = json.loads(json.dumps(good))
+        bad["traj_id"] = f"fuzz-msg-{i}"
+        bad["messages"][2] = msg_junk
+        bad["turns"][0] = msg_junk
+        rows.append(bad)
+    tasks = scen["tasks"] + [{"task_id": 5, "code": None}, {"code": "x"}]
+    r = curate(tasks, scen["validation"], scen["contamination"], rows, CurateSettings(), "cur-fuzz")
+    sft_drops = [d for d in r.drops.to_pylist() if d["dataset"] == "sft"]
+    assert r.sft.num_rows + len(sft_drops) == len(rows)
+    assert {d["reason"] for d in r.drops.to_pylist() if d["dataset"] == "warmup"} >= {"unreadable_task"}
+    assert "unreadable_trajectory" in {d["reason"] for d in sft_drops}
+    for tbl in (r.sft, r.critic):  # whatever was kept is well formed
+        for row in tbl.to_pylist():
+            assert all(isinstance(m["role"], str) for m in row["messages"])

@@ -208,3 +208,21 @@ def test_next_release_replaces_stale_shards_and_old_tags_still_load(result, tmp_
     with pytest.raises(HfHubHTTPError):
         publish_hub(second, "opforge-test/releases", token="hf_bob", tag="r3", endpoint=hub.url)
     assert "r3" not in repo.tags
+
+
+def test_a_bad_card_or_a_public_repo_publishes_nothing(result, tmp_path, hub):
+    out = publish_local(result, tmp_path / "bad", None)
+    publish_hub(out, "opforge-test/guarded", token=TOKEN, tag="ok", endpoint=hub.url)
+    repo = hub.state.repos[("dataset", "opforge-test/guarded")]
+    head = repo.branches["main"]
+    card = (out / "README.md").read_text().replace("- n<1K", "- huge", 1)
+    (out / "README.md").write_text(card)
+    (out / "data" / "sft" / "extra.parquet").write_bytes(b"PAR1")
+    with pytest.raises(ValueError, match="Invalid metadata"):
+        publish_hub(out, "opforge-test/guarded", token=TOKEN, tag="bad", endpoint=hub.url)
+    assert repo.branches["main"] == head and "bad" not in repo.tags  # nothing half-published
+    from huggingface_hub import HfApi
+
+    HfApi(endpoint=hub.url, token=TOKEN).create_repo("opforge-test/open", repo_type="dataset", private=False)
+    with pytest.raises(PermissionError, match="public"):
+        publish_hub(out, "opforge-test/open", token=TOKEN, tag="v1", endpoint=hub.url)

@@ -39,9 +39,11 @@ def turn_rewards(traj: dict[str, Any], n_turns: int, mode: str) -> tuple[list[fl
     """(reward per assistant turn under `mode`, evaluation reward recorded for each turn or None)."""
     evals: list[int | None] = [None] * n_turns
     for i, t in enumerate(traj.get("turns") or []):
-        idx = t.get("turn") if t and t.get("turn") is not None else i
-        if 0 <= idx < n_turns and t.get("reward") is not None:
-            evals[idx] = int(t["reward"])
+        if not isinstance(t, dict):
+            continue
+        idx = t.get("turn") if isinstance(t.get("turn"), int) else i
+        if 0 <= idx < n_turns and isinstance(t.get("reward"), int) and not isinstance(t["reward"], bool):
+            evals[idx] = t["reward"]
     if mode == "per_turn":
         return [float(e or 0) for e in evals], evals
     rewards = [0.0] * n_turns

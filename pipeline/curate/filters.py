@@ -1,10 +1,10 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
 Reason codes, in the order they are checked (docs/datasets.md lists them with what they mean):
-task level:        unknown_task, near_duplicate, not_validated, task_invalid, not_decontaminated,
+task level:        unknown_task, unreadable_task, near_duplicate, not_validated, task_invalid, not_decontaminated,
                    task_contaminated
-trajectory level:  duplicate_trajectory, contamination_changed, empty_trajectory, malformed_tool_call, loop,
-                   too_many_turns, too_long  (the "integrity" filters) then
+trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
+                   malformed_tool_call, loop, too_many_turns, too_long  (the "integrity" filters) then
                    nonpositive_reward, no_speedup_measured, below_speedup_threshold, duplicate_final_kernel
 """
 
@@ -17,14 +17,34 @@ from typing import Any
 from pipeline.curate.inputs import loads_json
 from pipeline.curate.settings import CurateSettings
 
-TASK_REASONS = ["unknown_task", "near_duplicate", "not_validated", "task_invalid", "not_decontaminated",
-                "task_contaminated"]
-INTEGRITY_REASONS = ["duplicate_trajectory", "contamination_changed", *TASK_REASONS, "empty_trajectory",
-                     "malformed_tool_call", "loop", "too_many_turns", "too_long"]
+TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "not_validated", "task_invalid",
+                "not_decontaminated", "task_contaminated"]
+INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed", *TASK_REASONS,
+                     "empty_trajectory", "malformed_tool_call", "loop", "too_many_turns", "too_long"]
 QUALITY_REASONS = ["nonpositive_reward", "no_speedup_measured", "below_speedup_threshold"]
 DEDUP_REASON = "duplicate_final_kernel"
 TRAJECTORY_REASONS = [*INTEGRITY_REASONS, *QUALITY_REASONS, DEDUP_REASON]
 ROLES = {"system", "user", "assistant", "tool"}
+
+
+# Types the curated rows are built from; a row from outside the trajectories schema may break them.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "traj_id": (str,), "task_id": (str,), "final_reward": (int,), "messages": (list,), "turns": (list, type(None)),
+    "tools": (str, type(None)), "final_kernel_hash": (str, type(None)), "model": (str, type(None)),
+    "run_id": (str, type(None)), "sample_idx": (int, type(None)),
+    "best_speedup_vs_eager": (int, float, type(None)), "best_speedup_vs_compile": (int, float, type(None)),
+}
+
+
+def shape_problem(traj: dict[str, Any]) -> str | None:
+    """The first field whose Python type the curated rows cannot be built from, if any."""
+    for name, types in _FIELD_TYPES.items():
+        v = traj.get(name)
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            return f"{name} is {type(v).__name__}"
+        if isinstance(v, int) and not -2**63 <= v < 2**63:
+            return f"{name} does not fit int64"
+    return None
 
 
 def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dict], contamination: dict[str, dict],
@@ -62,7 +82,7 @@ def contamination_changed(traj: dict[str, Any], contamination: dict[str, dict]) 
 
 
 def assistant_messages(traj: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in traj.get("messages") or [] if m and m.get("role") == "assistant"]
+    return [m for m in traj.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant"]
 
 
 def tool_names(traj: dict[str, Any]) -> frozenset[str] | None:
@@ -90,8 +110,10 @@ def _tool_names(text: str) -> frozenset[str] | None:
 
 def malformed(traj: dict[str, Any]) -> str | None:
     """Detail of the first malformed turn, tool call or tool result; None when the conversation is well formed."""
-    for t in traj.get("turns") or []:
-        if t and t.get("malformed"):
+    for i, t in enumerate(traj.get("turns") or []):
+        if not isinstance(t, dict):
+            return f"turn record {i} is {type(t).__name__}, not a record"
+        if t.get("malformed"):
             return f"turn {t.get('turn')} was recorded as malformed"
     names = tool_names(traj)
     if names is None:
@@ -129,7 +151,7 @@ def action_key(msg: dict[str, Any]) -> str:
     """What an assistant turn did: its tool calls with canonical arguments, else its text."""
     calls = msg.get("tool_calls") or []
     if not calls:
-        return "text:" + " ".join((msg.get("content") or "").split())
+        return "text:" + " ".join(str(msg.get("content") or "").split())
     parts = []
     for tc in calls:
         fn = tc.get("function") or {}
@@ -183,13 +205,17 @@ def final_speedups(traj: dict[str, Any]) -> tuple[float | None, float | None]:
     """(vs eager, vs torch.compile) of the final kernel: its last correct timed turn, else the trajectory's best."""
     fh = traj.get("final_kernel_hash")
     eager = compile_ = None
-    if fh:
-        for t in traj.get("turns") or []:
-            if t and t.get("kernel_hash") == fh and t.get("correct") and t.get("speedup_vs_compile") is not None:
+    turns = traj.get("turns")
+    if fh and isinstance(turns, list):
+        for t in turns:
+            if isinstance(t, dict) and t.get("kernel_hash") == fh and t.get("correct") and \
+                    t.get("speedup_vs_compile") is not None:
                 eager, compile_ = t.get("speedup_vs_eager"), t.get("speedup_vs_compile")
     if compile_ is None:
         eager, compile_ = traj.get("best_speedup_vs_eager"), traj.get("best_speedup_vs_compile")
-    return eager, compile_
+    number = (int, float)
+    return (float(eager) if isinstance(eager, number) and not isinstance(eager, bool) else None,
+            float(compile_) if isinstance(compile_, number) and not isinstance(compile_, bool) else None)
 
 
 def trajectory_reasons(traj: dict[str, Any], task_problems: list[str], contamination: dict[str, dict],
@@ -239,12 +265,14 @@ def rules(s: CurateSettings) -> dict[str, str]:
     """What each reason code means, with this run's thresholds (for the data card and docs)."""
     return {
         "unknown_task": "the trajectory's task is not in the tasks table",
+        "unreadable_task": "the task row has no string task_id or code",
         "near_duplicate": "the dedup stage removed the task as a (near) duplicate of a kept task",
         "not_validated": "the task has no validation verdict",
         "task_invalid": "the task failed sandbox validation",
         "not_decontaminated": "the task has no contamination decision",
         "task_contaminated": "the task copies a KernelBench problem",
         "duplicate_trajectory": "a trajectory with the same traj_id came first",
+        "unreadable_trajectory": "a field has a shape no filter can read (the error is in the drop's detail)",
         "contamination_changed": "the task's contamination decision differs from the one at rollout time",
         "empty_trajectory": "no assistant turn",
         "malformed_tool_call": "a turn was malformed, a tool call had bad JSON arguments or an unknown tool, or a "

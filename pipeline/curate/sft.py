@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pipeline.curate.filters import assistant_messages, final_speedups
@@ -10,20 +11,29 @@ from pipeline.curate.split import split_of
 
 
 def clean_messages(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """Messages with exactly the published fields (role, content, tool_calls, tool_call_id, name)."""
+    """Messages with exactly the published fields (role, content, tool_calls, tool_call_id, name), as strings."""
+    def text(v: Any) -> str | None:
+        if v is None or isinstance(v, str):
+            return v
+        try:
+            return json.dumps(v, default=str)
+        except (TypeError, ValueError):
+            return repr(v)
+
     out = []
     for m in messages or []:
-        calls = m.get("tool_calls")
+        m = m or {}
+        calls = m.get("tool_calls") or None
         out.append({
-            "role": m.get("role"),
-            "content": m.get("content"),
+            "role": text(m.get("role")),
+            "content": text(m.get("content")),
             "tool_calls": None if calls is None else [
-                {"id": c.get("id"), "type": c.get("type") or "function",
-                 "function": {"name": (c.get("function") or {}).get("name"),
-                              "arguments": (c.get("function") or {}).get("arguments")}}
-                for c in calls],
-            "tool_call_id": m.get("tool_call_id"),
-            "name": m.get("name"),
+                {"id": text(c.get("id")), "type": text(c.get("type") or "function"),
+                 "function": {"name": text((c.get("function") or {}).get("name")),
+                              "arguments": text((c.get("function") or {}).get("arguments"))}}
+                for c in calls if isinstance(c, dict)],
+            "tool_call_id": text(m.get("tool_call_id")),
+            "name": text(m.get("name")),
         })
     return out
 

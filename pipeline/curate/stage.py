@@ -19,7 +19,7 @@ import pyarrow as pa
 from pipeline.curate.columns import light_rows, messages_array, prefixes, take_lists
 from pipeline.curate.critic import critic_rows
 from pipeline.curate.filters import (DEDUP_REASON, INTEGRITY_REASONS, TASK_REASONS, TRAJECTORY_REASONS,
-                                     final_speedups, task_reasons, trajectory_reasons)
+                                     final_speedups, shape_problem, task_reasons, trajectory_reasons)
 from pipeline.curate.inputs import TableLike, as_rows, latest_by_task, loads_json
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.sft import sft_row
@@ -50,7 +50,7 @@ def _values_by_traj(values: Any, trajectories: list[dict[str, Any]]) -> dict[str
     out: dict[str, list[float]] = {}
     for t in trajectories:
         v = t.get("values", t.get("value_baseline"))
-        if isinstance(v, (list, tuple)) and t.get("traj_id"):
+        if isinstance(v, (list, tuple)) and isinstance(t.get("traj_id"), str):
             out[t["traj_id"]] = list(v)
     if values is None:
         return out
@@ -125,17 +125,24 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     for i, r in enumerate(traj_rows):
         r["_i"] = i
     task_by_id: dict[str, dict[str, Any]] = {}
+    unreadable_tasks = []
     for t in task_rows:
-        task_by_id.setdefault(t["task_id"], t)  # the same task from several runs: its first row
+        if isinstance(t.get("task_id"), str) and t["task_id"] and isinstance(t.get("code"), str):
+            task_by_id.setdefault(t["task_id"], t)  # the same task from several runs: its first row
+        else:
+            unreadable_tasks.append(t)
     val = latest_by_task(as_rows(validation))
     con = latest_by_task(as_rows(contamination))
     drops: list[dict[str, Any]] = []
 
     def drop(dataset: str, kind: str, item_id: str, task_id: str, reasons: list[str], detail: str = "") -> None:
-        drops.append({"dataset": dataset, "kind": kind, "item_id": item_id, "task_id": task_id or "",
+        drops.append({"dataset": dataset, "kind": kind, "item_id": str(item_id), "task_id": str(task_id or ""),
                       "reason": reasons[0], "reasons": reasons, "detail": detail, "run_id": run_id})
 
     # -- warm-up: every clean task ----------------------------------------------------------------------------
+    for t in unreadable_tasks:
+        drop("warmup", "task", str(t.get("task_id") or ""), str(t.get("task_id") or ""), ["unreadable_task"],
+             "task_id or code missing or not a string")
     removed = {r["task_id"] for r in as_rows(dedup) if r.get("removed")}
     problems = {tid: (["near_duplicate"] if tid in removed else [])
                 + task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
@@ -149,12 +156,20 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     seen: set[str] = set()
     verdicts: list[tuple[dict[str, Any], list[str], list[str]]] = []
     for tr in traj_rows:
-        tid = tr.get("task_id") or ""
-        tp = problems.get(tid) if tid in problems else task_reasons(tid, task_by_id, val, con, settings)
-        reasons, details = trajectory_reasons(tr, tp, con, settings)
-        if not tr.get("traj_id") or tr["traj_id"] in seen:
-            reasons, details = ["duplicate_trajectory", *reasons], [f"traj_id {tr.get('traj_id')!r} seen before"]
-        seen.add(tr.get("traj_id") or "")
+        bad_shape = shape_problem(tr)
+        if bad_shape:
+            reasons, details = ["unreadable_trajectory"], [f"unreadable_trajectory: {bad_shape}"]
+        else:
+            tid = tr["task_id"]
+            try:
+                tp = problems[tid] if tid in problems else task_reasons(tid, task_by_id, val, con, settings)
+                reasons, details = trajectory_reasons(tr, tp, con, settings)
+            except Exception as e:  # a row no filter can read is dropped with its error, never fatal to the run
+                reasons = ["unreadable_trajectory"]
+                details = [f"unreadable_trajectory: {type(e).__name__}: {e}"[:300]]
+            if not tr["traj_id"] or tr["traj_id"] in seen:
+                reasons, details = ["duplicate_trajectory", *reasons], [f"traj_id {tr['traj_id']!r} seen before"]
+        seen.add(str(tr.get("traj_id") or ""))
         verdicts.append((tr, reasons, details))
 
     def rank(tr: dict[str, Any]) -> tuple:
@@ -192,20 +207,36 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             drop("critic", "trajectory", item, tr.get("task_id") or "", reasons, "; ".join(details))
 
     msgs = messages_array(traj_tbl, traj_rows)
-    sft_sorted = sorted(sft_keep, key=lambda t: t["traj_id"])
-    sft = _with_messages("sft", [sft_row(tr, task_by_id[tr["task_id"]], settings, run_id) for tr in sft_sorted],
-                         msgs, [tr["_i"] for tr in sft_sorted], None, traj_rows)
     baselines = _values_by_traj(values, traj_rows)
-    crows: list[dict[str, Any]] = []
-    notes: list[str] = []
     critic_src = sft_keep if settings.critic_source == "sft" else integrity_keep
+    in_sft = {id(tr) for tr in sft_keep}
+    in_critic = {id(tr) for tr in critic_src}
+    srows: list[dict[str, Any]] = []
+    sft_idx: list[int] = []
+    crows: list[dict[str, Any]] = []
     src: list[int] = []
-    for tr in sorted(critic_src, key=lambda t: t["traj_id"]):
-        rows, note = critic_rows(tr, settings, run_id, baselines.get(tr["traj_id"]))
+    notes: list[str] = []
+    failed: set[int] = set()
+    for tr in sorted({id(t): t for t in [*sft_keep, *critic_src]}.values(), key=lambda t: t["traj_id"]):
+        try:  # a value no filter looked at (a NaN reward, a junk baseline) fails its own row, not the run
+            srow = sft_row(tr, task_by_id[tr["task_id"]], settings, run_id) if id(tr) in in_sft else None
+            rows, note = critic_rows(tr, settings, run_id, baselines.get(tr["traj_id"])) \
+                if id(tr) in in_critic else ([], "")
+        except Exception as e:
+            failed.add(id(tr))
+            for ds in [d for d, ids in (("sft", in_sft), ("critic", in_critic)) if id(tr) in ids]:
+                drop(ds, "trajectory", tr["traj_id"], tr["task_id"], ["unreadable_trajectory"],
+                     f"unreadable_trajectory: {type(e).__name__}: {e}"[:300])
+            continue
+        if srow is not None:
+            srows.append(srow)
+            sft_idx.append(tr["_i"])
         crows.extend(rows)
         src.extend([tr["_i"]] * len(rows))
         if note:
             notes.append(f"{tr['traj_id']}: {note}")
+    sft_keep = [t for t in sft_keep if id(t) not in failed]
+    sft = _with_messages("sft", srows, msgs, sft_idx, None, traj_rows)
     critic = _with_messages("critic", crows, msgs, src, [r.pop("_prefix_len") for r in crows], traj_rows)
     drops_tbl = conform("curation_drops", drops)
 

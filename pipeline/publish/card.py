@@ -93,7 +93,7 @@ def render_card(summary: dict[str, Any], run_id: str, configs: list[dict[str, An
         rows = (summary.get("filters") or {}).get(name)
         if not rows or (name != "warmup" and not summary.get("inputs", {}).get("trajectories")):
             continue
-        order = TASK_REASONS if name == "warmup" else TRAJECTORY_REASONS
+        order = [r for r in TASK_REASONS if r != "unknown_task"] if name == "warmup" else TRAJECTORY_REASONS
         by = {r["reason"]: r for r in rows}
         filters.append({"name": name, "rows": [{"reason": r, "rule": rule.get(r, ""), "dropped": by.get(r, {}).get(
             "dropped", 0), "failing": by.get(r, {}).get("failing", 0)} for r in order]})

@@ -45,7 +45,8 @@ def publish_hub(local_dir: Path | str, repo_id: str, token: str | None = None, p
                 commit_message: str | None = None) -> PublishReport:
     """Create the dataset repo if needed, then add every file of `local_dir` and delete remote files that are not
     in it, in ONE commit on top of the head we read (so a concurrent publish fails instead of interleaving), then
-    tag that commit. `token` defaults to $HF_TOKEN; `dry_run` only reports the plan and touches nothing."""
+    tag that commit. The Hub validates the card's YAML before accepting the commit, so a bad card changes nothing.
+    `token` defaults to $HF_TOKEN; `dry_run` only reports the plan and touches nothing."""
     from huggingface_hub import constants
 
     local_dir = Path(local_dir)
@@ -65,6 +66,9 @@ def publish_hub(local_dir: Path | str, repo_id: str, token: str | None = None, p
     api = HfApi(endpoint=endpoint, token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     info = api.dataset_info(repo_id)
+    if private and info.private is False:
+        # create_repo leaves an existing repo's visibility alone: never push a private release into a public repo.
+        raise PermissionError(f"{repo_id} exists and is public; pass private=False (--public) to publish there")
     remote = set(api.list_repo_files(repo_id, repo_type="dataset", revision=info.sha))
     local = {p for p, _ in files}
     report.deletes = sorted(remote - local - KEEP_REMOTE)
