@@ -368,3 +368,25 @@ def test_hostile_rows_never_crash_and_every_item_is_accounted_for(scen):
     for tbl in (r.sft, r.critic):  # whatever was kept is well formed
         for row in tbl.to_pylist():
             assert all(isinstance(m["role"], str) for m in row["messages"])
+
+
+def test_speedup_is_the_final_kernels_and_rewards_must_agree_with_its_evaluation():
+    from pipeline.curate.filters import trajectory_reasons
+
+    s = CurateSettings()
+    # The best kernel came first; the final one is slower: the best is not credited to the final answer.
+    t = trajectory("t", steps=[{"kernel": "fast", "speedup": 2.0, "reward": 3},
+                               {"kernel": "slow", "speedup": 1.01, "reward": 3}])
+    assert t["best_speedup_vs_compile"] == 2.0
+    assert trajectory_reasons(t, [], {}, s)[0] == ["below_speedup_threshold"]
+    # The agent edited after its last evaluation: the final kernel was scored by a fresh evaluation, no turn timed
+    # it. Reward 3 certifies the harness's 1.05x bar; reward 2 does not.
+    untimed = dict(t, final_kernel_hash="f" * 16, final_reward=3)
+    assert trajectory_reasons(untimed, [], {}, s)[0] == []
+    assert trajectory_reasons(dict(untimed, final_reward=2), [], {}, s)[0] == ["no_speedup_measured"]
+    assert trajectory_reasons(untimed, [], {}, CurateSettings(min_speedup_vs_compile=1.2))[0] == \
+        ["no_speedup_measured"]
+    # A positive reward for a final kernel whose last evaluation failed is not trusted.
+    bad = json.loads(json.dumps(t))
+    bad["turns"][1]["correct"] = False
+    assert "reward_inconsistent" in trajectory_reasons(bad, [], {}, s)[0]

@@ -5,7 +5,8 @@ task level:        unknown_task, unreadable_task, near_duplicate, not_validated,
                    task_contaminated
 trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
                    malformed_tool_call, loop, too_many_turns, too_long  (the "integrity" filters) then
-                   nonpositive_reward, no_speedup_measured, below_speedup_threshold, duplicate_final_kernel
+                   nonpositive_reward, reward_inconsistent, no_speedup_measured, below_speedup_threshold,
+                   duplicate_final_kernel
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "not_valida
                 "not_decontaminated", "task_contaminated"]
 INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed", *TASK_REASONS,
                      "empty_trajectory", "malformed_tool_call", "loop", "too_many_turns", "too_long"]
-QUALITY_REASONS = ["nonpositive_reward", "no_speedup_measured", "below_speedup_threshold"]
+QUALITY_REASONS = ["nonpositive_reward", "reward_inconsistent", "no_speedup_measured", "below_speedup_threshold"]
 DEDUP_REASON = "duplicate_final_kernel"
 TRAJECTORY_REASONS = [*INTEGRITY_REASONS, *QUALITY_REASONS, DEDUP_REASON]
 ROLES = {"system", "user", "assistant", "tool"}
@@ -201,21 +202,32 @@ def char_count(traj: dict[str, Any]) -> int:
     return n
 
 
-def final_speedups(traj: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(vs eager, vs torch.compile) of the final kernel: its last correct timed turn, else the trajectory's best."""
-    fh = traj.get("final_kernel_hash")
-    eager = compile_ = None
-    turns = traj.get("turns")
+def final_eval(traj: dict[str, Any]) -> dict[str, Any] | None:
+    """The last turn that evaluated the final kernel (its kernel_hash is final_kernel_hash), if any."""
+    fh, turns, last = traj.get("final_kernel_hash"), traj.get("turns"), None
     if fh and isinstance(turns, list):
         for t in turns:
-            if isinstance(t, dict) and t.get("kernel_hash") == fh and t.get("correct") and \
-                    t.get("speedup_vs_compile") is not None:
-                eager, compile_ = t.get("speedup_vs_eager"), t.get("speedup_vs_compile")
-    if compile_ is None:
-        eager, compile_ = traj.get("best_speedup_vs_eager"), traj.get("best_speedup_vs_compile")
-    number = (int, float)
-    return (float(eager) if isinstance(eager, number) and not isinstance(eager, bool) else None,
-            float(compile_) if isinstance(compile_, number) and not isinstance(compile_, bool) else None)
+            if isinstance(t, dict) and t.get("kernel_hash") == fh and t.get("correct") is not None:
+                last = t
+    return last
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def final_speedups(traj: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(vs eager, vs torch.compile) of the final kernel, from the last turn that evaluated it. Records without
+    per-turn kernel hashes (replayed or external) fall back to the trajectory's best; a final kernel that no turn
+    timed (the agent edited after its last evaluation) has none, so another kernel's timing is never credited."""
+    t = final_eval(traj)
+    if t is not None:
+        return (_num(t.get("speedup_vs_eager")), _num(t.get("speedup_vs_compile"))) if t.get("correct") else \
+            (None, None)
+    turns = traj.get("turns") if isinstance(traj.get("turns"), list) else []
+    if any(isinstance(x, dict) and x.get("kernel_hash") for x in turns):
+        return None, None
+    return _num(traj.get("best_speedup_vs_eager")), _num(traj.get("best_speedup_vs_compile"))
 
 
 def trajectory_reasons(traj: dict[str, Any], task_problems: list[str], contamination: dict[str, dict],
@@ -253,9 +265,14 @@ def trajectory_reasons(traj: dict[str, Any], task_problems: list[str], contamina
     reward = traj.get("final_reward")
     if reward is None or reward < settings.min_final_reward:
         fail("nonpositive_reward", f"final reward {reward}")
+    last = final_eval(traj)
+    if isinstance(reward, int) and reward > 0 and last is not None and last.get("correct") is False:
+        fail("reward_inconsistent", "positive final reward, but the last evaluation of the final kernel failed")
     _, sp = final_speedups(traj)
     if sp is None or sp != sp:  # None or NaN
-        fail("no_speedup_measured")
+        # The harness gives reward 3 only above its bar over torch.compile: that certifies an untimed final kernel.
+        if not (reward == 3 and settings.min_speedup_vs_compile <= settings.reward3_min_speedup):
+            fail("no_speedup_measured")
     elif sp < settings.min_speedup_vs_compile:
         fail("below_speedup_threshold", f"{sp:.3f}x < {settings.min_speedup_vs_compile}x vs torch.compile")
     return reasons, details
@@ -282,7 +299,9 @@ def rules(s: CurateSettings) -> dict[str, str]:
         "too_many_turns": f"more than {s.max_turns} assistant turns",
         "too_long": f"more than {s.max_tokens} tokens (or {s.max_chars} characters without token ids)",
         "nonpositive_reward": f"final reward below {s.min_final_reward}",
-        "no_speedup_measured": "no correct, timed final kernel",
+        "reward_inconsistent": "a positive final reward, but the last evaluation of the final kernel was incorrect",
+        "no_speedup_measured": f"the final kernel was never timed correct (an untimed final kernel passes only with "
+                               f"reward 3, which the harness gives above {s.reward3_min_speedup}x over torch.compile)",
         "below_speedup_threshold": f"final kernel less than {s.min_speedup_vs_compile}x faster than torch.compile",
         "duplicate_final_kernel": f"a better trajectory ended with the identical kernel (per {s.dedup_scope})",
     }

@@ -9,6 +9,9 @@ class CurateSettings(BaseModel):
     min_final_reward: int = Field(1, description="Keep trajectories whose final reward is at least this (> 0).")
     min_speedup_vs_compile: float = Field(1.05, description="Keep trajectories whose final kernel is at least this "
                                                             "much faster than torch.compile.")
+    reward3_min_speedup: float = Field(
+        1.05, description="The harness's bar for reward 3 over torch.compile: a final kernel no turn timed passes "
+                          "the speedup filter with reward 3 when min_speedup_vs_compile is at most this.")
     loop_consecutive: int = Field(2, ge=2, description="An identical action (tool + arguments, or reply text) this "
                                                         "many times in a row is a loop.")
     max_identical_actions: int = Field(3, ge=1, description="An identical action more often than this anywhere in "
