@@ -90,10 +90,12 @@ def _dotted(node: ast.AST) -> list[str] | None:
 class _Imports:
     """Local names bound by imports -> full dotted paths (`F` -> `torch.nn.functional`)."""
 
-    def __init__(self, tree: ast.AST) -> None:
+    def __init__(self, tree: ast.AST, functions: list | None = None) -> None:
         self.alias: dict[str, str] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
+            if functions is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(node)
+            elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
                         self.alias[a.asname] = a.name
@@ -134,8 +136,9 @@ class _ModuleInfo:
 
 
 class Canonicalizer:
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, light: bool = False) -> None:
         self.code = code
+        self.light = light  # tokens only: no operator signature, no AST node types (dedup)
 
     # ---- pass 1: resolve torch spellings into OP_/MOD_ calls ----
     def run(self) -> Canonical:
@@ -149,27 +152,23 @@ class Canonicalizer:
             return Canonical(False, "too_deep")
 
     def _run(self, tree: ast.Module) -> Canonical:
-        self.imports = _Imports(tree)
-        consts: list[str] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)) \
-                    and not isinstance(node.value, bool):
-                consts.append(repr(node.value))
+        fns: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.imports = _Imports(tree, fns)  # one walk: imports and every function
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
         tree = _Normalizer(self).visit(tree)
-        for fn in ast.walk(tree):
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                fn.body = _inline_single_use(_eliminate_dead(fn.body)) or [ast.Pass()]
-        ops = self._signature(tree)
+        for fn in fns:  # the Normalizer keeps FunctionDef nodes in place
+            fn.body = _inline_single_use(_eliminate_dead(fn.body)) or [ast.Pass()]
+        ops = [] if self.light else self._signature(tree)
         tree = _reorder(tree)
         _Renamer().visit(tree)
         text = ast.unparse(tree)
         tokens = _TOKEN_RE.findall(text)
-        types = [type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_"))
-                 else n.id for n in _preorder(tree)]
-        return Canonical(True, "", tokens, ops, types, sorted(consts), text)
+        types = [] if self.light else [
+            type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
+            for n in _preorder(tree)]
+        return Canonical(True, "", tokens, ops, types, [], text)
 
     def _module_info(self, cls: ast.ClassDef) -> _ModuleInfo:
         info = _ModuleInfo()
@@ -345,6 +344,17 @@ def _is_num(node: ast.AST, value: float | None = None) -> bool:
     return ok and (value is None or node.value == value)
 
 
+def _identity_arg(op: str, args: list[ast.expr]) -> int | None:
+    """For add(x, 0), mul(x, 1), div(x, 1), sub(x, 0), pow(x, 1), mul(1, x), add(0, x): the index of x."""
+    if len(args) != 2:
+        return None
+    if op in ("mul", "div", "pow") and _is_num(args[1], 1) or op in ("add", "sub") and _is_num(args[1], 0):
+        return 0
+    if op == "mul" and _is_num(args[0], 1) or op == "add" and _is_num(args[0], 0):
+        return 1
+    return None
+
+
 def _call(op: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
@@ -507,6 +517,7 @@ class _Normalizer(ast.NodeTransformer):
                 isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
             func.value.args = []
         path = self.c.imports.resolve(func)
+        raw_args = list(node.args)
         node.args = [self.visit(a) for a in node.args]
         kws = [k for k in node.keywords if k.arg != "inplace"]
         # keyword names are dropped (positional and keyword spellings agree); values kept in name order
@@ -521,6 +532,9 @@ class _Normalizer(ast.NodeTransformer):
                 return ast.Call(func=ast.Name(id=f"MOD_{name}", ctx=ast.Load()), args=args, keywords=[])
             if name in _IDENTITY_METHODS and len(args) == 1:
                 return args[0]
+            keep = _identity_arg(name, raw_args)
+            if keep is not None and not kws:
+                return node.args[keep]
             return _call(name, args)
         if path is not None:  # a non-torch library call (transformers, math, numpy)
             return ast.Call(func=ast.Name(id="P_" + path.replace(".", "_"), ctx=ast.Load()), args=args,
@@ -553,6 +567,8 @@ class _Normalizer(ast.NodeTransformer):
             m = norm_op(func.attr)
             if m in _IDENTITY_METHODS:
                 return recv
+            if not kws and _identity_arg(m, [func.value, *raw_args]) == 0:
+                return recv  # x.add(0), x.mul(1.0)
             return _call(m, [recv, *args])
         node.func = self.visit(func)
         # nn.ReLU()(x): calling a freshly built module is calling its op
@@ -620,34 +636,54 @@ class _Subst(ast.NodeTransformer):
         return node
 
 
+def _name_uses(stmt: ast.stmt) -> tuple[dict[str, int], set[str]]:
+    loads: dict[str, int] = {}
+    binds: set[str] = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                loads[n.id] = loads.get(n.id, 0) + 1
+            else:
+                binds.add(n.id)
+    return loads, binds
+
+
 def _inline_single_use(body: list[ast.stmt]) -> list[ast.stmt]:
     """Straight-line dataflow as one expression: `h = conv(x); h = relu(h); return h + b` and
     `return relu(conv(x)) + b` read the same. Only temporaries used exactly once, by a simple statement, before
     the name is bound again, are inlined (no expression is duplicated, so no operator is counted twice)."""
     body = list(body)
+    uses = [_name_uses(s) for s in body]
     i = 0
     while i < len(body):
         name = _single_name_assign(body[i])
         if name is None:
             i += 1
             continue
-        uses, target, ok = 0, None, True
+        count, target, ok = 0, None, True
         for j in range(i + 1, len(body)):
-            stmt = body[j]
-            loads = sum(1 for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name
-                        and isinstance(n.ctx, ast.Load))
-            rebinds = any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-                          for n in ast.walk(stmt))
-            if loads:
-                uses += loads
+            loads, binds = uses[j]
+            if name in loads:
+                count += loads[name]
                 target = j
-                ok = ok and isinstance(stmt, _SIMPLE)
-            if rebinds:
-                ok = ok and isinstance(stmt, _SIMPLE)
+                ok = ok and isinstance(body[j], _SIMPLE)
+            if name in binds:
+                ok = ok and isinstance(body[j], _SIMPLE)
                 break
-        if ok and uses == 1 and target is not None:
-            body[target] = _Subst(name, body[i].value).visit(body[target])
+            if count > 1:
+                break
+        if ok and count == 1 and target is not None:
+            value = body[i].value
+            body[target] = _Subst(name, value).visit(body[target])
+            # the target now reads what the inlined expression read
+            loads, binds = uses[target]
+            loads = dict(loads)
+            loads.pop(name, None)
+            for k, v in uses[i][0].items():
+                loads[k] = loads.get(k, 0) + v
+            uses[target] = (loads, binds)
             del body[i]
+            del uses[i]
             continue
         i += 1
     return body
@@ -840,8 +876,9 @@ class _Renamer(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def canonicalize(code: str) -> Canonical:
-    """The canonical views of `code`; `ok=False` with a reason code when it does not parse."""
+def canonicalize(code: str, light: bool = False) -> Canonical:
+    """The canonical views of `code`; `ok=False` with a reason code when it does not parse. `light`: the canonical
+    tokens only (what dedup compares)."""
     if not isinstance(code, str) or not code.strip():
         return Canonical(False, "empty_code")
-    return Canonicalizer(code).run()
+    return Canonicalizer(code, light).run()

@@ -35,7 +35,7 @@ def dedup_set(code: str | None, settings: DecontamSettings) -> np.ndarray:
     code = code if isinstance(code, str) else ""
     if settings.dedup_view == "raw":
         return raw_set(code, settings.raw_shingle)
-    c = canonicalize(code)
+    c = canonicalize(code, light=True)
     # code that does not parse is compared by its raw shingles (kept apart from canonical ones by a flag bit)
     return canon_set(c.tokens, settings.canon_shingle) if c.ok else raw_set(code, settings.raw_shingle) | np.uint32(1)
 
