@@ -11,6 +11,7 @@ schema validation); write the Hub-layout folder (zstd shards, card, plot); read 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import tempfile
@@ -19,6 +20,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+
+class Clock:
+    """Wall and CPU seconds of one phase: on a shared machine CPU time is the steadier figure."""
+
+    def __enter__(self) -> "Clock":
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.w0, time.process_time() - self.c0
+
+    def __str__(self) -> str:
+        return f"{self.wall:.1f} s wall, {self.cpu:.1f} s CPU"
 
 
 def rss_mb() -> float:
@@ -40,7 +55,9 @@ def main() -> None:
     from pipeline.publish.stage import publish_local
 
     n_tasks = max(1, args.rows // args.samples_per_task)
-    t0 = time.perf_counter()
+    # Figures move with what else runs on the machine: print the load so readers can judge them.
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    clock = Clock().__enter__()
     codes = [task_code(i) for i in range(n_tasks)]
     ids = [task_id(c) for c in codes]
     tasks = [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu", "torch.mul"],
@@ -57,42 +74,39 @@ def main() -> None:
             rows.append(trajectory(t, k, steps=steps, task_code=c))
     trajs = conform("trajectories", rows)
     del rows
-    t_gen = time.perf_counter() - t0
-    print(f"generated {trajs.num_rows:,} trajectories for {n_tasks:,} tasks in {t_gen:.1f} s "
+    clock.__exit__()
+    print(f"generated {trajs.num_rows:,} trajectories for {n_tasks:,} tasks in {clock} "
           f"(Arrow {trajs.nbytes / 1e6:.0f} MB)")
 
-    t0 = time.perf_counter()
-    res = curate(tasks, validation, contamination, trajs, CurateSettings(), "bench")
-    t_cur = time.perf_counter() - t0
+    with Clock() as c:
+        res = curate(tasks, validation, contamination, trajs, CurateSettings(), "bench")
     print(f"curate: {res.sft.num_rows:,} SFT rows + {res.critic.num_rows:,} critic rows + {res.warmup.num_rows:,} "
-          f"warm-up rows in {t_cur:.1f} s ({res.sft.num_rows / t_cur:,.0f} SFT rows/s incl. filters and critic)")
+          f"warm-up rows in {c} ({res.sft.num_rows / c.wall:,.0f} SFT rows/s wall, "
+          f"{res.sft.num_rows / c.cpu:,.0f} per CPU second; incl. filters and critic)")
     assert res.sft.num_rows == trajs.num_rows, res.summary["filters"]
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-curate-"))
     try:
-        t0 = time.perf_counter()
-        out = publish_local(res, tmp / "release", None)
-        t_pub = time.perf_counter() - t0
+        with Clock() as c:
+            out = publish_local(res, tmp / "release", None)
         shards = sorted((out / "data" / "sft").glob("*.parquet"))
         size = sum(p.stat().st_size for p in shards)
         total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-        print(f"publish_local (all 3 configs, card, plot): {t_pub:.1f} s; SFT {len(shards)} shards "
+        print(f"publish_local (all 3 configs, card, plot): {c}; SFT {len(shards)} shards "
               f"{size / 1e6:.1f} MB zstd (in memory {res.sft.nbytes / 1e6:.0f} MB); folder {total / 1e6:.1f} MB")
 
-        t0 = time.perf_counter()
-        back = pa.concat_tables([pq.read_table(p) for p in shards])
-        t_read = time.perf_counter() - t0
-        print(f"pyarrow read of the SFT shards: {back.num_rows:,} rows in {t_read:.2f} s "
-              f"({back.num_rows / t_read:,.0f} rows/s)")
+        with Clock() as c:
+            back = pa.concat_tables([pq.read_table(p) for p in shards])
+        print(f"pyarrow read of the SFT shards: {back.num_rows:,} rows in {c.wall:.2f} s wall "
+              f"({back.num_rows / c.wall:,.0f} rows/s)")
 
         import datasets
 
         datasets.disable_progress_bars()
-        t0 = time.perf_counter()
-        ds = datasets.load_dataset(str(out), "sft", cache_dir=str(tmp / "hf-cache"))
-        t_load = time.perf_counter() - t0
+        with Clock() as c:
+            ds = datasets.load_dataset(str(out), "sft", cache_dir=str(tmp / "hf-cache"))
         n = sum(d.num_rows for d in ds.values())
-        print(f"datasets.load_dataset(folder, 'sft'): {n:,} rows in {t_load:.1f} s ({n / t_load:,.0f} rows/s, "
+        print(f"datasets.load_dataset(folder, 'sft'): {n:,} rows in {c} ({n / c.wall:,.0f} rows/s, "
               f"first load incl. Arrow cache)")
         t0 = time.perf_counter()
         ds2 = datasets.load_dataset(str(out), "sft", cache_dir=str(tmp / "hf-cache"))
@@ -105,7 +119,7 @@ def main() -> None:
         assert got.num_rows == want.num_rows
         assert got.select(want.column_names).cast(want.schema).equals(want), "loaded rows differ"
         print(f"equality check of all {n:,} rows: ok ({time.perf_counter() - t0:.1f} s)")
-        print(f"peak RSS {rss_mb():,.0f} MB")
+        print(f"peak RSS {rss_mb():,.0f} MB; load average {os.getloadavg()[0]:.1f} at the end")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -20,8 +20,9 @@ from pipeline.curate.settings import CurateSettings
 
 TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "not_validated", "task_invalid",
                 "not_decontaminated", "task_contaminated"]
-INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed", *TASK_REASONS,
-                     "empty_trajectory", "malformed_tool_call", "loop", "too_many_turns", "too_long"]
+INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed",
+                     *[r for r in TASK_REASONS if r != "unreadable_task"], "empty_trajectory", "malformed_tool_call",
+                     "loop", "too_many_turns", "too_long"]
 QUALITY_REASONS = ["nonpositive_reward", "reward_inconsistent", "no_speedup_measured", "below_speedup_threshold"]
 DEDUP_REASON = "duplicate_final_kernel"
 TRAJECTORY_REASONS = [*INTEGRITY_REASONS, *QUALITY_REASONS, DEDUP_REASON]

@@ -93,6 +93,8 @@ def render_card(summary: dict[str, Any], run_id: str, configs: list[dict[str, An
         rows = (summary.get("filters") or {}).get(name)
         if not rows or (name != "warmup" and not summary.get("inputs", {}).get("trajectories")):
             continue
+        if name == "critic" and settings.critic_source == "sft":
+            continue  # the same trajectories as sft, so the same drops: the template says so
         order = [r for r in TASK_REASONS if r != "unknown_task"] if name == "warmup" else TRAJECTORY_REASONS
         by = {r["reason"]: r for r in rows}
         filters.append({"name": name, "rows": [{"reason": r, "rule": rule.get(r, ""), "dropped": by.get(r, {}).get(
