@@ -72,12 +72,12 @@ def register(app: typer.Typer) -> None:
 
         Embedded defaults: a local Ray, a temporary Prefect server, the DuckDB catalog under the data root, CPU.
         Stages that need a GPU or a model are skipped with what they need."""
-        from flows import progress, runtime
-        from flows.stages import load
-
         t0 = time.monotonic()
         # Progress bars and the summary tell the story; Prefect's per-task log lines would scroll them away.
+        # (Prefect reads its settings at import: this must come first.)
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        from flows import progress, runtime
+        from flows.stages import load
         import warnings
 
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
@@ -89,17 +89,24 @@ def register(app: typer.Typer) -> None:
                       f"KernelBench: {resolve_source(cfg.kernelbench)}")
         runtime.set_env_defaults()
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(cfg.data_root) / "cache" / "inductor"))
-        with console.status("starting Prefect (a temporary local server unless prefect.api_url is set)"):
-            api = runtime.ensure_prefect_api(cfg)
-        console.print(f"Prefect API: {api.url}" + ("  (temporary, stops with this command)" if api.server else ""))
+        api = runtime.plan_prefect_api(cfg)
         result, error = None, None
         try:
-            if not no_ray:
-                with console.status("starting Ray" + (f" at {cfg.ray.address}" if cfg.ray.address else " (local)")):
+            # The temporary Prefect server and Ray start side by side (each takes 10-20 s here); Ray's workers get
+            # the server's URL up front.
+            import concurrent.futures as cf
+
+            with cf.ThreadPoolExecutor(1) as pool, console.status(
+                    "starting Prefect" + (" (temporary local server)" if api.server else "")
+                    + ("" if no_ray else " and Ray" + (f" at {cfg.ray.address}" if cfg.ray.address else " (local)"))):
+                started = pool.submit(api.start)
+                if not no_ray:
                     runtime.start_ray(cfg)
+                started.result()
+            console.print(f"Prefect API: {api.url}" + ("  (temporary, stops with this command)" if api.server else ""))
             from flows.stages import pipeline_flow
 
-            with progress.RichReporter(console) as rep:
+            with progress.RichReporter(console) as rep, api.settings():
                 progress.install(rep)
                 try:
                     result = pipeline_flow(config=str(Path(config).resolve()) if config else None,
@@ -148,12 +155,13 @@ def register(app: typer.Typer) -> None:
 
         cfg = load_cli_config(config, set_)
         runtime.set_env_defaults()
-        if cfg.prefect.api_url:
-            os.environ["PREFECT_API_URL"] = cfg.prefect.api_url
-        if not os.environ.get("PREFECT_API_URL"):
+        url = cfg.prefect.api_url or os.environ.get("PREFECT_API_URL")
+        if not url:
             console.print("[red]opforge serve needs a Prefect server[/red]: start one with "
                           "`prefect server start --host 127.0.0.1 --port 4200` and set "
                           "PREFECT_API_URL=http://127.0.0.1:4200/api (or prefect.api_url in the config).")
             raise typer.Exit(2)
-        serve_deployments(prefect_yaml, config=str(Path(config).resolve()) if config else None,
-                          overrides=list(set_ or []), only=only, console=console)
+        os.environ["PREFECT_API_URL"] = url
+        with runtime.PrefectAPI(url).settings():
+            serve_deployments(prefect_yaml, config=str(Path(config).resolve()) if config else None,
+                              overrides=list(set_ or []), only=only, console=console)

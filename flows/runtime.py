@@ -50,7 +50,22 @@ def current_api_url() -> str | None:
 @dataclass
 class PrefectAPI:
     url: str
-    server: Any = None  # a temporary server we started (stopped by `close`)
+    server: Any = None  # a temporary server we own (started by `start`, stopped by `close`)
+
+    def start(self, timeout_s: int = 120) -> None:
+        """Block until our temporary server answers (no-op for a configured API)."""
+        if self.server is not None and not self.server.running:
+            self.server.start(timeout=timeout_s)
+            # It moves to another port if ours was taken meanwhile; tasks submitted from now on get the new URL.
+            self.url = self.server.api_url
+            os.environ["PREFECT_API_URL"] = self.url
+
+    def settings(self):
+        """A Prefect settings context that points at this API. Needed because Prefect reads its settings once per
+        process: setting $PREFECT_API_URL after `import prefect` changes nothing for this process."""
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        return temporary_settings(updates={PREFECT_API_URL: self.url})
 
     def close(self) -> None:
         if self.server is not None:
@@ -58,9 +73,9 @@ class PrefectAPI:
             self.server = None
 
 
-def ensure_prefect_api(cfg: OpforgeConfig, start_timeout_s: int = 120) -> PrefectAPI:
-    """An API for flows and workers: configured, inherited, or a temporary local server (no install, no state kept
-    beyond PREFECT_HOME)."""
+def plan_prefect_api(cfg: OpforgeConfig) -> PrefectAPI:
+    """The API flows and workers will use: configured, inherited, or a temporary local server on a port chosen
+    now, so its URL can be handed to Ray before the server has finished starting."""
     set_env_defaults()
     url = cfg.prefect.api_url or current_api_url()
     if url:
@@ -68,10 +83,21 @@ def ensure_prefect_api(cfg: OpforgeConfig, start_timeout_s: int = 120) -> Prefec
         return PrefectAPI(url)
     from prefect.server.api.server import SubprocessASGIServer
 
-    server = SubprocessASGIServer()
-    server.start(timeout=start_timeout_s)
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = SubprocessASGIServer(port)
     os.environ["PREFECT_API_URL"] = server.api_url
     return PrefectAPI(server.api_url, server)
+
+
+def ensure_prefect_api(cfg: OpforgeConfig, start_timeout_s: int = 120) -> PrefectAPI:
+    """`plan_prefect_api`, then wait for it."""
+    api = plan_prefect_api(cfg)
+    api.start(start_timeout_s)
+    return api
 
 
 def worker_env() -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -17,8 +18,9 @@ from flows.artifacts import publish_stage_artifacts
 from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig
 from pipeline.executor import Resources
-from pipeline.shards import (RetryPolicy, ShardResult, ShardSpec, StageOutput, call_with_retries, plan_shards,
-                             read_shards, run_shard, select_ids, single_shard, supersede_stale, TransientError)
+from pipeline.shards import (RetryPolicy, ShardResult, ShardSpec, StageOutput, TransientError, call_with_retries,
+                             is_complete, plan_shards, read_shards, run_shard, select_ids, single_shard,
+                             supersede_stale)
 from pipeline.storage import DataStore
 from schemas import schema_version
 
@@ -77,12 +79,26 @@ def _collect(stage: str, futures: list, specs: list[ShardSpec]) -> list[ShardRes
 
 def _submit(cfg: OpforgeConfig, stage: str, jobs: list[tuple[ShardSpec, Callable, pa.Table | None]],
             policy: RetryPolicy, res: Resources, threads: int | None) -> list[ShardResult]:
-    """One Prefect task per shard on the configured task runner; results in shard order."""
-    with runtime.task_runner(cfg, threads) as runner, runtime.resources(res.cpus, res.gpus, res.memory_mb):
-        futures = [runner.submit(shard_task.with_options(task_run_name=f"{stage}-shard-{spec.index:05d}"),
-                                 {"spec": spec, "fn": fn, "items": items, "policy": policy})
-                   for spec, fn, items in jobs]
-        return _collect(stage, futures, [j[0] for j in jobs])
+    """One Prefect task per unfinished shard on the configured task runner; results in shard order.
+
+    Finished shards are recognised here, in the driver (their final file exists), so a rerun of a finished stage
+    starts no worker at all."""
+    done: dict[int, ShardResult] = {}
+    todo = []
+    for spec, fn, items in jobs:
+        if is_complete(Path(spec.path), spec.table):
+            done[spec.index] = run_shard(spec, fn, policy)  # reads the file's row count and reasons, computes nothing
+            progress.get().advance(stage)
+        else:
+            todo.append((spec, fn, items))
+    if todo:
+        with runtime.task_runner(cfg, threads) as runner, runtime.resources(res.cpus, res.gpus, res.memory_mb):
+            futures = [runner.submit(shard_task.with_options(task_run_name=f"{stage}-shard-{spec.index:05d}"),
+                                     {"spec": spec, "fn": fn, "items": items, "policy": policy})
+                       for spec, fn, items in todo]
+            for r in _collect(stage, futures, [j[0] for j in todo]):
+                done[r.spec.index] = r
+    return [done[spec.index] for spec, _, _ in jobs]
 
 
 def run_stage(cfg: OpforgeConfig, run_id: str, stage: str, table: str, items: pa.Table, id_column: str,
@@ -121,7 +137,8 @@ def _finish(cfg: OpforgeConfig, run_id: str, stage: str, table: str, specs: list
     supersede_stale(DataStore(cfg.data_root), table, run_id, specs)
     out = StageOutput(stage, table, read_shards(table, specs), results, rows_in, time.monotonic() - t0)
     if record_catalog:
+        shards = f"shards: {out.shards_computed} computed, {out.shards_skipped} reused"
         record(cfg, run_id, stage, rows_in=rows_in, rows_out=out.rows_out, reasons=out.drop_reasons,
-               started_at=started, detail=detail, files=[(table, r.spec.path, r.rows) for r in results],
+               started_at=started, detail=f"{detail}; {shards}" if detail else shards, files=[(table, r.spec.path, r.rows) for r in results],
                data=out.data, shards=(out.shards_computed, out.shards_skipped), seconds=out.seconds)
     return out
