@@ -296,6 +296,11 @@ def test_cli_curate_publish_and_lineage_through_parquet_and_duckdb(data_root, sc
     assert res.exit_code == 0 and "torch.relu" in res.output and "decon-1" in res.output
     res = runner.invoke(app, ["lineage", "sft:nope", *s])
     assert res.exit_code == 1
+    # --dry-run prints the Hub plan and needs no token (nothing is sent).
+    res = runner.invoke(app, ["publish", *s, "--out", str(tmp_path / "dry"), "--repo", "org/kernels", "--dry-run"],
+                        env={"HF_TOKEN": ""})
+    assert res.exit_code == 0, res.output
+    assert "[dry run] would publish" in res.output and "data/sft/" in res.output and "tagged cur-cli" in res.output
 
 
 def test_save_result_round_trips(data_root, result):
