@@ -126,8 +126,16 @@ class StickyRouter:
         return resp
 
     def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
-        alive = [r for r, a in zip(self.replicas, self._alive) if a]
-        return alive[0].count_prompt_tokens(messages, tools) if alive else None
+        # any live replica can count (same model and template); a dead one is taken out of rotation on the way
+        for i in range(len(self.replicas)):
+            if not self._alive[i]:
+                continue
+            try:
+                return self.replicas[i].count_prompt_tokens(messages, tools)
+            except ReplicaDiedError:
+                with self._lock:
+                    self._alive[i] = False
+        raise BackendError("no live replica left")
 
     def end_session(self, session_id: str) -> None:
         with self._lock:

@@ -116,7 +116,7 @@ def build_tiny_model(out_dir: str | Path, *, max_position_embeddings: int = 8192
 _ENGINES: dict[str, object] = {}
 
 
-def shared_tiny_engine(model_dir: str | Path, max_model_len: int = 4096):
+def shared_tiny_engine(model_dir: str | Path, max_model_len: int = 8192):
     """One in-process VLLMEngineBackend per model dir and process (tests and benchmarks share it: an engine costs
     seconds to start and ~1.7 GiB)."""
     from pipeline.llm.vllm_engine import VLLMEngineBackend

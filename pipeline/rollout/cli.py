@@ -1,0 +1,95 @@
+"""`opforge rollout`: run the kernel agent over a tasks table and write the `trajectories` table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def eval_settings(ev) -> dict:
+    """The harness options the config sets (only keys the harness knows; it rejects others)."""
+    from pipeline.evaluate.options import DEFAULTS
+
+    return {k: v for k, v in ev.model_dump().items() if k in DEFAULTS}
+
+
+def register(app: typer.Typer) -> None:
+    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
+
+    @app.command("rollout")
+    def rollout_cmd(
+        tasks: Path = typer.Option(..., "--tasks", help="Parquet file with columns task_id (optional) and code."),
+        model: Optional[str] = typer.Option(None, "--model", help="Model dir/name (vllm), served name (openai)."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="vllm | openai | replay"),
+        out: Optional[Path] = typer.Option(None, "--out", help="Data root to write to (default: config data_root)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="openai backend: http://HOST:PORT/v1"),
+        replay: Optional[Path] = typer.Option(None, "--replay", help="replay backend: trajectories Parquet or JSON."),
+        samples: Optional[int] = typer.Option(None, "--samples", help="Trajectories per task."),
+        max_turns: Optional[int] = typer.Option(None, "--max-turns"),
+        concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Trajectories driven at once."),
+        ray: bool = typer.Option(False, "--ray", help="Start/join Ray: engines in actors, tools as Ray tasks."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N tasks."),
+        run_id: Optional[str] = typer.Option(None, "--run-id"),
+        config: Optional[Path] = ConfigOpt,
+        set_: Optional[list[str]] = SetOpt,
+    ) -> None:
+        """Roll out the ReAct kernel agent on every task (samples per task with recorded seeds). Trajectories
+        already written under the output root are skipped, so a rerun resumes."""
+        import collections
+
+        import pyarrow.parquet as pq
+
+        import pipeline
+        from pipeline.catalog import Catalog
+        from pipeline.llm.backend import make_backend
+        from pipeline.rollout.stage import rollout
+        from pipeline.storage import DataStore, atomic_write_parquet
+
+        cfg = load_cli_config(config, set_)
+        updates = {k: v for k, v in {"model": model, "backend": backend, "base_url": base_url,
+                                     "replay_path": str(replay) if replay else None, "samples_per_task": samples,
+                                     "max_turns": max_turns, "concurrency": concurrency}.items() if v is not None}
+        rs = cfg.rollout.model_copy(update=updates)
+        if rs.backend == "vllm" and not rs.model:
+            console.print("[red]--model is required for the vllm backend[/red]")
+            raise typer.Exit(2)
+        root = Path(out) if out else cfg.data_root
+        run = run_id or cfg.with_run_id().run_id
+        table = pq.read_table(tasks)
+        if "code" not in table.column_names:
+            console.print(f"[red]{tasks}: no 'code' column[/red]")
+            raise typer.Exit(2)
+        if limit:
+            table = table.slice(0, limit)
+        if ray:
+            from pipeline.executor import ensure_ray
+
+            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
+        cat = Catalog(root / "catalog.duckdb", root)
+        cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge rollout")
+        be = make_backend(rs)
+        counts: collections.Counter = collections.Counter()
+
+        def progress(row: dict) -> None:
+            counts[row["termination"]] += 1
+            console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
+                          f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
+
+        try:
+            result = rollout(table, rs, be, eval_settings(cfg.eval), run, out_dir=root, on_row=progress)
+        finally:
+            be.close()
+        merged = atomic_write_parquet(result, root / "trajectories.parquet")
+        store = DataStore(root)
+        for shard in store.shards("trajectories", run):
+            cat.register_file(run, "trajectories", shard, pq.read_metadata(shard).num_rows,
+                              int(result.schema.metadata[b"opforge.version"]))
+        terms = collections.Counter(result.column("termination").to_pylist())
+        cat.record_stage(run, "rollout", rows_in=table.num_rows, rows_out=result.num_rows,
+                         drop_reasons={k: v for k, v in terms.items() if k != "finished"})
+        cat.finish_run(run)
+        rewards = collections.Counter(result.column("final_reward").to_pylist())
+        console.print(f"{result.num_rows} trajectories ({sum(counts.values())} new) -> {merged}")
+        console.print(f"termination: {dict(terms)}  final_reward: {dict(sorted(rewards.items()))}")
