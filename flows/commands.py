@@ -46,18 +46,20 @@ def _summary_table(cfg, run_id: str, wall_s: float):
 def _where(cfg, run_id: str, result: dict[str, Any] | None) -> list[str]:
     from pipeline.catalog import Catalog
 
-    lines = [f"data root     {cfg.data_root}", f"catalog       {cfg.catalog_path}  (opforge sql \"SELECT * FROM stages "
-             f"WHERE run_id = '{run_id}'\")"]
+    w = 22
+    lines = [f"{'data root':<{w}} {cfg.data_root}", f"{'catalog':<{w}} {cfg.catalog_path}  (opforge sql \"SELECT * "
+             f"FROM stages WHERE run_id = '{run_id}'\")"]
     files = Catalog(cfg.catalog_path, cfg.data_root).sql(
         "SELECT table_name, count(*) AS files, sum(row_count) AS rows FROM table_files WHERE run_id = ? "
         "GROUP BY table_name ORDER BY table_name", [run_id]).to_pylist()
     for f in files:
         d = Path(cfg.data_root) / "tables" / f["table_name"] / f"run_id={run_id}"
-        lines.append(f"{f['table_name']:<13} {d}  ({f['rows']} rows, {f['files']} files)")
+        lines.append(f"{'table ' + f['table_name']:<{w}} {d}  ({f['rows']} rows, {f['files']} files)")
+    labels = {"report": "decontamination report", "out_dir": "release (Hub layout)", "card": "data card"}
     for st in (result or {}).get("stages", []):
-        for k in ("out_dir", "dataset_dir", "card"):
+        for k, label in labels.items():
             if st.get(k):
-                lines.append(f"{k:<13} {st[k]}")
+                lines.append(f"{label:<{w}} {st[k]}")
     return lines
 
 

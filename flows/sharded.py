@@ -134,7 +134,15 @@ def run_single(cfg: OpforgeConfig, run_id: str, stage: str, table: str, fn: Call
 def _finish(cfg: OpforgeConfig, run_id: str, stage: str, table: str, specs: list[ShardSpec],
             results: list[ShardResult], rows_in: int, started: _dt.datetime, t0: float, detail: str,
             record_catalog: bool) -> StageOutput:
-    supersede_stale(DataStore(cfg.data_root), table, run_id, specs)
+    moved = supersede_stale(DataStore(cfg.data_root), table, run_id, specs)
+    if moved and record_catalog:  # those files are no longer part of the table
+        def forget():
+            with catalog(cfg).connect() as con:
+                for p in moved:
+                    con.execute("DELETE FROM table_files WHERE path = ?",
+                                [str((DataStore(cfg.data_root).table_dir(table, run_id) / p.name).resolve())])
+
+        _catalog_call(forget)
     out = StageOutput(stage, table, read_shards(table, specs), results, rows_in, time.monotonic() - t0)
     if record_catalog:
         shards = f"shards: {out.shards_computed} computed, {out.shards_skipped} reused"

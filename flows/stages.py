@@ -181,7 +181,18 @@ def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[
     out = run_stage(cfg, cfg.run_id, "decontaminate", CONTAMINATION_TABLE, candidates, "task_id",
                     _PerShard(decontaminate, index, cfg.decontam), key, shard_size or SHARD_SIZE["decontaminate"],
                     detail=note or f"against {len(reference)} KernelBench problems")
-    return _summary("decontaminate", out)
+    summary = _summary("decontaminate", out)
+    # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables.
+    try:
+        write_report = stage_fn("pipeline.decontam.report", "write_report")
+        report_dir = Path(cfg.data_root) / "reports" / "decontam" / f"run_id={cfg.run_id}"
+        summary["report"] = str(write_report(out.data, candidates.select(["task_id", "code"]), reference,
+                                             cfg.decontam, report_dir, reference_source=resolve_source(
+                                                 cfg.kernelbench)))
+    except Exception as e:  # the decisions are stored already; a report that cannot be drawn must not undo them
+        get_run_logger().warning("decontamination report not written: %s: %s", type(e).__name__, e)
+        summary["report_error"] = f"{type(e).__name__}: {e}"
+    return summary
 
 
 def clean_tasks(cfg: OpforgeConfig) -> pa.Table:

@@ -96,6 +96,12 @@ def test_decontaminate_flow_on_ray_records_catalog_artifacts_and_resumes(prefect
     assert again["shards_skipped"] == 5 and again["shards_computed"] == 0
     assert again["drop_reasons"] == deco["drop_reasons"]
 
+    # Changed settings: new shards; the old ones leave the table and the catalog's file registry.
+    changed = decontaminate_flow(overrides=over + ["decontam.threshold=0.75"], run_id=RUN, shard_size=5)["stages"][0]
+    assert changed["shards_computed"] == 5
+    assert cat.sql("SELECT count(*) AS n FROM table_files WHERE table_name = 'contamination'").to_pylist()[0]["n"] == 5
+    assert cat.sql("SELECT count(*) AS n FROM contamination WHERE run_id = ?", [RUN]).to_pylist()[0]["n"] == 24
+
     # `opforge sql` joins two stages' tables (tasks from synthesis, contamination from decontamination).
     from flows.cli import app
 
