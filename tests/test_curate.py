@@ -395,3 +395,12 @@ def test_speedup_is_the_final_kernels_and_rewards_must_agree_with_its_evaluation
     bad = json.loads(json.dumps(t))
     bad["turns"][1]["correct"] = False
     assert "reward_inconsistent" in trajectory_reasons(bad, [], {}, s)[0]
+
+
+def test_reading_in_batches_gives_the_same_result(scen):
+    tbl = conform("trajectories", scen["trajectories"])
+    args = (scen["tasks"], scen["validation"], scen["contamination"], tbl, CurateSettings(), "cur-b")
+    whole, batched = curate(*args), curate(*args, batch_size=3)
+    for name in ("warmup", "sft", "critic", "drops"):
+        assert getattr(whole, name).equals(getattr(batched, name)), name
+    assert whole.summary == batched.summary

@@ -44,14 +44,10 @@ class CurationResult:
         return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic, "curation_drops": self.drops}
 
 
-def _values_by_traj(values: Any, trajectories: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Value baselines per trajectory: a {traj_id: [V_0..]} mapping, a (traj_id, turn, value) table, or a
-    `values` list column on the trajectories."""
+def _values_by_traj(values: Any) -> dict[str, list[float]]:
+    """Value baselines given to curation: a {traj_id: [V_0..]} mapping or a (traj_id, turn, value) table. (A
+    trajectory's own `values` list column is read with the row.)"""
     out: dict[str, list[float]] = {}
-    for t in trajectories:
-        v = t.get("values", t.get("value_baseline"))
-        if isinstance(v, (list, tuple)) and isinstance(t.get("traj_id"), str):
-            out[t["traj_id"]] = list(v)
     if values is None:
         return out
     if isinstance(values, Mapping):
@@ -93,14 +89,49 @@ def _gc_paused() -> Iterator[None]:
 
 def curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
            settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None,
-           dedup: TableLike = None) -> CurationResult:
-    """Build the warm-up, SFT and critic datasets (see `_curate`)."""
+           dedup: TableLike = None, batch_size: int = 4096) -> CurationResult:
+    """Build the warm-up, SFT and critic datasets (see `_curate`); an Arrow table of trajectories is read
+    `batch_size` rows at a time."""
     with _gc_paused():
-        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup)
+        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size)
+
+
+@dataclass
+class _Seen:
+    """What curation keeps of one trajectory after reading it once (the full row is let go batch by batch)."""
+
+    i: int
+    traj_id: str
+    task_id: str
+    reasons: list[str]
+    details: list[str]
+    final_kernel_hash: str | None = None
+    rank: tuple = ()
+    speedup: float | None = None
+    run_id: str | None = None
+    model: str | None = None
+    sft: dict[str, Any] | None = None
+    critic: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+
+def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(offset, rows) in batches: an Arrow table is converted a slice at a time, so memory stays bounded."""
+    if isinstance(trajectories, pa.Table):
+        for off in range(0, trajectories.num_rows, size):
+            rows, tokens = light_rows(trajectories.slice(off, size))
+            for r, n in zip(rows, tokens):
+                r["_token_count"] = n
+            yield off, rows
+    else:
+        rows = as_rows(trajectories)
+        if rows:
+            yield 0, rows
 
 
 def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
-            settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None) -> CurationResult:
+            settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None,
+            batch_size: int = 4096) -> CurationResult:
     """Build the warm-up, SFT and critic datasets.
 
     Args:
@@ -115,15 +146,6 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     """
     settings = settings or CurateSettings()
     task_rows = as_rows(tasks)
-    traj_tbl = trajectories if isinstance(trajectories, pa.Table) else None
-    if traj_tbl is not None:
-        traj_rows, tokens = light_rows(traj_tbl)
-        for r, n in zip(traj_rows, tokens):
-            r["_token_count"] = n
-    else:
-        traj_rows = as_rows(trajectories)
-    for i, r in enumerate(traj_rows):
-        r["_i"] = i
     task_by_id: dict[str, dict[str, Any]] = {}
     unreadable_tasks = []
     for t in task_rows:
@@ -152,101 +174,114 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             drop("warmup", "task", tid, tid, problems[tid])
     warmup = conform("warmup", warmup_rows(clean, con, settings, run_id))
 
-    # -- trajectories: filters, then dedup of identical final kernels -----------------------------------------
-    seen: set[str] = set()
-    verdicts: list[tuple[dict[str, Any], list[str], list[str]]] = []
-    for tr in traj_rows:
-        bad_shape = shape_problem(tr)
-        if bad_shape:
-            reasons, details = ["unreadable_trajectory"], [f"unreadable_trajectory: {bad_shape}"]
-        else:
-            tid = tr["task_id"]
-            try:
-                tp = problems[tid] if tid in problems else task_reasons(tid, task_by_id, val, con, settings)
-                reasons, details = trajectory_reasons(tr, tp, con, settings)
-            except Exception as e:  # a row no filter can read is dropped with its error, never fatal to the run
-                reasons = ["unreadable_trajectory"]
-                details = [f"unreadable_trajectory: {type(e).__name__}: {e}"[:300]]
-            if not tr["traj_id"] or tr["traj_id"] in seen:
-                reasons, details = ["duplicate_trajectory", *reasons], [f"traj_id {tr['traj_id']!r} seen before"]
-        seen.add(str(tr.get("traj_id") or ""))
-        verdicts.append((tr, reasons, details))
+    # -- trajectories: one pass of filters (and row building for those that pass), batch by batch -------------
+    traj_tbl = trajectories if isinstance(trajectories, pa.Table) else None
+    list_rows = None if traj_tbl is not None else as_rows(trajectories)
+    baselines = _values_by_traj(values)
+    seen_ids: set[str] = set()
+    seen: list[_Seen] = []
+    gpus: set[str] = set()
+    for off, rows in _batches(traj_tbl if traj_tbl is not None else list_rows, batch_size):
+        for k, tr in enumerate(rows):
+            seen.append(_read_one(off + k, tr, seen_ids, problems, task_by_id, val, con, settings, run_id,
+                                  baselines))
+            gpus.update(_gpus([tr]))
 
-    def rank(tr: dict[str, Any]) -> tuple:
-        _, sp = final_speedups(tr)
-        return (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"])
+    def rank_key(x: _Seen) -> tuple:
+        return (x.task_id, x.final_kernel_hash) if settings.dedup_scope == "task" else (x.final_kernel_hash,)
 
-    best: dict[tuple, dict[str, Any]] = {}
-    for tr, reasons, _ in verdicts:
-        if reasons or not tr.get("final_kernel_hash"):
-            continue
-        fh = tr["final_kernel_hash"]
-        key = (fh,) if settings.dedup_scope == "global" else (tr["task_id"], fh)
-        if key not in best or rank(tr) < rank(best[key]):
-            best[key] = tr
-    sft_keep: list[dict[str, Any]] = []
-    integrity_keep: list[dict[str, Any]] = []
-    for tr, reasons, details in verdicts:
-        fh = tr.get("final_kernel_hash")
-        if not reasons and fh:
-            key = (fh,) if settings.dedup_scope == "global" else (tr["task_id"], fh)
-            if best[key] is not tr:
-                reasons = [DEDUP_REASON]
-                details = [f"{DEDUP_REASON}: same final kernel {fh} as {best[key]['traj_id']}"]
-        item = tr.get("traj_id") or ""
+    best: dict[tuple, _Seen] = {}
+    for x in seen:
+        if not x.reasons and x.final_kernel_hash:
+            key = rank_key(x)
+            if key not in best or x.rank < best[key].rank:
+                best[key] = x
+    sft_keep: list[_Seen] = []
+    critic_keep: list[_Seen] = []
+    for x in seen:
+        reasons, details = x.reasons, x.details
+        if not reasons and x.final_kernel_hash and best[rank_key(x)] is not x:
+            reasons = [DEDUP_REASON]
+            details = [f"{DEDUP_REASON}: same final kernel {x.final_kernel_hash} as {best[rank_key(x)].traj_id}"]
         if reasons:
-            drop("sft", "trajectory", item, tr.get("task_id") or "", reasons, "; ".join(details))
+            drop("sft", "trajectory", x.traj_id, x.task_id, reasons, "; ".join(details))
         else:
-            sft_keep.append(tr)
-        if not any(r in INTEGRITY_REASONS for r in reasons):
-            integrity_keep.append(tr)
-        elif settings.critic_source == "integrity":
-            ir = [r for r in reasons if r in INTEGRITY_REASONS]
-            drop("critic", "trajectory", item, tr.get("task_id") or "", ir, "; ".join(details))
-        if settings.critic_source == "sft" and reasons:
-            drop("critic", "trajectory", item, tr.get("task_id") or "", reasons, "; ".join(details))
+            sft_keep.append(x)
+        if settings.critic_source == "sft":
+            if reasons:
+                drop("critic", "trajectory", x.traj_id, x.task_id, reasons, "; ".join(details))
+            else:
+                critic_keep.append(x)
+        else:
+            integrity = [r for r in reasons if r in INTEGRITY_REASONS]
+            if integrity:
+                drop("critic", "trajectory", x.traj_id, x.task_id, integrity, "; ".join(details))
+            else:
+                critic_keep.append(x)
 
-    msgs = messages_array(traj_tbl, traj_rows)
-    baselines = _values_by_traj(values, traj_rows)
-    critic_src = sft_keep if settings.critic_source == "sft" else integrity_keep
-    in_sft = {id(tr) for tr in sft_keep}
-    in_critic = {id(tr) for tr in critic_src}
-    srows: list[dict[str, Any]] = []
-    sft_idx: list[int] = []
-    crows: list[dict[str, Any]] = []
-    src: list[int] = []
-    notes: list[str] = []
-    failed: set[int] = set()
-    for tr in sorted({id(t): t for t in [*sft_keep, *critic_src]}.values(), key=lambda t: t["traj_id"]):
-        try:  # a value no filter looked at (a NaN reward, a junk baseline) fails its own row, not the run
-            srow = sft_row(tr, task_by_id[tr["task_id"]], settings, run_id) if id(tr) in in_sft else None
-            rows, note = critic_rows(tr, settings, run_id, baselines.get(tr["traj_id"])) \
-                if id(tr) in in_critic else ([], "")
-        except Exception as e:
-            failed.add(id(tr))
-            for ds in [d for d, ids in (("sft", in_sft), ("critic", in_critic)) if id(tr) in ids]:
-                drop(ds, "trajectory", tr["traj_id"], tr["task_id"], ["unreadable_trajectory"],
-                     f"unreadable_trajectory: {type(e).__name__}: {e}"[:300])
-            continue
-        if srow is not None:
-            srows.append(srow)
-            sft_idx.append(tr["_i"])
-        crows.extend(rows)
-        src.extend([tr["_i"]] * len(rows))
-        if note:
-            notes.append(f"{tr['traj_id']}: {note}")
-    sft_keep = [t for t in sft_keep if id(t) not in failed]
-    sft = _with_messages("sft", srows, msgs, sft_idx, None, traj_rows)
-    critic = _with_messages("critic", crows, msgs, src, [r.pop("_prefix_len") for r in crows], traj_rows)
+    msgs = messages_array(traj_tbl, list_rows or [])
+
+    def messages_of(i: int) -> Any:
+        return list_rows[i].get("messages") if list_rows is not None else traj_tbl.column("messages")[i].as_py()
+
+    sft_keep.sort(key=lambda x: x.traj_id)
+    critic_keep.sort(key=lambda x: x.traj_id)
+    sft = _with_messages("sft", [x.sft for x in sft_keep], msgs, [x.i for x in sft_keep], None, messages_of)
+    crows = [dict(r) for x in critic_keep for r in x.critic]
+    src = [x.i for x in critic_keep for _ in x.critic]
+    critic = _with_messages("critic", crows, msgs, src, [r.pop("_prefix_len") for r in crows], messages_of)
     drops_tbl = conform("curation_drops", drops)
-
-    summary = _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, warmup, sft, critic,
-                       drops, settings, notes, bool(baselines))
+    notes = [f"{x.traj_id}: {x.note}" for x in critic_keep if x.note]
+    has_values = bool(baselines) or 0 < critic.num_rows > critic.column("value").null_count
+    summary = _summary(task_by_id, task_rows, val, con, seen, sft_keep, warmup, sft, critic, drops, settings, notes,
+                       has_values, sorted(gpus))
     return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary)
 
 
+def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str, list[str]],
+              task_by_id: dict[str, dict[str, Any]], val: dict, con: dict, settings: CurateSettings, run_id: str,
+              baselines: dict[str, list[float]]) -> _Seen:
+    """Filter one trajectory and, when it may be kept, build its SFT and critic rows right away."""
+    bad_shape = shape_problem(tr)
+    if bad_shape:
+        return _Seen(i, str(tr.get("traj_id") or ""), str(tr.get("task_id") or ""), ["unreadable_trajectory"],
+                     [f"unreadable_trajectory: {bad_shape}"])
+    tid = tr["task_id"]
+    try:
+        tp = problems[tid] if tid in problems else task_reasons(tid, task_by_id, val, con, settings)
+        reasons, details = trajectory_reasons(tr, tp, con, settings)
+    except Exception as e:  # a row no filter can read is dropped with its error, never fatal to the run
+        reasons, details = ["unreadable_trajectory"], [f"unreadable_trajectory: {type(e).__name__}: {e}"[:300]]
+    if not tr["traj_id"] or tr["traj_id"] in seen_ids:
+        reasons, details = ["duplicate_trajectory", *reasons], [f"traj_id {tr['traj_id']!r} seen before"]
+    seen_ids.add(tr["traj_id"])
+    try:
+        _, sp = final_speedups(tr)
+    except Exception:
+        sp = None
+    x = _Seen(i, tr["traj_id"], tid, reasons, details, tr.get("final_kernel_hash"),
+              (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"]),
+              sp, tr.get("run_id"), tr.get("model"))
+    wants_critic = not reasons if settings.critic_source == "sft" else \
+        not any(r in INTEGRITY_REASONS for r in reasons)
+    if not reasons or wants_critic:
+        try:  # a value no filter looked at (a NaN reward, a junk baseline) fails its own row, not the run
+            base = baselines.get(tr["traj_id"])
+            own = tr.get("values", tr.get("value_baseline"))
+            if base is None and isinstance(own, (list, tuple)):
+                base = list(own)
+            x.sft = sft_row(tr, task_by_id[tid], settings, run_id) if not reasons else None
+            if wants_critic:
+                x.critic, x.note = critic_rows(tr, settings, run_id, base)
+        except Exception as e:
+            x.reasons = ["unreadable_trajectory", *reasons]
+            x.details = [f"unreadable_trajectory: {type(e).__name__}: {e}"[:300], *details]
+            x.sft, x.critic = None, []
+    return x
+
+
 def _with_messages(name: str, rows: list[dict[str, Any]], msgs: pa.ListArray | None, index: list[int],
-                   prefix: list[int] | None, traj_rows: list[dict[str, Any]]) -> pa.Table:
+                   prefix: list[int] | None, messages_of: Any) -> pa.Table:
     """The table `name` from its scalar columns plus `messages` gathered in Arrow (whole, or first `prefix` items)
     from the trajectories; validated against the schema."""
     from schemas import get_schema
@@ -256,7 +291,7 @@ def _with_messages(name: str, rows: list[dict[str, Any]], msgs: pa.ListArray | N
         from pipeline.curate.sft import clean_messages
 
         for r, i, n in zip(rows, index, prefix or [None] * len(rows)):
-            r["messages"] = clean_messages(traj_rows[i].get("messages"))[:n]
+            r["messages"] = clean_messages(messages_of(i))[:n]
         return conform(name, rows)
     col = take_lists(msgs, index) if prefix is None else prefixes(msgs, index, prefix)
     arrays = []
@@ -272,8 +307,8 @@ def _split_counts(tbl: pa.Table) -> dict[str, int]:
     return dict(sorted(Counter(tbl.column("split").to_pylist()).items())) if tbl.num_rows else {}
 
 
-def _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, warmup, sft, critic, drops,
-             settings: CurateSettings, notes: list[str], have_baseline: bool) -> dict[str, Any]:
+def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[_Seen], warmup, sft, critic, drops,
+             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str]) -> dict[str, Any]:
     filters: dict[str, dict[str, int]] = {}
     failing: dict[str, dict[str, int]] = {}
     for d in drops:
@@ -286,19 +321,19 @@ def _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, war
     decided = [c for tid, c in con.items() if tid in task_by_id]
     contaminated = [c for c in decided if c.get("contaminated")]
     skipped = []
-    if not traj_rows:
+    if not seen:
         skipped.append("sft and critic: no trajectories were given (no rollouts in this run, e.g. a CPU-only run), "
                        "so only the warm-up dataset was built")
     elif not sft.num_rows:
         skipped.append("sft and critic: every trajectory was filtered out (see the filter table)")
-    if traj_rows and not have_baseline:
+    if seen and not have_baseline:
         skipped.append("critic GAE targets: no value baseline was given, so `value`, `advantage` and `gae_target` "
                        "are empty; `return_to_go` (gamma = 1) is filled")
-    sp_all = [s for s in (final_speedups(t)[1] for t in traj_rows) if s is not None and s == s]
-    sp_kept = [s for s in (final_speedups(t)[1] for t in sft_keep) if s is not None and s == s]
+    sp_all = [x.speedup for x in seen if x.speedup is not None and x.speedup == x.speedup]
+    sp_kept = [x.speedup for x in sft_keep if x.speedup is not None and x.speedup == x.speedup]
     return {
         "inputs": {"task_rows": len(task_rows), "tasks": len(task_by_id), "validation_verdicts": len(val),
-                   "contamination_decisions": len(con), "trajectories": len(traj_rows)},
+                   "contamination_decisions": len(con), "trajectories": len(seen)},
         "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic)},
         "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows},
         "filters": filter_table,
@@ -311,14 +346,14 @@ def _summary(task_by_id, task_rows, val, con, traj_rows, verdicts, sft_keep, war
             "decision_runs": sorted({str(c.get("run_id")) for c in decided if c.get("run_id")}),
             "reference_fingerprints": sorted({str(c["reference_fingerprint"]) for c in decided
                                               if c.get("reference_fingerprint")}),
-            "changed_since_rollout": sum("contamination_changed" in r for _, r, _ in verdicts),
+            "changed_since_rollout": sum("contamination_changed" in x.reasons for x in seen),
         },
         "provenance": {
             "task_runs": sorted({str(t.get("run_id")) for t in task_rows if t.get("run_id")}),
-            "rollout_runs": sorted({str(t.get("run_id")) for t in traj_rows if t.get("run_id")}),
-            "models": sorted({str(t.get("model")) for t in traj_rows if t.get("model")}),
-            "gpus": sorted(set(_gpus(traj_rows)) | {str(v["device_name"]) for v in val.values()
-                                                    if v.get("device") == "cuda" and v.get("device_name")}),
+            "rollout_runs": sorted({str(x.run_id) for x in seen if x.run_id}),
+            "models": sorted({str(x.model) for x in seen if x.model}),
+            "gpus": sorted(set(gpus) | {str(v["device_name"]) for v in val.values()
+                                        if v.get("device") == "cuda" and v.get("device_name")}),
         },
         "speedups_vs_compile": {"all": sp_all, "kept": sp_kept},
         "skipped": skipped,
