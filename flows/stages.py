@@ -142,13 +142,17 @@ def do_validate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, 
     dev = device(cfg)
     out = run_stage(cfg, cfg.run_id, "validate", VALIDATION_TABLE, tasks, "task_id",
                     _PerShard(validate, cfg.validate_, device=dev), {"settings": cfg.validate_, "device": dev},
-                    shard_size or SHARD_SIZE["validate"], res=Resources(cpus=1, gpus=1 if dev == "cuda" else 0),
+                    shard_size or SHARD_SIZE["validate"], res=DRIVER,
                     threads=os.cpu_count())  # each task runs in its own sandbox subprocess: threads just wait
     return _summary("validate", out)
 
 
+# Shard tasks of GPU stages only drive the work: validate() asks Ray for one GPU per candidate and rollout() for
+# its vLLM replicas and kernel evaluations. A driver holding a GPU while it waits for children that need one would
+# deadlock a one-GPU node (Ray lends a blocked task's CPU to its children, not its GPU).
+DRIVER = Resources(cpus=1, gpus=0)
 # Items per shard: a shard is the unit of resume and of parallelism (validation runs subprocesses per task).
-SHARD_SIZE = {"validate": 4, "decontaminate": 32}
+SHARD_SIZE = {"validate": 4, "decontaminate": 32, "evaluate": 4}
 VALIDATION_TABLE = "validation"
 CONTAMINATION_TABLE = "contamination"
 
@@ -262,18 +266,54 @@ def do_rollout(cfg: OpforgeConfig) -> dict[str, Any]:
                      _Rollout(rollout, tasks, cfg.rollout, cfg.rollout, cfg.eval.model_dump(), cfg.run_id,
                               str(cfg.data_root)),
                      {"rollout": cfg.rollout, "eval": cfg.eval}, tasks.column("task_id").to_pylist(),
-                     rows_in=tasks.num_rows, res=Resources(cpus=1, gpus=1))
+                     rows_in=tasks.num_rows, res=DRIVER)
     return _summary("rollout", out)
 
 
-def do_evaluate(cfg: OpforgeConfig) -> dict[str, Any]:
+class _Evaluate:
+    """Re-evaluate final kernels of trajectories on a GPU: one `evaluations` row per trajectory of the shard."""
+
+    def __init__(self, task_code: dict[str, str], eval_settings: dict[str, Any], run_id: str, work_dir: str):
+        self.task_code, self.eval_settings, self.run_id, self.work_dir = task_code, eval_settings, run_id, work_dir
+
+    def __call__(self, shard: pa.Table) -> list[dict[str, Any]]:
+        import json as _json
+
+        from pipeline.evaluate.harness import evaluate
+        from pipeline.evaluate.records import to_row
+
+        rows = []
+        for tr in shard.to_pylist():
+            sol = Path(self.work_dir) / tr["traj_id"]
+            files = _json.loads(tr["final_kernel"] or "{}")
+            for name, text in files.items():  # the agent's workspace as it ended (model_new.py, kernels/...)
+                f = (sol / name).resolve()
+                if sol.resolve() not in f.parents:  # names come from model output: stay inside the workspace
+                    continue
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(text)
+            res = evaluate(self.task_code.get(tr["task_id"], ""), str(sol), mode="full", settings=self.eval_settings)
+            rows.append(to_row(res, sol, self.run_id, self.eval_settings))
+        return rows
+
+
+def do_evaluate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
     why = _gpu_missing(cfg, "evaluate")
     if why:
         return skip(cfg, cfg.run_id, "evaluate", f"needs {why}")
     stage_fn("pipeline.evaluate.harness", "evaluate")
-    # Every kernel an agent writes is evaluated inside its rollout (the reward is part of the trajectory).
-    return skip(cfg, cfg.run_id, "evaluate", "kernels were evaluated inside the rollouts (reward per turn); "
-                                             "re-evaluate stored solutions with `opforge eval`")
+    if not _has(cfg, "trajectories"):
+        return skip(cfg, cfg.run_id, "evaluate", "no trajectories in this run (rollout did not run)")
+    trajs = _table(cfg, "trajectories").select(["traj_id", "task_id", "final_kernel"])
+    trajs = trajs.filter(pc.invert(pc.is_null(trajs.column("final_kernel"))))
+    tasks = _table(cfg, "tasks")
+    codes = dict(zip(tasks.column("task_id").to_pylist(), tasks.column("code").to_pylist()))
+    settings = cfg.eval.model_dump(mode="json")
+    # Each shard task evaluates on the GPU itself, so it asks Ray for one: a GPU per task.
+    out = run_stage(cfg, cfg.run_id, "evaluate", "evaluations", trajs, "traj_id",
+                    _Evaluate(codes, settings, cfg.run_id, str(Path(cfg.data_root) / "solutions" / cfg.run_id)),
+                    settings, shard_size or SHARD_SIZE["evaluate"], res=Resources(cpus=1, gpus=1))
+    return _summary("evaluate", out)
 
 
 def do_curate(cfg: OpforgeConfig) -> dict[str, Any]:
@@ -384,7 +424,8 @@ def rollout_flow(config: str | None = None, overrides: list[str] | None = None,
 @flow(name="evaluate", log_prints=True)
 def evaluate_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
-    """Kernel evaluation (compile, correctness, timing -> reward) on GPU workers."""
+    """Re-evaluate the final kernel of every trajectory of the run (compile, correctness, timing -> reward), one GPU
+    per shard task."""
     return _stage_flow("evaluate", do_evaluate, config, overrides, run_id)
 
 

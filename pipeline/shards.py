@@ -171,7 +171,7 @@ def _remove_partial_writes(path: Path) -> None:
 
 # Which rows a table keeps: (column, value meaning "kept"); tables not listed keep rows whose `reason` is empty.
 KEEP_RULES: dict[str, tuple[str, Any]] = {"contamination": ("contaminated", False), "dedup": ("removed", False),
-                                          "validation": ("valid", True)}
+                                          "validation": ("valid", True), "evaluations": ("correct", True)}
 
 
 def kept_mask(tbl: pa.Table) -> list[bool]:
