@@ -31,10 +31,16 @@ from pipeline.kernelbench import load_reference  # noqa: E402
 
 
 def make_candidates(refs, n: int, seed: int = 0) -> tuple[list[tuple[str, str]], np.ndarray, list[str]]:
+    from pipeline.decontam.canon import canonicalize
+
     rng = random.Random(seed)
     rows, labels, sources = [], [], []
     names = list(TRANSFORMS)
-    for i in range(n):
+    # a composition with the same ordered ops as a KernelBench problem is that problem (calibration's policy)
+    ref_sigs = {tuple(canonicalize(r.code).ops) for r in refs}
+    i = 0
+    while len(rows) < n:
+        i += 1
         if i % 3 == 0:
             r = rng.choice(refs)
             picked = rng.sample(names, rng.randint(1, len(names)))
@@ -44,7 +50,10 @@ def make_candidates(refs, n: int, seed: int = 0) -> tuple[list[tuple[str, str]],
             labels.append(True)
             sources.append(r.ref_id)
         else:
-            rows.append((f"neg{i}", random_composition(rng)))
+            code = random_composition(rng)
+            if tuple(canonicalize(code).ops) in ref_sigs:
+                continue
+            rows.append((f"neg{i}", code))
             labels.append(False)
             sources.append("")
     return rows, np.array(labels), sources

@@ -18,7 +18,8 @@ SCHEMA = table_schema(
         field("nearest_canon", F64, "canonical-token-shingle Jaccard to nearest_ref"),
         field("nearest_ops", F64, "operator-signature Jaccard to nearest_ref"),
         field("nearest_raw", F64, "raw character-shingle Jaccard to nearest_ref"),
-        field("ast_similarity", F64, "difflib ratio of canonical AST node-type sequences vs nearest_ref"),
+        field("ast_similarity", F64, "difflib ratio of canonical AST node-type sequences vs nearest_ref (its "
+                                     "quick_ratio upper bound when nearest_canon < 0.5)"),
         field("md5_match", BOOL, "normalized MD5 (KernelBench Problem.hash) equals a reference's"),
         field("md5_ref", STR, "the reference with the same normalized MD5; empty if none"),
         field("parse_ok", BOOL, "the candidate parses as Python"),

@@ -248,8 +248,8 @@ def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 class _SwapApi(ast.NodeTransformer):
-    def __init__(self, rng: random.Random, aliases: dict[str, str], p: float = 0.7) -> None:
-        self.rng, self.aliases, self.p = rng, aliases, p
+    def __init__(self, rng: random.Random, aliases: dict[str, str], p: float = 0.7, allow_modules: bool = True) -> None:
+        self.rng, self.aliases, self.p, self.allow_modules = rng, aliases, p, allow_modules
         self.new_modules: list[tuple[str, str]] = []  # (attr, ClassName) to add to __init__
         self.in_forward = False
 
@@ -286,7 +286,8 @@ class _SwapApi(ast.NodeTransformer):
             leaf = path.rsplit(".", 1)[1]
             k = leaf.lower().replace("_", "")
             sp = table.get(k, {})
-            choices = [c for c in ("torch", "F", "method", "module", "alias") if c in sp]
+            choices = [c for c in ("torch", "F", "method", "module", "alias") if c in sp
+                       and (c != "module" or self.allow_modules)]
             if isinstance(node.args[0], (ast.List, ast.Tuple)) and "method" in choices:
                 choices.remove("method")  # torch.cat([a, b]) has no method spelling
             if not choices:
@@ -328,17 +329,13 @@ def swap_api(code: str, rng: random.Random) -> str:
                 aliases[a.asname or a.name] = f"{n.module}.{a.name}"
     if "torch" not in aliases:
         return code
-    sw = _SwapApi(rng, aliases)
-    tree = sw.visit(tree)
-    # module attributes called as functions: self.act = nn.ReLU() ... self.act(x) -> torch.relu(x)
-    if sw.new_modules:
-        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-            init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-            if init is None:
-                continue
-            for attr, cname in sw.new_modules:
-                init.body.append(ast.parse(f"self.{attr} = torch.nn.{cname}()").body[0])
-            break
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        sw = _SwapApi(rng, aliases, allow_modules=init is not None)
+        sw.visit(cls)
+        # functional calls turned into module attributes are created in this class's __init__
+        for attr, cname in sw.new_modules:
+            init.body.append(ast.parse(f"self.{attr} = torch.nn.{cname}()").body[0])
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 

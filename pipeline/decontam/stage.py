@@ -110,7 +110,8 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
                 nc = no = 0.0
             contaminated, reason, score = decide(md5_ref is not None, nc, no, nr, settings, v.parse_ok)
             ref_id = refs[nearest].ref_id
-            ast_sim = ast_similarity(v.ast_types, index.views[nearest].ast_types) if v.parse_ok else 0.0
+            ast_sim = ast_similarity(v.ast_types, index.views[nearest].ast_types, exact=nc >= 0.5) \
+                if v.parse_ok else 0.0
         else:
             contaminated, reason, score, ref_id = False, "", 0.0, ""
             nc = no = nr = ast_sim = 0.0

@@ -122,11 +122,14 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def ast_similarity(a: list[str], b: list[str], cap: int = 2000) -> float:
-    """difflib ratio of the canonical AST node-type sequences (CUDA Agent's AST-similarity criterion)."""
+def ast_similarity(a: list[str], b: list[str], cap: int = 2000, exact: bool = True) -> float:
+    """difflib ratio of the canonical AST node-type sequences (CUDA Agent's AST-similarity criterion).
+    `exact=False`: difflib's quick_ratio, an upper bound of the ratio computed from the multisets (cheap; used
+    for pairs that are far apart on the other views anyway)."""
     import difflib
 
     if not a and not b:
         return 1.0
     # autojunk on: difflib's own heuristic for long sequences keeps this near-linear on level-3 sized files
-    return difflib.SequenceMatcher(None, a[:cap], b[:cap]).ratio()
+    m = difflib.SequenceMatcher(None, a[:cap], b[:cap])
+    return m.ratio() if exact else m.quick_ratio()
