@@ -155,3 +155,48 @@ def test_bad_code_gives_a_reason_not_a_crash(bad):
     assert not c.ok and c.reason in ("unparseable", "empty_code", "too_deep")
     v = task_views(bad)
     assert not v.parse_ok
+
+
+def _restructured() -> dict[str, str]:
+    fwd = """    def forward(self, x):
+        x = self.conv(x)  # convolution
+        x = torch.relu(x)
+        x = x + self.bias
+        return x"""
+    return {
+        "helper_method": BASE.replace(fwd, "    def _block(self, t):\n        t = self.conv(t)\n        return torch.relu(t)"
+                                            "\n\n    def forward(self, x):\n        return self._block(x) + self.bias"),
+        "sequential": BASE.replace("self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)",
+                                   "self.body = nn.Sequential(nn.Conv2d(in_channels, out_channels, kernel_size), "
+                                   "nn.ReLU())").replace("x = self.conv(x)  # convolution\n        x = torch.relu(x)",
+                                                         "x = self.body(x)"),
+        "inplace": BASE.replace("x = torch.relu(x)", "x.relu_()").replace("x = x + self.bias", "x += self.bias"),
+        "functional_conv": BASE.replace(
+            "self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)",
+            "self.weight = nn.Parameter(torch.randn(out_channels, in_channels, kernel_size, kernel_size))",
+        ).replace("x = self.conv(x)", "x = torch.nn.functional.conv2d(x, self.weight)"),
+        "one_liner": BASE.replace(fwd, "    def forward(self, x):\n        return torch.relu(self.conv(x)) + self.bias"),
+        "hand_disguised": HAND_DISGUISED,
+    }
+
+
+def test_restructured_copies_are_flagged_and_new_compositions_are_not():
+    from pipeline.decontam.settings import DecontamSettings
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import RefProblem
+
+    ref = [RefProblem("level2/1_base", 2, "1_base", BASE)]
+    positives = _restructured()
+    negatives = {
+        "other_ops": BASE.replace("torch.relu(x)", "torch.sigmoid(x)").replace("x + self.bias", "x * self.bias"),
+        "extra_ops": BASE.replace("x = x + self.bias", "x = torch.tanh(x)\n        x = x - self.bias\n"
+                                                       "        x = torch.softmax(x, dim=1)"),
+        "reordered": BASE.replace("x = torch.relu(x)\n        x = x + self.bias",
+                                  "x = x + self.bias\n        x = torch.relu(x)"),
+    }
+    rows = list(positives.items()) + list(negatives.items())
+    out = {r["task_id"]: r for r in decontaminate(rows, ref, DecontamSettings()).to_pylist()}
+    for tid in positives:
+        assert out[tid]["contaminated"], out[tid]
+    for tid in negatives:
+        assert not out[tid]["contaminated"], out[tid]

@@ -100,14 +100,18 @@ def examples_table(examples: list[Example]) -> pa.Table:
     return pa.Table.from_pylist([e.__dict__ for e in examples])
 
 
-def decisions(result: pa.Table, threshold: float, raw_threshold: float) -> np.ndarray:
+def decisions(result: pa.Table, threshold: float, raw_threshold: float,
+              settings: DecontamSettings | None = None) -> np.ndarray:
     """Re-apply the decision rule at other thresholds from the scores `decontaminate` recorded."""
+    settings = settings or DecontamSettings()
     canon = np.array(result.column("nearest_canon").to_pylist())
     ops = np.array(result.column("nearest_ops").to_pylist())
     raw = np.array(result.column("nearest_raw").to_pylist())
     md5 = np.array(result.column("md5_match").to_pylist(), dtype=bool)
     parsed = np.array(result.column("parse_ok").to_pylist(), dtype=bool)
-    return md5 | (np.minimum(canon, ops) >= threshold) | (~parsed & (raw >= raw_threshold))
+    has_ops = np.array([bool(o) for o in result.column("ops").to_pylist()])
+    same_ops = (ops >= settings.ops_threshold) & (canon >= settings.canon_floor) & has_ops
+    return md5 | (np.minimum(canon, ops) >= threshold) | same_ops | (~parsed & (raw >= raw_threshold))
 
 
 def equivalent_refs(reference: list[RefProblem], settings: DecontamSettings) -> dict[str, set[str]]:
@@ -181,9 +185,9 @@ def run_calibration(reference: list[RefProblem], settings: DecontamSettings | No
     for name, idx in (("train", train), ("test", test)):
         ex = [examples[i] for i in idx]
         res = result.take(idx)
-        out[name] = metrics(ex, res, decisions(res, settings.threshold, settings.raw_threshold), equiv)
-        out[name + "_at_chosen"] = metrics(ex, res, decisions(res, t, tr), equiv)
-    flagged = decisions(result, settings.threshold, settings.raw_threshold)
+        out[name] = metrics(ex, res, decisions(res, settings.threshold, settings.raw_threshold, settings), equiv)
+        out[name + "_at_chosen"] = metrics(ex, res, decisions(res, t, tr, settings), equiv)
+    flagged = decisions(result, settings.threshold, settings.raw_threshold, settings)
     kinds: dict[str, list[bool]] = {}
     for e, f in zip(examples, flagged):
         for k in (e.kind.split("+") if e.label and "+" not in e.kind else [e.kind if not e.label else "combined"]):

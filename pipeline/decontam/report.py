@@ -89,7 +89,8 @@ def report_meta(contamination: pa.Table, reference: list[RefProblem], settings: 
         "decisions": dict(sorted(Counter(r["reason"] or "clean" for r in rows).items())),
         "method": sorted({r["method"] for r in rows}),
         "settings": settings.model_dump(mode="json"),
-        "rule": "contaminated <=> md5 match | min(canon, ops) >= threshold | (unparseable & raw >= raw_threshold)",
+        "rule": "contaminated <=> md5 match | min(canon, ops) >= threshold | (ops >= ops_threshold & canon >= "
+                "canon_floor) | (unparseable & raw >= raw_threshold)",
     }
 
 
@@ -119,6 +120,7 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
              "<h2>Decision rule and thresholds</h2><table class='kv' id='thresholds'>",
              f"<tr><td>rule</td><td><code>{esc(meta['rule'])}</code></td></tr>",
              f"<tr><td>threshold</td><td>{settings.threshold}</td></tr>",
+             f"<tr><td>ops_threshold / canon_floor</td><td>{settings.ops_threshold} / {settings.canon_floor}</td></tr>",
              f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
              f"<tr><td>MinHash</td><td>num_perm={settings.num_perm}, seed={settings.seed}, scheme={settings.scheme}, "
              f"LSH thresholds canon/raw={settings.lsh_threshold}, ops={settings.lsh_threshold_ops}</td></tr>",

@@ -18,6 +18,9 @@ class DecontamSettings(BaseModel):
                                                   "against every problem, not only the LSH hits.")
     threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
                                               "one reference problem reaches this (calibrated, docs/decontam.md).")
+    ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
+                                                   "this (the same ordered ops: the same problem written anew) and")
+    canon_floor: float = Field(0.5, description="... the canonical Jaccard is at least this (same task shape).")
     raw_threshold: float = Field(0.9, description="Code that does not parse is contaminated when its raw "
                                                   "character-shingle Jaccard to a reference reaches this.")
     workers: int = Field(1, description="Processes that compute views when Ray is not running (1: in-process).")

@@ -3,10 +3,13 @@
 Decision rule (documented in docs/decontam.md, thresholds calibrated by pipeline.decontam.calibrate):
   contaminated  <=>  normalized MD5 equals a reference's                         (reason exact_md5)
                  or  min(canon, ops) >= threshold for one reference problem       (reason canonical_and_ops)
+                 or  ops >= ops_threshold and canon >= canon_floor                 (reason same_ops_signature)
                  or  raw >= raw_threshold, for code that does not parse           (reason raw_near_copy)
 Canonical shingles alone over-flag (every task shares the Model/get_inputs scaffold, and reordering operators
 still scores ~0.7), the operator signature alone over-flags short signatures; requiring both at once keeps
-disguised copies (both ~1) and rejects new compositions that share one or two operators (ops low).
+disguised copies (both ~1) and rejects new compositions that share one or two operators (ops low). The same
+ordered operators as a problem, in a task of similar shape, is that problem restructured (helper methods,
+nn.Sequential, functional instead of module layers), whatever the canonical tokens say.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pipeline.storage import conform
 
 
 def decide(md5_match: bool, canon: float, ops: float, raw: float, settings: DecontamSettings,
-           parse_ok: bool = True) -> tuple[bool, str, float]:
+           parse_ok: bool = True, has_ops: bool = True) -> tuple[bool, str, float]:
     """The decision rule: (contaminated, reason, score). The raw view decides only for code that does not parse:
     for code that does, the canonical views see everything the raw one does, and raw similarity alone flags
     hard negatives (a reference file with its operators swapped keeps most of its characters)."""
@@ -34,6 +37,8 @@ def decide(md5_match: bool, canon: float, ops: float, raw: float, settings: Deco
         return True, "exact_md5", 1.0
     if combined >= settings.threshold:
         return True, "canonical_and_ops", score
+    if ops >= settings.ops_threshold and canon >= settings.canon_floor and has_ops:
+        return True, "same_ops_signature", score
     if not parse_ok and raw >= settings.raw_threshold:
         return True, "raw_near_copy", score
     return False, "", score
@@ -108,7 +113,7 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
             best = {view: float(np.max(s[view])) for view in ("canon", "ops", "raw")}
             if not v.parse_ok:  # only the raw views can judge code that does not parse
                 nc = no = 0.0
-            contaminated, reason, score = decide(md5_ref is not None, nc, no, nr, settings, v.parse_ok)
+            contaminated, reason, score = decide(md5_ref is not None, nc, no, nr, settings, v.parse_ok, bool(v.ops))
             ref_id = refs[nearest].ref_id
             ast_sim = ast_similarity(v.ast_types, index.views[nearest].ast_types, exact=nc >= 0.5) \
                 if v.parse_ok else 0.0
