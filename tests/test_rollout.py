@@ -394,3 +394,42 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
 
     assert DataStore(tmp_path / "data").read("trajectories").num_rows == 4  # no duplicate from the retries
     router.close()
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_rollout_replay_writes_table_catalog_and_contamination(tmp_path):
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+    from pipeline.identity import task_id
+
+    codes = [TASK, TASK.replace("2.0", "5.0")]
+    pq.write_table(tasks_table(*codes), tmp_path / "tasks.parquet")
+    out = tmp_path / "data"
+    # the decontamination stage's decision for the first task, as its table lays it out
+    (out / "tables" / "contamination" / "run_id=20261130T000000-aaaaaa").mkdir(parents=True)
+    pq.write_table(pa.table({"task_id": [task_id(codes[0])], "contaminated": [False]}),
+                   out / "tables" / "contamination" / "run_id=20261130T000000-aaaaaa" / "part-00000.parquet")
+    (tmp_path / "script.json").write_text(json.dumps({"*": [turn("look", call("list_files")),
+                                                            turn("done", call("finish"))]}))
+    args = ["rollout", "--tasks", str(tmp_path / "tasks.parquet"), "--backend", "replay", "--replay",
+            str(tmp_path / "script.json"), "--out", str(out), "--samples", "2", "--run-id", "cli-run"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    t = pq.read_table(out / "trajectories.parquet").to_pylist()
+    assert len(t) == 4 and {r["termination"] for r in t} == {"finished"}
+    by_task = {r["task_id"]: r for r in t}
+    assert by_task[task_id(codes[0])]["contaminated_at_rollout"] is False
+    assert by_task[task_id(codes[0])]["contamination_run_id"] == "20261130T000000-aaaaaa"
+    assert by_task[task_id(codes[1])]["contaminated_at_rollout"] is None
+    from pipeline.catalog import Catalog
+
+    cat = Catalog(out / "catalog.duckdb", out)
+    assert cat.sql("SELECT count(*) AS n FROM trajectories").column("n")[0].as_py() == 4
+    assert cat.sql("SELECT rows_out FROM stages WHERE stage = 'rollout'").column(0)[0].as_py() == 4
+    again = CliRunner().invoke(app, args)  # resume: nothing left to run, nothing duplicated
+    assert again.exit_code == 0 and "(0 new)" in again.output
+    assert cat.sql("SELECT count(*) AS n FROM trajectories").column("n")[0].as_py() == 4

@@ -8,13 +8,6 @@ from typing import Optional
 import typer
 
 
-def eval_settings(ev) -> dict:
-    """The harness options the config sets (only keys the harness knows; it rejects others)."""
-    from pipeline.evaluate.options import DEFAULTS
-
-    return {k: v for k, v in ev.model_dump().items() if k in DEFAULTS}
-
-
 def register(app: typer.Typer) -> None:
     from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 
@@ -78,7 +71,7 @@ def register(app: typer.Typer) -> None:
                           f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
 
         try:
-            result = rollout(table, rs, be, eval_settings(cfg.eval), run, out_dir=root, on_row=progress)
+            result = rollout(table, rs, be, cfg.eval.model_dump(), run, out_dir=root, on_row=progress)
         finally:
             be.close()
         merged = atomic_write_parquet(result, root / "trajectories.parquet")

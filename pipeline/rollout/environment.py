@@ -37,6 +37,10 @@ class ToolResult:
     eval_s: float = 0.0
 
 
+class HarnessError(RuntimeError):
+    """The harness or the worker running it failed (not the model's doing): the trajectory ends with tool_error."""
+
+
 def trim(text: str, limit: int) -> str:
     """Head and tail of `text` within `limit` characters (compiler errors sit at both ends)."""
     if len(text) <= limit:
@@ -140,7 +144,7 @@ class KernelEnv:
             return ToolResult(f"error: bad arguments for {name}: {e}", error=True)
         except (ValueError, PermissionError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
             return ToolResult(f"error: {e}", error=True)
-        except Exception as e:  # the harness or the machine failed, not the model
+        except Exception as e:  # HarnessError or a bug: the machine failed, not the model
             return ToolResult(f"error: the {name} tool failed: {type(e).__name__}: {str(e)[:500]}", error=True,
                               fatal=True)
         res.text = trim(res.text, self.max_output_chars)
@@ -187,7 +191,7 @@ class KernelEnv:
 
     def _tool_compile(self) -> ToolResult:
         t0 = time.perf_counter()
-        r = self.runner.compile(self.solution_files() | self._protected_files(), self.compile_cache_dir)
+        r = self._harness(self.runner.compile, self.files(), self.compile_cache_dir)
         dt = time.perf_counter() - t0
         head = (f"compile {'succeeded' if r['ok'] else 'FAILED'} in {r['seconds']:.1f} s"
                 f"{' (cached)' if r.get('cached') else ''}")
@@ -195,12 +199,16 @@ class KernelEnv:
         return ToolResult(head + (f"\n{log}" if log and (not r["ok"] or len(log) < 2000) else ""),
                           record={"action_kind": "compile", "compiled": bool(r["ok"])}, compile_s=dt)
 
-    def _protected_files(self) -> dict[str, str]:
-        return {k: v for k, v in self.files().items() if k in self.protected}
+    @staticmethod
+    def _harness(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as e:  # whatever the harness raised, it is not the model's error to fix
+            raise HarnessError(f"{type(e).__name__}: {str(e)[:500]}") from e
 
     def evaluate(self, mode: str) -> tuple[dict[str, Any], float]:
         t0 = time.perf_counter()
-        res = self.runner.evaluate(self.task_code, self.files(), mode, self.eval_settings)
+        res = self._harness(self.runner.evaluate, self.task_code, self.files(), mode, self.eval_settings)
         self.last_eval, self.last_eval_hash = res, self.kernel_hash()
         return res, time.perf_counter() - t0
 
@@ -211,7 +219,7 @@ class KernelEnv:
     def _tool_profile(self) -> ToolResult:
         if not self.writes:  # no solution of the agent's own yet: the reference's times are what it needs
             t0 = time.perf_counter()
-            ref = self.runner.reference(self.task_code, self.eval_settings)
+            ref = self._harness(self.runner.reference, self.task_code, self.eval_settings)
             figs = " ".join(f"{k}={ref[k]:.4g}" for k in ("eager_ms", "compile_ms") if ref.get(k) is not None)
             text = "profile (reference only; no solution written yet): " + (figs or "no times")
             text += "".join(f"\n{k}: {ref[k]}" for k in ("device", "reason", "error") if ref.get(k))

@@ -61,17 +61,38 @@ def sample_seed(task_id: str, sample_idx: int, base_seed: int) -> int:
     return int(content_hash("seed", task_id, str(sample_idx), str(base_seed)), 16) % (2**31 - 1)
 
 
-def make_jobs(tasks: pa.Table, settings: RolloutSettings) -> list[Job]:
+def contamination_decisions(data_root: str | Path) -> dict[str, tuple[str, bool | None]]:
+    """task_id -> (run id, contaminated) of the latest decontamination run under `data_root` (run ids sort by
+    time), so each trajectory records the decision it was made under."""
+    import pyarrow.parquet as pq
+
+    base = Path(data_root) / "tables" / "contamination"
+    out: dict[str, tuple[str, bool | None]] = {}
+    for f in sorted(base.glob("run_id=*/*.parquet")) if base.exists() else []:
+        run = f.parent.name.split("=", 1)[1]
+        try:
+            t = pq.read_table(f, columns=["task_id", "contaminated"])
+        except Exception:  # an unreadable or older shard: no decision from it
+            continue
+        for tid, c in zip(t.column("task_id").to_pylist(), t.column("contaminated").to_pylist()):
+            out[tid] = (run, c)
+    return out
+
+
+def make_jobs(tasks: pa.Table, settings: RolloutSettings,
+              decisions: dict[str, tuple[str, bool | None]] | None = None) -> list[Job]:
     from pipeline.identity import task_id as compute_task_id
 
     cols = set(tasks.column_names)
     jobs = []
     for row in tasks.to_pylist():
         tid = row.get("task_id") or compute_task_id(row["code"])
+        if "contaminated" in cols:
+            c_run, c = row.get("contamination_run_id"), row.get("contaminated")
+        else:
+            c_run, c = (decisions or {}).get(tid, (None, None))
         for i in range(settings.samples_per_task):
-            jobs.append(Job(tid, row["code"], i, sample_seed(tid, i, settings.seed),
-                            row.get("contamination_run_id") if "contamination_run_id" in cols else None,
-                            row.get("contaminated") if "contaminated" in cols else None))
+            jobs.append(Job(tid, row["code"], i, sample_seed(tid, i, settings.seed), c_run, c))
     return jobs
 
 
@@ -171,6 +192,17 @@ def run_job(job: Job, backend: ChatBackend, runner: ToolRunner, settings: Rollou
                           time.perf_counter() - t0)
 
 
+def harness_settings(eval_settings: dict[str, Any] | None) -> dict[str, Any]:
+    """The options the harness knows (it rejects unknown keys; a config section may carry more)."""
+    from pipeline.evaluate.options import DEFAULTS
+
+    es = dict(eval_settings or {})
+    unknown = sorted(set(es) - set(DEFAULTS))
+    if unknown:
+        log.warning("evaluation settings not known to the harness are ignored: %s", ", ".join(unknown))
+    return {k: v for k, v in es.items() if k in DEFAULTS}
+
+
 def _default_runner(settings: RolloutSettings) -> ToolRunner:
     from pipeline.executor import ray_available
 
@@ -187,12 +219,14 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
             on_row: Callable[[dict[str, Any]], None] | None = None) -> pa.Table:
     """Roll out `settings.samples_per_task` trajectories per task; returns the rows as a `trajectories` table.
 
-    With `out_dir` (a data root), each trajectory is written as its own shard as soon as it ends, and
-    trajectories already present under `out_dir` (any run) are not run again.
+    With `out_dir` (a data root), each trajectory is written as its own shard as soon as it ends, trajectories
+    already present under `out_dir` (any run) are not run again, and the latest contamination decision found there
+    is recorded with each trajectory (unless the tasks table carries `contaminated` itself).
     """
     from pipeline.storage import DataStore, conform
 
-    jobs = make_jobs(tasks, settings)
+    jobs = make_jobs(tasks, settings, contamination_decisions(out_dir) if out_dir else None)
+    eval_settings = harness_settings(eval_settings)
     store = DataStore(Path(out_dir)) if out_dir else None
     done: dict[str, dict[str, Any]] = {}
     if store is not None:
@@ -205,7 +239,7 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
     workroot = Path(tempfile.mkdtemp(prefix="opforge-rollout-"))
     try:
         with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="traj") as pool:
-            futs = {pool.submit(run_job, j, backend, runner, settings, eval_settings or {}, run_id, workroot): j
+            futs = {pool.submit(run_job, j, backend, runner, settings, eval_settings, run_id, workroot): j
                     for j in todo}
             for fut in as_completed(futs):
                 row = fut.result()
