@@ -121,7 +121,8 @@ def test_hand_disguised_copy_scores_high_and_unrelated_task_low():
 
 
 def test_reordered_operators_lower_the_ops_view():
-    swapped = BASE.replace("x = torch.relu(x)\n        x = x + self.bias", "x = x + self.bias\n        x = torch.relu(x)")
+    swapped = BASE.replace("x = torch.relu(x)\n        x = x + self.bias",
+                           "x = x + self.bias\n        x = torch.relu(x)")
     canon, ops = _sim(BASE, swapped)
     assert ops < 0.7  # the same ops in another order are another problem
 
@@ -148,11 +149,11 @@ def test_reserved_prefixes_in_user_names_do_not_collide():
     assert canon == 1.0
 
 
-@pytest.mark.parametrize("bad", ["def f(:\n  pass", "", "\x00\x01", "class A:\n" + "  " * 0 + "x = (" * 500,
+@pytest.mark.parametrize("bad", ["def f(:\n  pass", "", "\x00\x01", "x = 1\n" * 100_000, "x = (" * 500,
                                  "import torch\nx = 1 +", None])
 def test_bad_code_gives_a_reason_not_a_crash(bad):
     c = canonicalize(bad)
-    assert not c.ok and c.reason in ("unparseable", "empty_code", "too_deep")
+    assert not c.ok and c.reason in ("unparseable", "empty_code", "too_deep", "too_large")
     v = task_views(bad)
     assert not v.parse_ok
 
@@ -164,8 +165,9 @@ def _restructured() -> dict[str, str]:
         x = x + self.bias
         return x"""
     return {
-        "helper_method": BASE.replace(fwd, "    def _block(self, t):\n        t = self.conv(t)\n        return torch.relu(t)"
-                                            "\n\n    def forward(self, x):\n        return self._block(x) + self.bias"),
+        "helper_method": BASE.replace(fwd, "    def _block(self, t):\n        t = self.conv(t)\n"
+                                            "        return torch.relu(t)\n\n    def forward(self, x):\n"
+                                            "        return self._block(x) + self.bias"),
         "sequential": BASE.replace("self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)",
                                    "self.body = nn.Sequential(nn.Conv2d(in_channels, out_channels, kernel_size), "
                                    "nn.ReLU())").replace("x = self.conv(x)  # convolution\n        x = torch.relu(x)",
@@ -175,7 +177,8 @@ def _restructured() -> dict[str, str]:
             "self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)",
             "self.weight = nn.Parameter(torch.randn(out_channels, in_channels, kernel_size, kernel_size))",
         ).replace("x = self.conv(x)", "x = torch.nn.functional.conv2d(x, self.weight)"),
-        "one_liner": BASE.replace(fwd, "    def forward(self, x):\n        return torch.relu(self.conv(x)) + self.bias"),
+        "one_liner": BASE.replace(fwd, "    def forward(self, x):\n"
+                                        "        return torch.relu(self.conv(x)) + self.bias"),
         "hand_disguised": HAND_DISGUISED,
     }
 

@@ -51,6 +51,7 @@ _META_OPS = frozenset({"size", "dim", "numel", "item", "tolist", "to", "type", "
                        "unsqueeze", "squeeze", "flatten", "max_", "device", "dtype", "format", "str", "min_", "round",
                        "abs_", "sorted", "map", "getitem"})
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
+MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
 _TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
 
@@ -881,4 +882,6 @@ def canonicalize(code: str, light: bool = False) -> Canonical:
     tokens only (what dedup compares)."""
     if not isinstance(code, str) or not code.strip():
         return Canonical(False, "empty_code")
+    if len(code) > MAX_CODE_CHARS:  # hostile input: the AST of megabytes of code costs seconds and gigabytes
+        return Canonical(False, "too_large")
     return Canonicalizer(code, light).run()

@@ -248,7 +248,8 @@ def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 class _SwapApi(ast.NodeTransformer):
-    def __init__(self, rng: random.Random, aliases: dict[str, str], p: float = 0.7, allow_modules: bool = True) -> None:
+    def __init__(self, rng: random.Random, aliases: dict[str, str], p: float = 0.7,
+                 allow_modules: bool = True) -> None:
         self.rng, self.aliases, self.p, self.allow_modules = rng, aliases, p, allow_modules
         self.new_modules: list[tuple[str, str]] = []  # (attr, ClassName) to add to __init__
         self.in_forward = False

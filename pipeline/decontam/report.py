@@ -113,18 +113,21 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
              "<h1>Decontamination report</h1>",
              "<h2>Reference</h2><table class='kv' id='reference'>",
              f"<tr><td>source</td><td>{esc(reference_source or '(given in code)')}</td></tr>",
-             f"<tr><td>fingerprint (sha256)</td><td><code id='fingerprint'>{meta['reference_fingerprint']}</code></td></tr>",
+             "<tr><td>fingerprint (sha256)</td><td><code id='fingerprint'>"
+             f"{meta['reference_fingerprint']}</code></td></tr>",
              f"<tr><td>problems</td><td>{meta['reference_problems']} "
              f"({esc(', '.join(f'{k}: {v}' for k, v in meta['reference_levels'].items()))})</td></tr>",
              f"<tr><td>generated</td><td>{meta['generated_at']}</td></tr></table>",
              "<h2>Decision rule and thresholds</h2><table class='kv' id='thresholds'>",
              f"<tr><td>rule</td><td><code>{esc(meta['rule'])}</code></td></tr>",
              f"<tr><td>threshold</td><td>{settings.threshold}</td></tr>",
-             f"<tr><td>ops_threshold / canon_floor</td><td>{settings.ops_threshold} / {settings.canon_floor}</td></tr>",
+             f"<tr><td>ops_threshold / canon_floor</td><td>{settings.ops_threshold} / "
+             f"{settings.canon_floor}</td></tr>",
              f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
              f"<tr><td>MinHash</td><td>num_perm={settings.num_perm}, seed={settings.seed}, scheme={settings.scheme}, "
              f"LSH thresholds canon/raw={settings.lsh_threshold}, ops={settings.lsh_threshold_ops}</td></tr>",
-             f"<tr><td>shingles</td><td>canonical {settings.canon_shingle} tokens, ops n-grams 1..{settings.ops_ngram}, "
+             f"<tr><td>shingles</td><td>canonical {settings.canon_shingle} tokens, "
+             f"ops n-grams 1..{settings.ops_ngram}, "
              f"raw {settings.raw_shingle} characters</td></tr>",
              f"<tr><td>scoring</td><td>{esc(', '.join(meta['method']))}</td></tr></table>",
              "<h2>Counts per decision</h2><table class='kv' id='counts'>",
@@ -132,7 +135,8 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
              f"<tr><td>contaminated</td><td>{meta['contaminated']}</td></tr>"]
     parts += [f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in meta["decisions"].items()]
     parts.append("</table>")
-    parts.append(f"<h2>All candidates</h2><p>Click a column header to sort.{' Showing the first %d rows; all are in contamination.parquet.' % max_rows if len(rows) > max_rows else ''}</p>")
+    more = f" Showing the first {max_rows} rows; all are in contamination.parquet." if len(rows) > max_rows else ""
+    parts.append(f"<h2>All candidates</h2><p>Click a column header to sort.{more}</p>")
     parts.append("<table class='sortable' id='candidates'><thead><tr>" +
                  "".join(f"<th>{c}</th>" for c in _COLUMNS) + "</tr></thead><tbody>")
     with_diff = {r["task_id"] for r in flagged[:max_diffs]}
@@ -155,7 +159,8 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
         cand = codes.get(r["task_id"])
         scores = ", ".join(f"{k}={r[k]:.3f}" for k in ("score", "nearest_canon", "nearest_ops", "nearest_raw",
                                                        "ast_similarity"))
-        parts.append(f"<details class='flagged' id='diff-{esc(r['task_id'])}' open><summary>{esc(r['task_id'])} &rarr; "
+        parts.append(f"<details class='flagged' id='diff-{esc(r['task_id'])}' open>"
+                     f"<summary>{esc(r['task_id'])} &rarr; "
                      f"{esc(r['nearest_ref'])} ({esc(r['reason'])})</summary>")
         parts.append(f"<p class='scores'>{esc(scores)}, md5_match={r['md5_match']}</p>")
         if ref is not None and cand is not None:
