@@ -206,16 +206,19 @@ def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSe
     for i, r in enumerate(roots):
         members.setdefault(int(r), []).append(i)
     kept_of: dict[int, int] = {r: min(ms, key=keep_key) for r, ms in members.items()}
-    rows = []
-    for i in range(n):
-        r = int(roots[i])
-        k = kept_of[r]
-        removed = k != i
-        same = rep[i] == rep[k]
-        jac = 1.0 if same else jaccard(res.sets[i], res.sets[k])
-        rows.append({
-            "task_id": ids[i], "cluster_id": ids[k], "kept_task_id": ids[k], "removed": removed,
-            "reason": ("exact_duplicate" if same else "near_duplicate") if removed else "",
-            "jaccard_to_kept": float(jac), "cluster_size": len(members[r]),
-        })
+    # columns, not a million dicts: the output of a large run stays a few hundred MB
+    kept_idx = [kept_of[int(r)] for r in roots]
+    removed = [k != i for i, k in enumerate(kept_idx)]
+    same = [bool(rep[i] == rep[k]) for i, k in enumerate(kept_idx)]
+    jac = [1.0 if sm else jaccard(res.sets[i], res.sets[k]) for i, (k, sm) in enumerate(zip(kept_idx, same))]
+    kept_ids = [ids[k] for k in kept_idx]
+    from schemas import get_schema
+
+    rows = pa.Table.from_arrays([
+        pa.array(ids, pa.string()), pa.array(kept_ids, pa.string()), pa.array(kept_ids, pa.string()),
+        pa.array(removed, pa.bool_()),
+        pa.array([("exact_duplicate" if sm else "near_duplicate") if rm else "" for rm, sm in zip(removed, same)],
+                 pa.string()),
+        pa.array(jac, pa.float64()), pa.array([len(members[int(r)]) for r in roots], pa.int64()),
+    ], schema=get_schema("dedup"))
     return conform("dedup", rows)
