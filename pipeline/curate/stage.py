@@ -77,7 +77,7 @@ def _gpus(trajectories: list[dict[str, Any]]) -> list[str]:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     # Millions of small acyclic dicts make the cyclic collector rescan the heap again and again (~25% of the
-    # time at 20k trajectories); nothing here builds cycles, so pause it and collect once afterwards.
+    # time at 20k trajectories); nothing here builds cycles, so refcounting frees everything with it paused.
     was = gc.isenabled()
     gc.disable()
     try:
