@@ -226,3 +226,23 @@ def test_a_bad_card_or_a_public_repo_publishes_nothing(result, tmp_path, hub):
     HfApi(endpoint=hub.url, token=TOKEN).create_repo("opforge-test/open", repo_type="dataset", private=False)
     with pytest.raises(PermissionError, match="public"):
         publish_hub(out, "opforge-test/open", token=TOKEN, tag="v1", endpoint=hub.url)
+
+
+def test_a_commit_on_a_stale_head_is_refused_whole(hub, tmp_path):
+    """publish_hub commits on top of the head it read: if another release landed in between, the Hub (and the
+    emulator) refuse the whole commit with 412 instead of interleaving the two releases."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    api.create_repo("opforge-test/race", repo_type="dataset", private=True)
+    head = api.dataset_info("opforge-test/race").sha
+    api.create_commit("opforge-test/race", repo_type="dataset", commit_message="other release",
+                      operations=[CommitOperationAdd("data/a.parquet", b"A" * 10)])
+    with pytest.raises(HfHubHTTPError) as e:
+        api.create_commit("opforge-test/race", repo_type="dataset", commit_message="ours", parent_commit=head,
+                          operations=[CommitOperationAdd("data/b.parquet", b"B" * 10),
+                                      CommitOperationAdd("README.md", b"# ours\n")])
+    assert e.value.response.status_code == 412
+    files = api.list_repo_files("opforge-test/race", repo_type="dataset")
+    assert "data/b.parquet" not in files and "README.md" not in files and "data/a.parquet" in files
