@@ -116,7 +116,15 @@ class _Synth:
         self.fn, self.settings, self.run_id = fn, settings, run_id
 
     def __call__(self):
-        return self.fn(self.settings, self.run_id)
+        if self.settings.composer != "llm":
+            return self.fn(self.settings, self.run_id)
+        from pipeline.llm.backend import make_backend
+
+        backend = make_backend(self.settings.llm)
+        try:
+            return self.fn(self.settings, self.run_id, backend=backend)
+        finally:
+            backend.close()
 
 
 class _PerShard:

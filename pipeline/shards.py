@@ -169,27 +169,36 @@ def _remove_partial_writes(path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-# Which rows a table keeps: (column, value meaning "kept"); tables not listed keep rows whose `reason` is empty.
-KEEP_RULES: dict[str, tuple[str, Any]] = {"contamination": ("contaminated", False), "dedup": ("removed", False),
-                                          "validation": ("valid", True), "evaluations": ("correct", True)}
+# Which rows a table keeps: (decision column, its "kept" value, reason column). Tables not listed keep rows whose
+# `reason` is empty.
+KEEP_RULES: dict[str, tuple[str | None, Any, str]] = {
+    "contamination": ("contaminated", False, "reason"), "dedup": ("removed", False, "reason"),
+    "validation": ("valid", True, "reason"), "evaluations": ("correct", True, "reason"),
+    "tasks": (None, None, "compose_reason"),
+}
+
+
+def _rule(tbl: pa.Table) -> tuple[str | None, Any, str]:
+    name = (tbl.schema.metadata or {}).get(b"opforge.table", b"").decode()
+    return KEEP_RULES.get(name, (None, None, "reason"))
 
 
 def kept_mask(tbl: pa.Table) -> list[bool]:
-    """Per row: kept by its stage? Uses the table's decision column, else an empty `reason`."""
-    name = (tbl.schema.metadata or {}).get(b"opforge.table", b"").decode()
-    col, value = KEEP_RULES.get(name, (None, None))
+    """Per row: kept by its stage? The table's decision column if it has one, else an empty reason."""
+    col, value, reason = _rule(tbl)
     if col and col in tbl.column_names:
         return [v == value for v in tbl.column(col).to_pylist()]
-    if "reason" in tbl.column_names:
-        return [not r for r in tbl.column("reason").to_pylist()]
+    if reason in tbl.column_names:
+        return [not r for r in tbl.column(reason).to_pylist()]
     return [True] * tbl.num_rows
 
 
 def drop_reasons(tbl: pa.Table) -> dict[str, int]:
     """Counts of reason codes over the rows the stage dropped ("unspecified" when a dropped row has none)."""
-    if "reason" not in tbl.column_names:
+    reason = _rule(tbl)[2]
+    if reason not in tbl.column_names:
         return {}
-    reasons = tbl.column("reason").to_pylist()
+    reasons = tbl.column(reason).to_pylist()
     return dict(sorted(Counter(r or "unspecified" for r, k in zip(reasons, kept_mask(tbl)) if not k).items()))
 
 

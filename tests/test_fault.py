@@ -22,6 +22,7 @@ import pytest
 from pipeline.catalog import Catalog
 from pipeline.identity import task_id
 from pipeline.storage import DataStore
+from tests._rows import row
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "fault-run"
@@ -48,8 +49,7 @@ def _write_tasks(root: Path, reference) -> int:
         tid = task_id(c)
         if tid not in seen:
             seen.add(tid)
-            rows.append({"task_id": tid, "code": c, "ops": [], "data_source": "fault-test", "composer": "external",
-                         "seed": None, "run_id": RUN})
+            rows.append(row("tasks", task_id=tid, code=c, data_source="fault-test", composer="external", run_id=RUN))
     DataStore(root).write("tasks", rows, RUN)
     return len(rows)
 

@@ -14,6 +14,7 @@ from pipeline.catalog import Catalog
 from pipeline.config import load_config
 from pipeline.identity import task_id
 from pipeline.storage import DataStore
+from tests._rows import row
 
 RUN = "flows-run"
 
@@ -26,8 +27,8 @@ def _tasks(reference, n_ref: int = 12, n_new: int = 12) -> list[dict]:
         body = "\n".join(f"        x = {o}" for o in rng.sample(ops, 3))
         codes.append(f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n{body}\n        return x\n"
                      f"def get_inputs():\n    return [torch.randn(4, {16 + i})]\ndef get_init_inputs():\n    return []\n")
-    return [{"task_id": task_id(c), "code": c, "ops": [], "data_source": "test", "composer": "external", "seed": i,
-             "run_id": RUN} for i, c in enumerate(codes)]
+    return [row("tasks", task_id=task_id(c), code=c, data_source="test", composer="external", seed=i, run_id=RUN)
+            for i, c in enumerate(codes)]
 
 
 @pytest.fixture()

@@ -16,6 +16,7 @@ import pytest
 from pipeline.shards import (RetryPolicy, TransientError, is_complete, plan_shards, run_shard, run_sharded,
                              supersede_stale)
 from pipeline.storage import DataStore
+from tests._rows import row
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = RetryPolicy(attempts=3, base_delay_s=0.01)
@@ -27,8 +28,8 @@ def _items(n: int) -> pa.Table:
 
 
 def _to_tasks(shard: pa.Table, tag: str = "a") -> list[dict]:
-    return [{"task_id": t, "code": f"# {tag} {x}", "ops": ["relu"], "data_source": "torch#1",
-             "composer": "programmatic", "seed": x, "run_id": "r1"}
+    return [row("tasks", task_id=t, code=f"# {tag} {x}", ops=["relu"], data_source="torch#1",
+                composer="programmatic", seed=x, run_id="r1")
             for t, x in zip(shard.column("task_id").to_pylist(), shard.column("x").to_pylist())]
 
 
@@ -99,13 +100,13 @@ _DISK_FULL_WRITER = textwrap.dedent("""
     import pyarrow as pa
     from pipeline.shards import plan_shards, run_shard, RetryPolicy
     from pipeline.storage import DataStore
+    from tests._rows import row
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)            # get EFBIG from write() instead of a signal
     resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # the "disk" fills up after 20 kB
     [spec] = plan_shards("big", "tasks", ["t0"], {}, "r1", DataStore(sys.argv[1]), 1)
     import random
     big = random.Random(0).randbytes(500_000).hex()  # incompressible, so the file really outgrows the limit
-    rows = [{"task_id": "t0", "code": big, "ops": [], "data_source": "s", "composer": "c",
-             "seed": None, "run_id": "r1"}]
+    rows = [row("tasks", task_id="t0", code=big, run_id="r1")]
     try:
         run_shard(spec, lambda: rows, RetryPolicy(attempts=1))
     except OSError as e:
@@ -128,8 +129,7 @@ def test_full_disk_leaves_no_shard_and_the_rerun_completes(tmp_path):
 
     import random
     big = random.Random(0).randbytes(500_000).hex()
-    rows = [{"task_id": "t0", "code": big, "ops": [], "data_source": "s", "composer": "c", "seed": None,
-             "run_id": "r1"}]
+    rows = [row("tasks", task_id="t0", code=big, run_id="r1")]
     res = run_shard(spec, lambda: rows, FAST)
     assert not res.skipped and store.read("tasks", "r1").column("code")[0].as_py() == big
 
