@@ -1,5 +1,7 @@
 from pydantic import BaseModel, Field
 
+from pipeline.llm.settings import LLMSettings
+
 
 class SynthSettings(BaseModel):
     """Task synthesis (issue 8)."""
@@ -11,3 +13,11 @@ class SynthSettings(BaseModel):
         default_factory=lambda: {1: 0.034, 2: 0.838, 3: 0.076, 4: 0.028, 5: 0.012},
         description="Share of tasks by number of fused operators (CUDA Agent's reported mix).",
     )
+    size_profile: str = Field("auto", description="gpu | small | auto (gpu when validating on a GPU, else small).")
+    target_ms: tuple[float, float] = Field((2.0, 40.0), description="gpu profile: estimated eager-time window "
+                                                                   "the sizes aim for (inside the filter's 1-100).")
+    catalog_path: str | None = Field(None, description="Seed operator Parquet cache; None: ~/.cache/opforge/.")
+    llm_examples: int = Field(2, description="llm composer: example tasks shown in the prompt.")
+    llm_temperature: float = Field(0.8, description="llm composer: sampling temperature.")
+    llm_max_tokens: int = Field(1024, description="llm composer: max tokens per reply.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="llm composer: which model, served how.")

@@ -1,0 +1,370 @@
+"""Runtime filters, run INSIDE the sandbox on one candidate (imports torch and numpy only: GPU workers run it too).
+
+`check(payload) -> dict` executes the candidate and measures everything the filters need; it returns the first
+failing runtime filter's reason (or "") and every measured value. Filters after a failure still run when they can
+(so the table shows every filter's result), except torch.compile and timing, which are skipped after a failure to
+save time unless `run_all` is set.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+# Runtime filters, in the order their reasons take precedence.
+RUNTIME_CHECKS = (
+    "init", "inputs", "forward", "output_type", "finite", "output_size", "fresh_inputs", "runtime_stochastic",
+    "deterministic", "non_constant", "input_dependent", "weight_dependent", "unused_parameters", "unused_modules",
+    "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
+)
+REASON_OF = {
+    "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
+    "finite": "nan_or_inf", "output_size": "output_too_large", "fresh_inputs": "fixed_inputs",
+    "runtime_stochastic": "stochastic_op", "deterministic": "nondeterministic", "non_constant": "constant_output",
+    "input_dependent": "input_independent", "weight_dependent": "weight_independent",
+    "unused_parameters": "unused_parameters", "unused_modules": "unused_modules", "train_eval": "train_eval_mismatch",
+    "compile_runs": "compile_error", "compile_agree": "compile_mismatch", "memory": "memory_too_large",
+    "runtime_window": "runtime_out_of_window",
+}
+_OOM = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc", "failed to allocate")
+
+
+class _Stop(Exception):
+    """A filter failed in a way that makes later runtime filters meaningless."""
+
+
+def _is_oom(e: BaseException) -> bool:
+    return isinstance(e, MemoryError) or any(m in str(e).lower() for m in _OOM)
+
+
+def _flat(out: Any) -> list:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and out and all(isinstance(t, torch.Tensor) for t in out):
+        return list(out)
+    raise TypeError(f"forward returned {type(out).__name__}, not a tensor or a tuple of tensors")
+
+
+def _errors(a: list, b: list) -> tuple[float, float, bool]:
+    """(max abs err, max rel err, shapes equal) between two output lists, in float64."""
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
+        return math.inf, math.inf, False
+    mabs, mrel = 0.0, 0.0
+    for x, y in zip(a, b):
+        if x.numel() == 0:
+            continue
+        x, y = x.detach().double().cpu(), y.detach().double().cpu()
+        d = (x - y).abs()
+        both_nan = x.isnan() & y.isnan()
+        d = d.masked_fill(both_nan, 0.0).nan_to_num(nan=math.inf)
+        mabs = max(mabs, float(d.max()))
+        mrel = max(mrel, float((d / (y.abs() + 1e-8)).max()))
+    return mabs, mrel, True
+
+
+def _close(a: list, b: list, atol: float, rtol: float) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape:
+            return False
+        if not torch.allclose(x.detach().double().cpu(), y.detach().double().cpu(), atol=atol, rtol=rtol,
+                              equal_nan=True):
+            return False
+    return True
+
+
+def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        for _ in range(trials):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+    else:
+        for _ in range(trials):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def check(p: dict[str, Any]) -> dict[str, Any]:
+    """Run every runtime filter on `p["code"]`. Keys of `p`: device, seed, atol, rtol, det_atol, check_compile,
+    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all."""
+    import torch
+
+    device = p.get("device", "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        device = "cpu"
+    dev = torch.device(device)
+    seed = int(p.get("seed", 0))
+    atol, rtol = float(p.get("atol", 1e-3)), float(p.get("rtol", 1e-3))
+    det_atol = float(p.get("det_atol", 1e-6))
+    run_all = bool(p.get("run_all", False))
+    m: dict[str, Any] = {
+        "checks": {}, "details": {}, "device": device,
+        "device_name": torch.cuda.get_device_name(dev) if device.startswith("cuda") else "cpu",
+        "eager_ms": None, "compile_ms": None, "compile_s": None, "max_abs_err": None, "max_rel_err": None,
+        "train_eval_max_abs_err": None, "det_max_abs_err": None, "output_bytes": None, "output_shape": None,
+        "peak_memory_mb": None, "n_params": None, "unused": [], "runtime_window_checked": False,
+    }
+    checks, details = m["checks"], m["details"]
+
+    def fail(name: str, detail: str = "", stop: bool = False) -> None:
+        checks[name] = False
+        details[name] = detail[:500]
+        if stop:
+            raise _Stop(name)
+
+    def ok(name: str) -> None:
+        checks[name] = True
+
+    torch.manual_seed(seed)
+    ns: dict[str, Any] = {"__name__": "candidate"}
+    try:
+        exec(compile(p["code"], "<candidate>", "exec"), ns)
+        Model, get_inputs, get_init_inputs = ns["Model"], ns["get_inputs"], ns["get_init_inputs"]
+    except _Stop:
+        raise
+    except Exception as e:
+        if _is_oom(e):
+            raise
+        return _finish(m, "init", f"module body: {type(e).__name__}: {e}")
+
+    def build(s: int):
+        torch.manual_seed(s)
+        model = Model(*get_init_inputs())
+        return model.to(dev)
+
+    def make_inputs(s: int) -> list:
+        torch.manual_seed(s)
+        xs = get_inputs()
+        if not isinstance(xs, (list, tuple)) or not xs:
+            raise TypeError(f"get_inputs() returned {type(xs).__name__}, not a non-empty list")
+        return [x.to(dev) if isinstance(x, torch.Tensor) else x for x in xs]
+
+    def run(model, xs):
+        with torch.no_grad():
+            return _flat(model(*xs))
+
+    try:
+        try:
+            model = build(seed)
+            ok("init")
+        except Exception as e:
+            if _is_oom(e):
+                raise
+            fail("init", f"{type(e).__name__}: {e}", stop=True)
+        m["n_params"] = sum(t.numel() for t in model.parameters())
+        try:
+            xs = make_inputs(seed + 1)
+            if not any(isinstance(x, torch.Tensor) for x in xs):
+                raise TypeError("get_inputs() returned no tensor")
+            ok("inputs")
+        except Exception as e:
+            if _is_oom(e):
+                raise
+            fail("inputs", f"{type(e).__name__}: {e}", stop=True)
+        # Forward, with RNG consumption watched (runtime stochastic detection) and leaf modules hooked.
+        called: set[str] = set()
+        hooks = []
+        for name, mod in model.named_modules():
+            if name and not list(mod.children()):
+                hooks.append(mod.register_forward_hook(lambda _m, _i, _o, name=name: called.add(name)))
+        cpu_state = torch.get_rng_state()
+        cuda_state = torch.cuda.get_rng_state(dev) if device.startswith("cuda") else None
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats(dev)
+        try:
+            with torch.no_grad():
+                raw = model(*xs)
+            ok("forward")
+        except Exception as e:
+            if _is_oom(e):
+                raise
+            fail("forward", f"{type(e).__name__}: {e}", stop=True)
+        for h in hooks:
+            h.remove()
+        rng_used = not torch.equal(cpu_state, torch.get_rng_state()) or (
+            cuda_state is not None and not torch.equal(cuda_state, torch.cuda.get_rng_state(dev)))
+        try:
+            out = _flat(raw)
+            if not all(t.is_floating_point() or t.is_complex() for t in out):
+                raise TypeError("output is not floating point: " + ", ".join(str(t.dtype) for t in out))
+            ok("output_type")
+        except TypeError as e:
+            fail("output_type", str(e), stop=True)
+        m["output_shape"] = [list(t.shape) for t in out]
+        m["output_bytes"] = sum(t.numel() * t.element_size() for t in out)
+        finite = all(bool(torch.isfinite(t).all()) for t in out)
+        fail("finite", "output has NaN or Inf") if not finite else ok("finite")
+        if m["output_bytes"] > float(p.get("max_output_mb", 4096)) * 2**20:
+            fail("output_size", f"{m['output_bytes']} bytes")
+        else:
+            ok("output_size")
+        # Fresh inputs: two seeds must give different tensors.
+        xs_b = make_inputs(seed + 2)
+        same_inputs = all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
+                          for a, b in zip(xs, xs_b))
+        fail("fresh_inputs", "get_inputs() gave identical tensors under two seeds") if same_inputs else ok(
+            "fresh_inputs")
+        fail("runtime_stochastic", "forward consumed the random number generator") if rng_used else ok(
+            "runtime_stochastic")
+        # Determinism: a second model built and run from the same seeds.
+        model2 = build(seed)
+        out2 = run(model2, make_inputs(seed + 1))
+        dabs, _, same_shape = _errors(out, out2)
+        m["det_max_abs_err"] = dabs
+        fail("deterministic", f"max abs diff {dabs}") if not (same_shape and _close(out, out2, det_atol, 1e-5)) \
+            else ok("deterministic")
+        del model2, out2
+        # Non-degenerate: not constant, depends on the inputs and on the weights.
+        const = all(t.numel() > 1 and bool((t == t.reshape(-1)[0]).all()) for t in out) or all(
+            t.numel() <= 1 for t in out)
+        fail("non_constant", "every output element is equal") if const else ok("non_constant")
+        out_b = run(model, xs_b)
+        if same_inputs:
+            checks["input_dependent"] = None  # cannot tell with fixed inputs
+        elif _close(out, out_b, 0.0, 0.0):
+            fail("input_dependent", "different inputs, identical output")
+        else:
+            ok("input_dependent")
+        params = [(n, t) for n, t in model.named_parameters() if t.numel()]
+        if params:
+            # Weight dependence: perturbing all weights at once must change the output (constant-initialised
+            # weights such as LayerNorm's ones are still weights the output depends on).
+            gen = torch.Generator(device="cpu").manual_seed(seed + 7)
+            saved_all = [t.detach().clone() for _, t in params]
+            with torch.no_grad():
+                for _, t in params:
+                    sc = float(t.detach().float().std()) if t.numel() > 1 else 0.0
+                    t.add_(torch.randn(t.shape, generator=gen).to(dev, t.dtype) * max(sc, 0.1))
+                moved = not _close(out, run(model, xs), 0.0, 0.0)
+                for (_, t), sv in zip(params, saved_all):
+                    t.copy_(sv)
+            del saved_all
+            fail("weight_dependent", "perturbed weights give the identical output") if not moved else ok(
+                "weight_dependent")
+            # Unused parameters: perturbing each one must change the output.
+            unused = []
+            for n, t in params:
+                saved = t.detach().clone()
+                with torch.no_grad():
+                    scale = float(saved.float().std()) if saved.numel() > 1 else 0.0
+                    noise = torch.randn(saved.shape, generator=gen).to(dev, t.dtype) * (max(scale, 0.1))
+                    t.add_(noise)
+                    changed = not _close(out, run(model, xs), 0.0, 0.0)
+                    t.copy_(saved)
+                if not changed:
+                    unused.append(n)
+            m["unused"] = unused
+            fail("unused_parameters", ", ".join(unused)) if unused else ok("unused_parameters")
+        else:
+            checks["weight_dependent"] = None
+            ok("unused_parameters")
+        leaves = [n for n, mod in model.named_modules() if n and not list(mod.children())]
+        not_called = [n for n in leaves if n not in called]
+        m["unused"] = m["unused"] + [f"module:{n}" for n in not_called]
+        fail("unused_modules", ", ".join(not_called)) if not_called else ok("unused_modules")
+        # Train vs eval (default mode is train, as KernelBench runs it).
+        model.eval()
+        out_eval = run(model, xs)
+        model.train()
+        out_train = run(model, xs)
+        te_abs, _, _ = _errors(out_train, out_eval)
+        m["train_eval_max_abs_err"] = te_abs
+        fail("train_eval", f"max abs diff {te_abs}") if not _close(out_train, out_eval, atol, rtol) else ok(
+            "train_eval")
+        del out_eval, out_train, out_b
+        failed_so_far = any(v is False for v in checks.values())
+        # torch.compile must run and agree with eager.
+        if p.get("check_compile", True) and (run_all or not failed_so_far):
+            try:
+                import os
+
+                import torch._inductor.config as inductor_config
+
+                # The parent probed the vector ISA once (probing spawns the interpreter, which candidates may not).
+                if os.environ.get("TORCHINDUCTOR_VEC_ISA_OK") in ("0", "1"):
+                    inductor_config.cpp.vec_isa_ok = os.environ["TORCHINDUCTOR_VEC_ISA_OK"] == "1"
+                torch._dynamo.reset()
+                cmodel = torch.compile(model)
+                t0 = time.perf_counter()
+                cout = run(cmodel, xs)
+                m["compile_s"] = round(time.perf_counter() - t0, 3)
+                ok("compile_runs")
+            except Exception as e:
+                if _is_oom(e):
+                    raise
+                cmodel = None
+                fail("compile_runs", f"{type(e).__name__}: {str(e)[-300:]}")
+            if cmodel is not None:
+                mabs, mrel, _ = _errors(cout, out)
+                m["max_abs_err"], m["max_rel_err"] = mabs, mrel
+                fail("compile_agree", f"max abs {mabs}, max rel {mrel}") if not _close(cout, out, atol, rtol) \
+                    else ok("compile_agree")
+        else:
+            checks["compile_runs"] = checks["compile_agree"] = None
+            cmodel = None
+        # Timing and memory.
+        failed_so_far = any(v is False for v in checks.values())
+        if run_all or not failed_so_far:
+            trials = int(p.get("timing_trials", 10))
+            with torch.no_grad():
+                m["eager_ms"] = round(_median_ms(lambda: model(*xs), device, 3, trials), 4)
+                if cmodel is not None and checks.get("compile_agree"):
+                    m["compile_ms"] = round(_median_ms(lambda: cmodel(*xs), device, 3, trials), 4)
+            if device.startswith("cuda"):
+                m["peak_memory_mb"] = round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
+                lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
+                m["runtime_window_checked"] = True
+                if lo <= m["eager_ms"] <= hi:
+                    ok("runtime_window")
+                else:
+                    fail("runtime_window", f"eager {m['eager_ms']} ms outside [{lo}, {hi}]")
+            else:
+                import resource
+
+                m["peak_memory_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+                checks["runtime_window"] = None  # never faked: CPU times say nothing about the GPU window
+            limit = p.get("max_memory_mb")
+            if limit and m["peak_memory_mb"] > limit:
+                fail("memory", f"peak {m['peak_memory_mb']} MiB > {limit}")
+            else:
+                ok("memory")
+    except _Stop as s:
+        return _finish(m, str(s), details.get(str(s), ""))
+    return _finish(m, None, "")
+
+
+def _finish(m: dict[str, Any], stopped: str | None, detail: str) -> dict[str, Any]:
+    if stopped:
+        m["checks"][stopped] = False
+        m["details"].setdefault(stopped, detail[:500])
+    reason = ""
+    for name in RUNTIME_CHECKS:
+        if m["checks"].get(name) is False:
+            reason = REASON_OF[name]
+            break
+    m["reason"] = reason
+    return m
+
+
+def main(payload: dict[str, Any], emit) -> None:
+    """Sandbox entry point: `run_sandboxed(HARNESS_SOURCE, payload=...)` ends by calling this."""
+    emit(check(payload))

@@ -1,0 +1,217 @@
+"""The validation stage: static filters here, runtime filters in a sandboxed process per candidate, one row each.
+
+`validate(tasks, settings, device)` works on any table with a `code` column (our `tasks`, or an external set such
+as CUDA-Agent-Ops-6K). Candidates run as Ray tasks through `pipeline.executor.map_items` when Ray is up; on a GPU
+each asks Ray for one GPU. Nothing a candidate does stops the run: every outcome is a row with a reason code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.identity import task_id as compute_task_id
+from pipeline.validate.settings import ValidateSettings
+from schemas.validation import FILTERS
+
+_HARNESS_SOURCE: str | None = None
+
+
+def harness_source() -> str:
+    """The harness module's source plus its entry call: the sandbox runs it without this project on its path."""
+    global _HARNESS_SOURCE
+    if _HARNESS_SOURCE is None:
+        src = (Path(__file__).parent / "harness.py").read_text()
+        _HARNESS_SOURCE = src + "\n\nmain(PAYLOAD, emit_result)\n"
+    return _HARNESS_SOURCE
+
+
+def resolve_device(device: str) -> str:
+    if device in ("auto", "", None):
+        try:
+            import torch
+
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:
+            return "cpu"
+    return device
+
+
+def _inductor_dir(settings: dict[str, Any]) -> str:
+    d = settings.get("inductor_cache_dir") or os.environ.get("TORCHINDUCTOR_CACHE_DIR") or str(
+        Path.home() / ".cache" / "opforge" / "inductor")
+    Path(d).mkdir(parents=True, exist_ok=True)
+    return d
+
+
+_VEC_ISA: dict[str, str] = {}
+_WARMUP_CODE = """
+import torch
+from torch._inductor import cpu_vec_isa
+m = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))
+with torch.no_grad():
+    m(torch.randn(4, 8))
+emit_result("1" if bool(cpu_vec_isa.pick_vec_isa()) else "0")
+"""
+
+
+def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
+    """Once per cache dir and process: a trusted compile that probes the CPU's vector ISA; returns "1" or "0".
+
+    Inductor checks the ISA in every new process by spawning `python -c "cdll.LoadLibrary(...)"`; candidates may
+    not spawn the interpreter, so this trusted run (python allowed) answers once and candidates get the answer
+    through TORCHINDUCTOR_VEC_ISA_OK (the run also fills the compile cache).
+    """
+    import sys
+
+    from pipeline.sandbox import DEFAULT_ALLOWED_EXECUTABLES, run_sandboxed
+
+    if cache_dir in _VEC_ISA:
+        return _VEC_ISA[cache_dir]
+    marker = Path(cache_dir) / ".opforge-vec-isa-ok"
+    if marker.exists():
+        _VEC_ISA[cache_dir] = marker.read_text().strip() or "0"
+        return _VEC_ISA[cache_dir]
+    res = run_sandboxed(_WARMUP_CODE, timeout_s=timeout_s, memory_mb=None, write_dirs=[cache_dir],
+                        env={"TORCHINDUCTOR_CACHE_DIR": cache_dir},
+                        allowed_executables=DEFAULT_ALLOWED_EXECUTABLES + (os.path.basename(sys.executable),
+                                                                           "python", "python3"))
+    ok = str(res.result) if res.ok and res.result in ("0", "1") else "0"
+    if res.ok:
+        marker.write_text(ok + "\n")
+    _VEC_ISA[cache_dir] = ok
+    return ok
+
+
+def _empty_row(tid: str, device: str) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "task_id": tid, "valid": False, "reason": "", "detail": "", "device": device, "device_name": "",
+        "runtime_window_checked": False, "eager_ms": None, "compile_ms": None, "compile_s": None,
+        "max_abs_err": None, "max_rel_err": None, "det_max_abs_err": None, "train_eval_max_abs_err": None,
+        "output_bytes": None, "output_shape": None, "peak_memory_mb": None, "n_params": None, "unused": [],
+        "sandbox_reason": "", "sandbox_returncode": None, "sandbox_signal": None, "sandbox_wall_s": None,
+        "sandbox_max_rss_mb": None, "stdout_bytes": 0, "netns": False,
+    }
+    for name, _ in FILTERS:
+        row[f"check_{name}"] = None
+    return row
+
+
+def _finite(v: Any) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return v if v == v and abs(v) != float("inf") else (1e308 if v > 0 else -1e308) if v == v else None
+
+
+def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
+    """Validate one candidate: {"task_id", "code", "settings": dict, "device", "compose_reason"} -> a row."""
+    from pipeline.sandbox import READONLY_MARKERS, run_sandboxed
+    from pipeline.validate.static import static_checks
+
+    s, device = item["settings"], item["device"]
+    row = _empty_row(item["task_id"], device)
+    if item.get("compose_reason"):
+        row["reason"], row["detail"] = item["compose_reason"], "the composer produced no usable code"
+        return row
+    code = item["code"] or ""
+    for name, reason, detail in static_checks(code, tuple(s["allowed_imports"]), s["enforce_imports"]):
+        row[f"check_{name}"] = reason == ""
+        if reason and not row["reason"]:
+            row["reason"], row["detail"] = reason, detail
+    if row["reason"]:
+        return row
+    payload = {"code": code, "device": device, "seed": s["seed"], "atol": s["atol"], "rtol": s["rtol"],
+               "det_atol": s["det_atol"], "check_compile": s["check_compile"],
+               "runtime_window_ms": list(s["runtime_window_ms"]), "max_output_mb": s["max_output_mb"],
+               "max_memory_mb": s["max_memory_mb"], "timing_trials": s["timing_trials"], "run_all": s["run_all"]}
+    inductor = _inductor_dir(s)
+    env = {"TORCHINDUCTOR_CACHE_DIR": inductor, "OMP_NUM_THREADS": str(s.get("threads", 1))}
+    if s["check_compile"] and device == "cpu":
+        env["TORCHINDUCTOR_VEC_ISA_OK"] = warm_inductor(inductor)
+    mem = s["memory_mb"] if device == "cpu" else (s.get("gpu_memory_mb") or None)
+    res = run_sandboxed(harness_source(), payload=payload, timeout_s=s["timeout_s"], memory_mb=mem,
+                        write_dirs=[inductor], env=env)
+    row.update(sandbox_reason=res.reason, sandbox_returncode=res.returncode, sandbox_signal=res.signal,
+               sandbox_wall_s=res.wall_s, sandbox_max_rss_mb=res.max_rss_mb, stdout_bytes=res.stdout_bytes,
+               netns=res.netns)
+    h = res.result if isinstance(res.result, dict) else None
+    if h is not None:
+        for name, val in h.get("checks", {}).items():
+            row[f"check_{name}"] = val
+        row["device_name"] = str(h.get("device_name", ""))
+        row["runtime_window_checked"] = bool(h.get("runtime_window_checked"))
+        for k in ("eager_ms", "compile_ms", "compile_s", "max_abs_err", "max_rel_err", "det_max_abs_err",
+                  "train_eval_max_abs_err", "peak_memory_mb"):
+            row[k] = _finite(h.get(k))
+        for k in ("output_bytes", "n_params"):
+            row[k] = int(h[k]) if h.get(k) is not None else None
+        row["output_shape"] = json.dumps(h["output_shape"]) if h.get("output_shape") is not None else None
+        row["unused"] = [str(u) for u in h.get("unused", [])]
+    # A sandbox violation outranks whatever the harness reported: the candidate tried something forbidden.
+    if res.reason:
+        row["check_sandbox"] = False
+        row["reason"] = res.reason
+        row["detail"] = (res.error_type + ": " + res.error_message)[-500:] if res.error_message else res.error_type
+    else:
+        row["check_sandbox"] = True
+        row["reason"] = h.get("reason", "") if h else "no_result"
+        if row["reason"]:
+            failing = next((n for n, _ in FILTERS if row.get(f"check_{n}") is False), None)
+            row["detail"] = str(h.get("details", {}).get(failing, ""))[:500] if failing else ""
+            # The read-only mount layer makes native writes fail inside forward: that is a blocked file access.
+            if any(m in row["detail"].lower() for m in READONLY_MARKERS):
+                row["reason"] = "file_access_blocked"
+                row["check_sandbox"] = False
+    row["valid"] = row["reason"] == ""
+    return row
+
+
+def settings_dict(settings: ValidateSettings) -> dict[str, Any]:
+    return settings.model_dump(mode="json")
+
+
+def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *,
+             on_result=None) -> pa.Table:
+    """One `validation` row per candidate row of `tasks` (which needs at least `code`)."""
+    from pipeline.executor import Resources, map_items
+    from pipeline.storage import conform
+
+    device = resolve_device(device)
+    if "code" not in tasks.column_names:
+        raise ValueError(f"candidates need a 'code' column; got {tasks.column_names}")
+    codes = tasks.column("code").to_pylist()
+    ids = tasks.column("task_id").to_pylist() if "task_id" in tasks.column_names else [None] * len(codes)
+    compose = tasks.column("compose_reason").to_pylist() if "compose_reason" in tasks.column_names else [""] * len(
+        codes)
+    s = settings_dict(settings)
+    items = [{"task_id": tid or compute_task_id(code or ""), "code": code, "settings": s, "device": device,
+              "compose_reason": cr or ""} for code, tid, cr in zip(codes, ids, compose)]
+    res = Resources(cpus=1.0, gpus=1.0 if device.startswith("cuda") else 0.0)
+    rows = map_items(check_candidate, items, res, on_result=on_result)
+    return conform("validation", rows)
+
+
+def drop_reasons(table: pa.Table) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in table.column("reason").to_pylist():
+        if r:
+            out[r] = out.get(r, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def filter_yield(table: pa.Table) -> list[dict[str, Any]]:
+    """Per filter, in order: how many candidates reached it, passed, failed, and were dropped by it first."""
+    rows = table.to_pylist()
+    out = []
+    for name, doc in FILTERS:
+        col = [r[f"check_{name}"] for r in rows]
+        code = doc.split(":")[0] if ":" in doc and not doc.startswith("the ") else name
+        out.append({"filter": name, "reason": code, "ran": sum(v is not None for v in col),
+                    "passed": sum(v is True for v in col), "failed": sum(v is False for v in col),
+                    "dropped_first": sum(1 for r in rows if r["reason"] == code)})
+    return out

@@ -1,0 +1,107 @@
+"""Static filters over a candidate's source (standard library only: they also run on GPU workers).
+
+Each returns "" when it passes, else its reason code, plus a short detail.
+"""
+
+from __future__ import annotations
+
+import ast
+
+DEFAULT_ALLOWED_IMPORTS = ("torch", "math", "numpy", "typing", "functools", "itertools", "collections",
+                           "operator", "dataclasses", "__future__", "transformers.activations")
+# Builtins that reach the file system, the interpreter or dynamic code; no operator task needs them.
+DISALLOWED_BUILTINS = {"open", "exec", "eval", "compile", "__import__", "globals", "breakpoint", "input",
+                       "memoryview", "vars", "setattr", "delattr"}
+# Random-sampling APIs (torch's "Random sampling" section and Tensor's in-place samplers) and stochastic layers.
+STOCHASTIC_NAMES = {
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli", "multinomial",
+    "normal", "poisson", "normal_", "uniform_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
+    "log_normal_", "random_", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "feature_alpha_dropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+    "FeatureAlphaDropout", "rrelu", "rrelu_", "RReLU", "gumbel_softmax", "fractional_max_pool2d",
+    "fractional_max_pool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+}
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+
+
+def parse(code: str) -> tuple[ast.Module | None, str, str]:
+    try:
+        return ast.parse(code), "", ""
+    except (SyntaxError, ValueError) as e:
+        return None, "syntax_error", f"{type(e).__name__}: {e}"[:300]
+
+
+def check_structure(tree: ast.Module) -> tuple[str, str]:
+    """Top level defines class Model and functions get_inputs / get_init_inputs."""
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            names[node.name] = "class"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names[node.name] = "def"
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    names.setdefault(t.id, "assign")
+    missing = [n for n in REQUIRED if n not in names]
+    if missing:
+        return "missing_definitions", "missing: " + ", ".join(missing)
+    return "", ""
+
+
+def _module_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in allowed)
+
+
+def check_imports(tree: ast.Module, allowed: tuple[str, ...] = DEFAULT_ALLOWED_IMPORTS) -> tuple[str, str]:
+    """Only allowlisted modules, and no builtins that reach outside the computation."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if not _module_allowed(a.name, allowed):
+                    return "disallowed_import", f"import {a.name}"
+        elif isinstance(node, ast.ImportFrom):
+            mod = ("." * node.level) + (node.module or "")
+            if node.level or not (_module_allowed(mod, allowed) or any(
+                    _module_allowed(f"{mod}.{a.name}", allowed) for a in node.names)):
+                return "disallowed_import", f"from {mod} import ..."
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DISALLOWED_BUILTINS:
+            return "disallowed_import", f"call to builtin {node.func.id}()"
+        elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
+            return "disallowed_import", f"access to {node.id}"
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr not in (
+                "__init__", "__class__", "__name__"):
+            return "disallowed_import", f"dunder attribute .{node.attr}"
+    return "", ""
+
+
+def check_stochastic(tree: ast.Module, names: set[str] = STOCHASTIC_NAMES) -> tuple[str, str]:
+    """No random sampling in Model outside __init__ (weights may be drawn there), no stochastic layers at all."""
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == "Model"):
+            continue
+        for item in node.body:
+            if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for sub in ast.walk(item):
+                ident = sub.attr if isinstance(sub, ast.Attribute) else sub.id if isinstance(sub, ast.Name) else None
+                if ident is None or ident not in names:
+                    continue
+                # Drawing initial weights in __init__ is fine; a stochastic layer constructed there is not.
+                if item.name == "__init__" and not ident[:1].isupper():
+                    continue
+                return "stochastic_op_static", f"{item.name}: {ident}"
+    return "", ""
+
+
+def static_checks(code: str, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED_IMPORTS,
+                  enforce_imports: bool = True) -> list[tuple[str, str, str]]:
+    """[(check name, reason code or "", detail)] in filter order; stops after a syntax error."""
+    tree, reason, detail = parse(code)
+    out = [("syntax", reason, detail)]
+    if tree is None:
+        return out
+    out.append(("structure",) + check_structure(tree))
+    out.append(("imports",) + (check_imports(tree, allowed_imports) if enforce_imports else ("", "not enforced")))
+    out.append(("static_stochastic",) + check_stochastic(tree))
+    return out

@@ -1,0 +1,69 @@
+import pyarrow as pa
+
+from schemas._base import BOOL, F64, I64, STR, STR_LIST, field, table_schema
+
+# Filters in the order their reason codes take precedence (static, then the sandbox, then runtime).
+FILTERS = (
+    ("syntax", "syntax_error: the code parses"),
+    ("structure", "missing_definitions: defines class Model, get_inputs, get_init_inputs"),
+    ("imports", "disallowed_import: only allowlisted imports, no open/exec/eval/__import__"),
+    ("static_stochastic", "stochastic_op_static: no random sampling or stochastic layer in Model"),
+    ("sandbox", "the candidate process finished within its limits (reason: timeout, memory_limit, segfault, ...)"),
+    ("init", "init_error: the module body, get_init_inputs() and Model(*init) run"),
+    ("inputs", "bad_inputs: get_inputs() returns a non-empty list holding tensors"),
+    ("forward", "forward_error: forward runs"),
+    ("output_type", "bad_output: forward returns floating tensors"),
+    ("finite", "nan_or_inf: no NaN/Inf in the output"),
+    ("output_size", "output_too_large: output bytes within the limit"),
+    ("fresh_inputs", "fixed_inputs: get_inputs() gives different tensors under different seeds"),
+    ("runtime_stochastic", "stochastic_op: forward does not consume the random number generator"),
+    ("deterministic", "nondeterministic: same seed, same output"),
+    ("non_constant", "constant_output: output elements are not all equal"),
+    ("input_dependent", "input_independent: different inputs change the output"),
+    ("weight_dependent", "weight_independent: re-initialised weights change the output (null: no weights)"),
+    ("unused_parameters", "unused_parameters: perturbing each parameter changes the output"),
+    ("unused_modules", "unused_modules: every leaf submodule is called in forward"),
+    ("train_eval", "train_eval_mismatch: same output in train() and eval()"),
+    ("compile_runs", "compile_error: torch.compile runs"),
+    ("compile_agree", "compile_mismatch: compiled output matches eager within atol/rtol"),
+    ("memory", "memory_too_large: peak memory within the limit"),
+    ("runtime_window", "runtime_out_of_window: eager time within the window (null: not checked, e.g. on CPU)"),
+)
+
+SCHEMA = table_schema(
+    "validation",
+    1,
+    "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
+    "filter's result (null: not run) and the measured values.",
+    [
+        field("task_id", STR, "pipeline.identity.task_id(code)"),
+        field("valid", BOOL, "every filter that ran passed"),
+        field("reason", STR, "first failing filter's reason code; empty when valid"),
+        field("detail", STR, "what the first failing filter saw (trimmed)"),
+        field("device", STR, "cpu | cuda: where the runtime filters ran"),
+        field("device_name", STR, "cpu, or the GPU's name"),
+        field("runtime_window_checked", BOOL, "the eager-runtime window was checked (on a GPU); false on CPU"),
+        field("eager_ms", F64, "median eager forward time, ms (on `device`)", nullable=True),
+        field("compile_ms", F64, "median torch.compile forward time, ms", nullable=True),
+        field("compile_s", F64, "first compiled call (compilation) seconds", nullable=True),
+        field("max_abs_err", F64, "max |compiled - eager|", nullable=True),
+        field("max_rel_err", F64, "max |compiled - eager| / (|eager| + 1e-8)", nullable=True),
+        field("det_max_abs_err", F64, "max abs difference between two same-seed runs", nullable=True),
+        field("train_eval_max_abs_err", F64, "max abs difference between train() and eval() outputs", nullable=True),
+        field("output_bytes", I64, "bytes of the output tensors", nullable=True),
+        field("output_shape", STR, "JSON list of output shapes", nullable=True),
+        field("peak_memory_mb", F64, "peak GPU memory (cuda) or process max RSS (cpu), MiB", nullable=True),
+        field("n_params", I64, "number of parameter elements", nullable=True),
+        field("unused", STR_LIST, "unused parameters / submodules (module:NAME) found"),
+    ]
+    + [field(f"check_{name}", BOOL, doc, nullable=True) for name, doc in FILTERS]
+    + [
+        field("sandbox_reason", STR, "the sandbox's own reason code (empty when the process delivered a result)"),
+        field("sandbox_returncode", I64, "exit status of the candidate process (negative: signal)", nullable=True),
+        field("sandbox_signal", STR, "signal that ended it, if any", nullable=True),
+        field("sandbox_wall_s", F64, "wall seconds of the candidate process", nullable=True),
+        field("sandbox_max_rss_mb", F64, "peak resident memory of the candidate process, MiB", nullable=True),
+        field("stdout_bytes", I64, "bytes the candidate printed to stdout (kept: the first 20 kB in logs only)"),
+        field("netns", BOOL, "the network namespace layer was active"),
+    ],
+)

@@ -1,0 +1,176 @@
+"""Validation filters: each filter's failure case and each hostile candidate becomes its reason code, the run
+completes, and valid tasks pass. Candidates run as real Ray tasks in real sandboxed processes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.validate.settings import ValidateSettings
+from pipeline.validate.stage import validate
+
+
+def task(forward: str, init: str = "", inputs: str = "[torch.randn(4, 8)]", init_inputs: str = "[]",
+         header: str = "import torch\nimport torch.nn as nn") -> str:
+    return f"""{header}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{textwrap.indent(textwrap.dedent(init) or 'pass', ' ' * 8)}
+
+    def forward(self, x):
+{textwrap.indent(textwrap.dedent(forward), ' ' * 8)}
+
+
+def get_inputs():
+    return {inputs}
+
+
+def get_init_inputs():
+    return {init_inputs}
+"""
+
+
+GOOD = task("return torch.relu(self.lin(x))", init="self.lin = nn.Linear(8, 8)")
+
+# name -> (code, expected reason); filters' failure cases first, then hostile candidates.
+CASES = {
+    "good": (GOOD, ""),
+    "syntax": ("def f(:\n  pass", "syntax_error"),
+    "missing": ("import torch\nclass Model(torch.nn.Module):\n    pass\n", "missing_definitions"),
+    "import_os": (task("return x", header="import torch\nimport torch.nn as nn\nimport os"), "disallowed_import"),
+    "dropout_static": (task("return nn.functional.dropout(x, 0.5)"), "stochastic_op_static"),
+    "init_error": (task("return x", init="raise RuntimeError('no')"), "init_error"),
+    "bad_inputs": (task("return x", inputs="[]"), "bad_inputs"),
+    "forward_error": (task("raise ValueError('bad forward')"), "forward_error"),
+    "bad_output": (task("return x.argmax(dim=1)"), "bad_output"),
+    "nan": (task("return x / 0.0"), "nan_or_inf"),
+    "fixed_inputs": (task("return x * 2", inputs="[torch.ones(4, 8)]"), "fixed_inputs"),
+    # Dodges the static list; caught at run time because forward consumes the RNG.
+    "stochastic_runtime": (task("return x + getattr(torch, 'ra' + 'nd_like')(x)"), "stochastic_op"),
+    "nondeterministic": (task("COUNTER.append(1)\nreturn x * len(COUNTER)",
+                              header="import torch\nimport torch.nn as nn\nCOUNTER = []"), "nondeterministic"),
+    "constant": (task("return torch.zeros_like(x) + 1.0"), "constant_output"),
+    "input_independent": (task("return self.w.expand(4, 8) + 0.0 * x.sum()",
+                               init="self.w = nn.Parameter(torch.randn(8))"), "input_independent"),
+    "weight_independent": (task("return x * 2 + 0.0 * self.w.sum()",
+                                init="self.w = nn.Parameter(torch.randn(8))"), "weight_independent"),
+    "unused_param": (task("return x * self.a", init="self.a = nn.Parameter(torch.randn(8))\n"
+                                                    "self.b = nn.Parameter(torch.randn(8))"), "unused_parameters"),
+    "unused_module": (task("return self.lin(x)", init="self.lin = nn.Linear(8, 8)\nself.act = nn.ReLU()"),
+                      "unused_modules"),
+    "train_eval": (task("return self.bn(x)", init="self.bn = nn.BatchNorm1d(8)"), "train_eval_mismatch"),
+    # Hostile candidates.
+    "infinite_loop": (task("while True:\n    pass"), "timeout"),
+    "memory_bomb": (task("return torch.empty(2**40) + x.sum()"), "memory_limit"),
+    "sys_exit": (task("raise SystemExit(3)"), "sys_exit"),
+    "exit_builtin": (task("exit()"), "sys_exit"),
+    "file_outside": (task("torch.save(x, '/tmp/opforge-validate-evil.pt')\nreturn x"), "file_access_blocked"),
+    "file_outside_py": (task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
+                        "file_access_blocked"),
+    "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
+                "network_blocked"),
+    "flood_stdout": (task("print('y' * 2_000_000)\nreturn self.lin(x)", init="self.lin = nn.Linear(8, 8)"), ""),
+}
+# Only reachable with the static import filter off (the sandbox layers alone must catch them).
+UNCHECKED = {
+    "segfault": (task("import ctypes\nctypes.string_at(0)\nreturn x"), "segfault"),
+    "fork_bomb": (task("import os\nwhile True:\n    os.fork()"), "process_blocked"),
+    "socket": (task("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)\nreturn x"),
+               "network_blocked"),
+}
+
+
+@pytest.fixture(scope="module")
+def fast_settings(tmp_path_factory):
+    return ValidateSettings(timeout_s=30, memory_mb=3072, check_compile=False,
+                            inductor_cache_dir=str(tmp_path_factory.mktemp("inductor")))
+
+
+def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_settings):
+    names = list(CASES)
+    tbl = pa.table({"code": [CASES[n][0] for n in names]})
+    out = validate(tbl, fast_settings, "cpu")
+    assert out.num_rows == len(names)  # the run completed: one row per candidate
+    rows = dict(zip(names, out.to_pylist()))
+    got = {n: rows[n]["reason"] for n in names}
+    want = {n: CASES[n][1] for n in names}
+    assert got == want
+    for n in names:
+        assert rows[n]["valid"] == (want[n] == "")
+        assert rows[n]["runtime_window_checked"] is False  # CPU: recorded as not checked
+        assert rows[n]["check_runtime_window"] is None
+    assert rows["good"]["eager_ms"] > 0 and rows["good"]["n_params"] == 72
+    assert rows["flood_stdout"]["stdout_bytes"] > 2_000_000
+    assert rows["unused_param"]["unused"] == ["b"]
+    assert rows["unused_module"]["unused"] == ["module:act"]
+    assert rows["train_eval"]["train_eval_max_abs_err"] > 1e-3
+    assert rows["file_outside"]["check_sandbox"] is False
+
+
+def test_sandbox_layers_alone_catch_what_static_checks_would(fast_settings):
+    s = fast_settings.model_copy(update={"enforce_imports": False})
+    names = list(UNCHECKED)
+    out = validate(pa.table({"code": [UNCHECKED[n][0] for n in names]}), s, "cpu")
+    assert dict(zip(names, out.column("reason").to_pylist())) == {n: UNCHECKED[n][1] for n in names}
+
+
+def test_output_and_memory_limits(fast_settings):
+    s = fast_settings.model_copy(update={"max_output_mb": 0.0001})
+    out = validate(pa.table({"code": [GOOD]}), s, "cpu")
+    assert out.column("reason").to_pylist() == ["output_too_large"]
+    s = fast_settings.model_copy(update={"max_memory_mb": 1})
+    out = validate(pa.table({"code": [GOOD]}), s, "cpu")
+    assert out.column("reason").to_pylist() == ["memory_too_large"]
+    assert out.column("peak_memory_mb").to_pylist()[0] > 1
+
+
+def test_compile_filters(tmp_path):
+    """torch.compile must run and agree with eager (one sandboxed compile each; ~10-30 s on CPU)."""
+    s = ValidateSettings(timeout_s=240, inductor_cache_dir=str(tmp_path / "inductor"))
+    codes = [
+        GOOD,
+        task("if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
+             init="self.lin = nn.Linear(8, 8)"),
+    ]
+    out = validate(pa.table({"code": codes}), s, "cpu").to_pylist()
+    assert out[0]["reason"] == "" and out[0]["check_compile_agree"] is True
+    assert out[0]["max_abs_err"] is not None and out[0]["max_abs_err"] <= 1e-3 and out[0]["compile_s"] > 0
+    assert out[1]["reason"] == "compile_mismatch" and out[1]["max_abs_err"] > 1e-3
+
+
+def test_cli_accepts_the_cuda_agent_ops_shape(tmp_path, fast_settings):
+    """`opforge validate` on a Parquet shaped like CUDA-Agent-Ops-6K (code, ops, data_source), exit 0."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    src = tmp_path / "ops6k.parquet"
+    pq.write_table(pa.table({"code": [GOOD, "def f(:"], "ops": ['["torch.nn.Linear", "torch.relu"]', "[]"],
+                             "data_source": ["torch#2", "torch#1"]}), src)
+    res = CliRunner().invoke(app, ["validate", str(src), "--out", str(tmp_path / "out"), "--no-ray", "--device",
+                                   "cpu", "--set", "validate.check_compile=false", "--set", "validate.timeout_s=60",
+                                   "--set", f"data_root={tmp_path / 'data'}"])
+    assert res.exit_code == 0, res.output
+    v = pq.read_table(tmp_path / "out" / "validation.parquet")
+    assert v.column("reason").to_pylist() == ["", "syntax_error"]
+    from pipeline.identity import task_id
+
+    assert v.column("task_id").to_pylist()[0] == task_id(GOOD)
+
+
+@pytest.mark.gpu
+def test_runtime_window_on_gpu(tmp_path):
+    """On a GPU the eager time is measured with CUDA events and the window is checked, both ways."""
+    big = task("return torch.relu(x) * 2.0 + 1.0", inputs="[torch.randn(2**28)]")
+    tiny = task("return torch.relu(x) * 2.0", inputs="[torch.randn(64)]")
+    s = ValidateSettings(check_compile=False, memory_mb=0, inductor_cache_dir=str(tmp_path / "ind"))
+    out = validate(pa.table({"code": [big, tiny]}), s, "cuda").to_pylist()
+    assert all(r["runtime_window_checked"] for r in out)
+    assert out[0]["check_runtime_window"] is True and 1.0 <= out[0]["eager_ms"] <= 100.0, out[0]
+    assert out[1]["reason"] == "runtime_out_of_window" and out[1]["eager_ms"] < 1.0
