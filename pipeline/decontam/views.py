@@ -87,7 +87,7 @@ class TaskViews:
     md5: str
     sets: dict[str, np.ndarray] = field(default_factory=dict)
     ops: list[str] = field(default_factory=list)
-    ast_types: list[str] = field(default_factory=list)
+    ast_types: np.ndarray = field(default_factory=lambda: _EMPTY)
 
 
 def task_views(code: str, canon_k: int = 5, ops_n: int = 3, raw_k: int = 5) -> TaskViews:
@@ -100,7 +100,9 @@ def task_views(code: str, canon_k: int = 5, ops_n: int = 3, raw_k: int = 5) -> T
         "ops": ops_set(c.ops, ops_n) if c.ok else _EMPTY,
         "raw": raw_set(code, raw_k),
     }
-    return TaskViews(c.ok, c.reason, fast_normalized_md5(code), sets, c.ops, c.ast_types)
+    # node types as 32-bit ids: compact to ship between processes, fast for difflib to hash
+    types = _token_ids(c.ast_types).astype(np.uint32) if c.ast_types else _EMPTY
+    return TaskViews(c.ok, c.reason, fast_normalized_md5(code), sets, c.ops, types)
 
 
 _WS = re.compile(r"\s+")
@@ -122,12 +124,14 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def ast_similarity(a: list[str], b: list[str], cap: int = 2000, exact: bool = True) -> float:
+def ast_similarity(a, b, cap: int = 2000, exact: bool = True) -> float:
     """difflib ratio of the canonical AST node-type sequences (CUDA Agent's AST-similarity criterion).
     `exact=False`: difflib's quick_ratio, an upper bound of the ratio computed from the multisets (cheap; used
     for pairs that are far apart on the other views anyway)."""
     import difflib
 
+    a = a.tolist() if isinstance(a, np.ndarray) else list(a)
+    b = b.tolist() if isinstance(b, np.ndarray) else list(b)
     if not a and not b:
         return 1.0
     # autojunk on: difflib's own heuristic for long sequences keeps this near-linear on level-3 sized files
