@@ -93,6 +93,7 @@ class _Imports:
 
     def __init__(self, tree: ast.AST, functions: list | None = None) -> None:
         self.alias: dict[str, str] = {}
+        self.star: list[str] = []  # `from torch.nn.functional import *`: bare calls may be torch ops
         for node in ast.walk(tree):
             if functions is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(node)
@@ -107,6 +108,8 @@ class _Imports:
                 for a in node.names:
                     if a.name != "*":
                         self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
+                    elif node.module.startswith("torch"):
+                        self.star.append(node.module)
 
     def resolve(self, node: ast.AST) -> str | None:
         parts = _dotted(node)
@@ -379,6 +382,9 @@ class _Normalizer(ast.NodeTransformer):
             if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) \
                     and s.value.func.id == "print":
                 continue
+            if isinstance(s, ast.If) and isinstance(s.test, ast.Compare) and isinstance(s.test.left, ast.Name) \
+                    and s.test.left.id == "__name__":
+                continue  # `if __name__ == "__main__":` demo code is not part of the task
             if isinstance(s, ast.If) and isinstance(s.test, ast.Constant):
                 out.extend(self._clean_body(s.body if s.test.value else s.orelse))
                 continue
@@ -571,6 +577,9 @@ class _Normalizer(ast.NodeTransformer):
             if not kws and _identity_arg(m, [func.value, *raw_args]) == 0:
                 return recv  # x.add(0), x.mul(1.0)
             return _call(m, [recv, *args])
+        if isinstance(func, ast.Name) and self.c.imports.star and func.id not in self.c.classes \
+                and func.id not in self.c.functions and func.id not in _BUILTINS and func.id[:1].islower():
+            return _call(norm_op(func.id), args)  # relu(x) after `from torch.nn.functional import *`
         node.func = self.visit(func)
         # nn.ReLU()(x): calling a freshly built module is calling its op
         if isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and \
