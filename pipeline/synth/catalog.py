@@ -558,11 +558,22 @@ def read_catalog(path: Path) -> list[SeedOp]:
     return [SeedOp.from_row(r) for r in pq.read_table(path).to_pylist()]
 
 
+def packaged_catalog_path() -> Path:
+    """The catalog mined at release time, shipped with the package (valid for the torch version in its name)."""
+    import torch
+
+    return Path(__file__).parent / "data" / f"seed_operators-torch{torch.__version__.split('+')[0]}.parquet"
+
+
 def load_catalog(path: Path | None = None, rebuild: bool = False) -> list[SeedOp]:
-    """The catalog from its Parquet cache, mined (and cached) when absent or `rebuild`."""
-    path = Path(path) if path else default_cache_path()
-    if path.exists() and not rebuild:
-        return read_catalog(path)
+    """The catalog from `path`, else the user cache, else the packaged file for this torch version; mined (and
+    cached) when none exists or `rebuild`."""
+    if path is not None and Path(path).exists() and not rebuild:
+        return read_catalog(Path(path))
+    if path is None and not rebuild:
+        for p in (default_cache_path(), packaged_catalog_path()):
+            if p.exists():
+                return read_catalog(p)
     ops = build_catalog()
-    write_catalog(ops, path)
+    write_catalog(ops, Path(path) if path else default_cache_path())
     return ops

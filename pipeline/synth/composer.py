@@ -450,6 +450,18 @@ def emit_code(steps: list[Step], rng: random.Random, est_ms: float | None) -> st
     return "\n".join(out) + "\n"
 
 
+def _has_transformers() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("transformers") is not None
+
+
+def usable_pool(catalog: list[SeedOp]) -> list[SeedOp]:
+    """Composable ops of a kind the composer handles; transformers ops only where transformers is installed."""
+    tf = _has_transformers()
+    return [o for o in catalog if o.composable and o.kind not in EXCLUDED_KINDS and (tf or o.source != "transformers")]
+
+
 def compose_task(catalog: list[SeedOp], seed: int, op_mix: dict[int, float], prof: SizeProfile,
                  n_ops: int | None = None) -> Composed:
     """One task from `seed` (same seed, same catalog: same code)."""
@@ -457,7 +469,7 @@ def compose_task(catalog: list[SeedOp], seed: int, op_mix: dict[int, float], pro
 
     warnings.filterwarnings("ignore", category=UserWarning)
     rng = random.Random(seed)
-    pool = [o for o in catalog if o.composable and o.kind not in EXCLUDED_KINDS]
+    pool = usable_pool(catalog)
     if not pool:
         raise CompositionError("no composable operators in the catalog")
     k = n_ops or sample_n_ops(rng, op_mix)
