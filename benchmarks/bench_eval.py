@@ -1,0 +1,207 @@
+"""Benchmarks of the kernel evaluation harness (run on a GPU host; the build part also runs on CPU).
+
+    python benchmarks/bench_eval.py [--n-batch 20] [--repeats 3] [--json out.json] [--skip-gpu]
+
+Prints, each measured here in this run:
+- compile: cold workspace build, cache hit, changed-kernel rebuild with the binding object reused (median of 5),
+  and a cold single-file load_inline build (run in a thread while the GPU batch below is measured: overlap);
+- throughput: a batch of candidates (honest kernels and exploits, prebuilt) through one GPU with 2 evaluations in
+  flight (the GPU actor's scheme: CPU-side preparation overlaps, GPU measurement serialised by a lock file):
+  evaluations per GPU-hour, and the GPU-busy share = time some worker held the GPU / wall time;
+- repeatability: speedup vs eager of each honest kernel over R repeats, each repeat measuring both the eager
+  baseline and the kernel afresh in new processes: coefficient of variation (target <= 2%);
+- agreement: eager time of each task's reference with our method vs KernelBench's cuda-event method (same inputs,
+  per-trial events, L2 flush, synchronize after the end event), median of 50, in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "kernels"))
+
+import assemble as A  # noqa: E402
+
+from pipeline.evaluate.build import compile_solution  # noqa: E402
+
+
+def bench_compile(cache: Path, work: Path) -> dict:
+    ws = A.honest_workspace(work / "compile_ws", "add_vec4")
+    kernel = ws / "kernels" / "add.cu"
+    base_src = kernel.read_text()
+    kernel.write_text(base_src + "\n// bench cold\n")
+    cold = compile_solution(ws, cache)
+    hit = compile_solution(ws, cache)
+    rebuilds = []
+    for i in range(5):
+        kernel.write_text(base_src + f"\n// bench change {i} {time.time_ns()}\n")
+        r = compile_solution(ws, cache)
+        assert r.ok and "kernels/add_binding.cpp" in r.objects_reused, r
+        rebuilds.append(r.seconds)
+    return {"cold_s": round(cold.seconds, 2), "cold_steps": cold.step_seconds, "cache_hit_s": round(hit.seconds, 4),
+            "cache_hit_cached": hit.cached, "changed_kernel_s": [round(x, 2) for x in rebuilds],
+            "changed_kernel_median_s": round(statistics.median(rebuilds), 2)}
+
+
+def bench_single_file(cache: Path, out: dict) -> None:
+    src = (A.HONEST / "add_inline.py").read_text().replace("opforge_fixture_add", "opforge_bench_add")
+    path = Path(tempfile.mkdtemp()) / "bench_add_inline.py"
+    path.write_text(src + f"\n# {time.time_ns()}\n")
+    r = compile_solution(path, cache)
+    out["single_file_cold_s"] = round(r.seconds, 1)
+    out["single_file_ok"] = r.ok
+
+
+def bench_throughput(cache: Path, work: Path, n: int) -> dict:
+    from pipeline.evaluate.harness import evaluate
+
+    pool = []
+    for name, task in A.HONEST_WORKSPACES.items():
+        pool.append((name, A.task_code(task), A.honest_workspace(work / f"tp_{name}", name), {}))
+    for name in ("ws_torch_op", "ws_result_reuse", "ws_ptr_cache", "ws_zero_inputs", "ws_lazy_tensor"):
+        pool.append((name, A.task_code("vec_add"), A.exploit_workspace(work / f"tp_{name}", name),
+                     {"static_checks": False}))
+    builds = {name: compile_solution(p, cache) for name, _, p, _ in pool}
+    # Baselines are per task and cached: measure them before the clock starts, as a steady-state run would have.
+    for name, task, p, _ in pool[:3]:
+        evaluate(task, str(p), mode="full", settings={"cache_dir": str(cache)}, compile_result=builds[name])
+    items = [pool[i % len(pool)] for i in range(n)]
+    lock = str(work / "gpu.lock")
+    single: dict = {}
+    th = threading.Thread(target=bench_single_file, args=(cache, single))
+    t0 = time.perf_counter()
+    th.start()  # a cold load_inline build on the CPU while the GPU measures
+    with cf.ThreadPoolExecutor(2) as ex:
+        futs = [ex.submit(evaluate, task, str(p), settings={"cache_dir": str(cache), "gpu_lock": lock, **extra},
+                          compile_result=builds[name]) for name, task, p, extra in items]
+        results = [f.result() for f in futs]
+    wall = time.perf_counter() - t0
+    th.join()
+    busy = 0.0
+    for r in results:
+        ph = r.details.get("phase_s", {})
+        busy += sum(v for k, v in ph.items() if k not in ("loaded", "gpu_wait"))
+    return {"n": n, "wall_s": round(wall, 1), "evals_per_gpu_hour": round(n / wall * 3600),
+            "gpu_busy_share": round(busy / wall, 3), "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
+            "rewards": [r.reward for r in results], "single_file_build_during_batch": single}
+
+
+def bench_repeatability(cache: Path, work: Path, repeats: int) -> dict:
+    from pipeline.evaluate import options
+    from pipeline.evaluate.build import resolve_arch_list
+    from pipeline.evaluate.harness import evaluate
+    from pipeline.evaluate.runner import run_job
+
+    s = options.resolve({"cache_dir": str(cache)})
+    out = {}
+    for name, task_name in A.HONEST_WORKSPACES.items():
+        task = A.task_code(task_name)
+        ws = A.honest_workspace(work / f"rep_{name}", name)
+        cr = compile_solution(ws, cache)
+        speedups = []
+        for _ in range(repeats):
+            base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
+                           arch_list=resolve_arch_list(None))
+            res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False}, compile_result=cr)
+            speedups.append(base["eager_ms"] / res.solution_ms)
+        mean = statistics.fmean(speedups)
+        out[name] = {"speedups": [round(x, 4) for x in speedups], "mean": round(mean, 4),
+                     "cv": round(statistics.pstdev(speedups) / mean, 4)}
+    return out
+
+
+def bench_agreement() -> dict:
+    import torch
+
+    from pipeline.evaluate.timing import Timer
+    from pipeline.evaluate.worker import load_module
+
+    dev = torch.device("cuda", 0)
+    timer = Timer()
+    timer.prepare(dev, True)
+    out = {}
+    for task_name in ("vec_add", "fused_chain", "row_softmax"):
+        mod = load_module("ref", code=A.task_code(task_name))
+        model = mod.Model(*mod.get_init_inputs()).to(dev)
+        with torch.device(dev):
+            torch.manual_seed(0)
+            fixed = list(mod.get_inputs())
+        seeds = list(range(1000, 1100))
+
+        def make_args(i, mod=mod):
+            torch.manual_seed(seeds[i])
+            with torch.device(dev):
+                return list(mod.get_inputs())
+
+        with torch.no_grad():
+            ours = timer.run(model, make_args, warmup=5, trials=50)["stats"]["median"]
+            # KernelBench's time_execution_with_cuda_event: same inputs every trial, L2 flushed, events around the
+            # call, synchronize after the end event.
+            kb = []
+            for _ in range(3):
+                model(*fixed)
+            torch.cuda.synchronize()
+            for _ in range(50):
+                timer.flush()
+                torch.cuda.synchronize()
+                st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                st.record()
+                model(*fixed)
+                en.record()
+                torch.cuda.synchronize()
+                kb.append(st.elapsed_time(en))
+        kbm = statistics.median(kb)
+        out[task_name] = {"ours_ms": round(ours, 4), "kernelbench_ms": round(kbm, 4), "ratio": round(ours / kbm, 4)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n-batch", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", type=str, default="")
+    ap.add_argument("--skip-gpu", action="store_true")
+    ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
+    args = ap.parse_args()
+    cache = Path(args.cache or tempfile.mkdtemp(prefix="opforge-bench-cache-"))
+    work = Path(tempfile.mkdtemp(prefix="opforge-bench-"))
+    report: dict = {}
+
+    def show(key, value):
+        report[key] = value
+        print(f"{key}: {json.dumps(value)}", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=1))
+
+    import torch
+
+    if args.skip_gpu or not torch.cuda.is_available():
+        show("compile", bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")), work))
+        print("no GPU: skipping throughput, repeatability, agreement")
+        return
+    # Builds are CPU work: the compile benchmark (its own empty cache: a cold build) runs while the GPU measures.
+    comp: dict = {}
+    th = threading.Thread(target=lambda: comp.update(bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")),
+                                                                   work)))
+    th.start()
+    show("device", torch.cuda.get_device_name(0))
+    show("agreement", bench_agreement())
+    show("throughput", bench_throughput(cache, work, args.n_batch))
+    th.join()
+    show("compile", comp)
+    show("repeatability", bench_repeatability(cache, work, args.repeats))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""`evaluate(task_code, solution_path)`: static checks -> compile -> baselines (cached) -> verify/profile in a
+sandboxed worker -> violations, speedups, reward. Stdlib + torch only (runs inside GPU actors); never raises for
+anything a candidate does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.evaluate import options
+from pipeline.evaluate.build import CompileResult, compile_solution, resolve_arch_list
+from pipeline.evaluate.result import EvalResult
+from pipeline.evaluate.reward import reward as compute_reward
+from pipeline.evaluate.static_check import check_solution_files, summarize
+from pipeline.evaluate.workspace import check_protected, is_workspace, solution_files
+
+MODES = ("verify", "profile", "full")
+# Sandbox reason codes that are themselves violations of the rules (the sandbox blocked the call).
+_SANDBOX_VIOLATIONS = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
+                       "file_access_blocked": "io_access"}
+
+
+def _task_id(code: str) -> str:
+    from pipeline.identity import task_id
+
+    return task_id(code)
+
+
+def cuda_device() -> str | None:
+    """The name of the first visible GPU, or None on a machine without CUDA."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # noqa: BLE001 - a broken driver counts as no GPU
+        return None
+    return None
+
+
+def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
+    import torch
+
+    parts = [_task_id(task_code), device, torch.__version__, str(settings["compile_mode"]),
+             f"{settings['timing_trials']}/{settings['timing_warmup']}/{settings['l2_flush']}"]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+def get_baselines(task_code: str, device: str, settings: dict[str, Any], arch_list: str) -> dict[str, Any]:
+    """Eager and torch.compile timings of the reference, measured like candidates; cached per
+    (task hash, GPU name, torch version, compile mode, timing settings)."""
+    from pipeline.evaluate.runner import run_job
+
+    key = baseline_key(task_code, device, settings)
+    path = Path(settings["cache_dir"]) / "baselines" / f"{key}.json"
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            data["cached"] = True
+            return data
+        except ValueError:
+            pass
+    rep = run_job({"kind": "baseline", "task_code": task_code, "mode": "full"}, settings,
+                  timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+    data = {"key": key, "eager_ms": rep.get("eager_ms"), "compile_ms": rep.get("compile_ms"),
+            "timing": rep.get("timing", {}), "device": rep.get("device", device), "torch": rep.get("torch"),
+            "compile_error": (rep.get("compile_error") or "")[-1500:], "reason": rep.get("reason", ""),
+            "sandbox": rep.get("sandbox", {}), "cached": False}
+    if data["eager_ms"] is not None and rep.get("stage") == "done":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    return data
+
+
+def static_review(task_code: str, path: Path, s: dict[str, Any], files: dict[str, str] | None = None):
+    """(violations, warnings, findings) of the static checks and, for a workspace, the protected files."""
+    files = solution_files(path) if files is None else files
+    violations: list[str] = []
+    warnings: list[str] = []
+    findings = []
+    if s["static_checks"]:
+        findings = check_solution_files(files, allow_triton=bool(s["allow_triton"]))
+        violations, warnings = summarize(findings, bool(s["warnings_reject"]))
+    if is_workspace(path):
+        violations += check_protected(path, task_code)
+    return violations, warnings, findings
+
+
+def _static_reject(task_code: str, solution_path: str, settings: dict[str, Any]) -> bool:
+    try:
+        return bool(static_review(task_code, Path(solution_path), options.resolve(settings))[0])
+    except OSError:
+        return False
+
+
+def evaluate(task_code: str, solution_path: str, *, mode: str = "full", settings: dict | None = None,
+             compile_result: CompileResult | dict | None = None) -> EvalResult:
+    """Evaluate one solution (single .py file or workspace dir) against a KernelBench-format task.
+
+    `compile_result`: a build already made (by a CPU compile task); None builds here. On a machine without CUDA
+    the result carries the static and build outcome and reason "no_gpu".
+    """
+    t0 = time.perf_counter()
+    s = options.resolve(settings)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    res = EvalResult(mode=mode)
+    try:
+        res.task_id = _task_id(task_code)
+    except Exception:  # noqa: BLE001
+        res.task_id = ""
+    p = Path(solution_path)
+    if not p.exists():
+        res.reason = "no_solution"
+        res.error = f"{p} does not exist"
+        return _finish(res, t0, float(s["margin"]))
+    res.solution_kind = "workspace" if is_workspace(p) else "single_file"
+    try:
+        files = solution_files(p)
+    except OSError as e:
+        res.reason, res.error = "no_solution", str(e)
+        return _finish(res, t0, float(s["margin"]))
+
+    # ---- static checks (cheap; run before any build or GPU time)
+    violations, warnings, findings = static_review(task_code, p, s, files)
+    res.details["static"] = [f.to_dict() for f in findings][:100]
+    res.violations += violations
+    res.warnings += warnings
+    if res.violations:
+        res.reason = "static_violation"
+        return _finish(res, t0, float(s["margin"]))
+
+    # ---- compile
+    arch = resolve_arch_list(s["arch_list"])
+    if compile_result is None:
+        cr = compile_solution(p, s["cache_dir"], arch_list=arch, timeout=float(s["compile_timeout_s"]))
+    else:
+        cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)
+    res.compile = cr.to_dict()
+    res.compiled = cr.ok
+    if not cr.ok:
+        device = cuda_device()
+        res.device = device or ""
+        res.reason = cr.reason or "compile_error"
+        if cr.reason == "needs_cuda_torch" and device is None:
+            res.reason = "no_gpu"
+        res.error = cr.log
+        return _finish(res, t0, float(s["margin"]))
+
+    # ---- GPU
+    device = cuda_device()
+    if device is None:
+        res.reason = "no_gpu"
+        return _finish(res, t0, float(s["margin"]))
+    res.device = device
+    base: dict[str, Any] = {}
+    if mode != "verify" and s["baselines"]:
+        base = get_baselines(task_code, device, s, arch)
+        res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
+    sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
+    solution = {"kind": res.solution_kind, "path": sol_path, "artifact": cr.artifact,
+                "files": [str(p / f) if p.is_dir() else str(p) for f in files]}
+    rep = run_job_candidate(task_code, solution, mode, s, arch, cr)
+    _merge(res, rep, base, s)
+    return _finish(res, t0, float(s["margin"]))
+
+
+def run_job_candidate(task_code: str, solution: dict, mode: str, s: dict, arch: str, cr: CompileResult) -> dict:
+    from pipeline.evaluate.runner import run_job
+
+    ext_dir = cr.artifact if solution["kind"] == "single_file" else None
+    return run_job({"kind": "candidate", "task_code": task_code, "solution": solution, "mode": mode}, s,
+                   timeout_s=float(s["timeout_s"]), arch_list=arch, ext_dir=ext_dir)
+
+
+def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
+    sb = rep.get("sandbox", {})
+    res.details["phase_s"] = rep.get("phase_s", {})
+    res.details["sandbox"] = {k: sb.get(k) for k in ("reason", "returncode", "signal", "timed_out", "wall_s")}
+    for k in ("violation_details", "warning_details", "kernels_launched", "kernel_count_error"):
+        if k in rep.get("details", {}):
+            res.details[k] = rep["details"][k]
+    for v in rep.get("violations", []):
+        if v not in res.violations:
+            res.violations.append(v)
+    for w in rep.get("warnings", []):
+        if w not in res.warnings:
+            res.warnings.append(w)
+    for v in sb.get("violations") or []:
+        name = _SANDBOX_VIOLATIONS.get(v.get("kind"), v.get("kind"))
+        if name and name not in res.violations:
+            res.violations.append(name)
+        res.details.setdefault("violation_details", []).append(f"{name}: sandbox blocked {v.get('what')}"[:300])
+    for k in ("max_abs_err", "max_rel_err", "max_tol_err", "solution_ms"):
+        if rep.get(k) is not None:
+            setattr(res, k, rep[k])
+    if rep.get("reason") in ("load_error", "no_model_new"):
+        res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew)
+    finished = rep.get("stage") == "done"
+    res.outputs_match = bool(rep.get("correct")) if finished else False
+    if not finished:
+        res.reason = rep.get("reason") or _crash_reason(sb, rep.get("stage", ""))
+        res.error = (rep.get("error") or sb.get("error") or sb.get("stderr_tail") or "")[-3000:]
+    else:
+        res.reason = rep.get("reason", "")
+        res.error = (rep.get("error") or "")[-3000:]
+    if rep.get("device"):
+        res.device = rep["device"]
+    timing = dict(rep.get("timing") or {})
+    if base:
+        timing["baseline"] = {"eager": (base.get("timing") or {}).get("eager"),
+                              "compile": (base.get("timing") or {}).get("compile"),
+                              "compile_seconds": (base.get("timing") or {}).get("compile_seconds"),
+                              "cached": base.get("cached"), "key": base.get("key"),
+                              "compile_error": base.get("compile_error", "")}
+    res.timing = timing
+    if res.solution_ms and res.eager_ms:
+        res.speedup_vs_eager = res.eager_ms / res.solution_ms
+    if res.solution_ms and res.compile_ms:
+        res.speedup_vs_compile = res.compile_ms / res.solution_ms
+    if res.speedup_vs_eager is not None and res.speedup_vs_eager > float(s["max_speedup"]):
+        target = res.violations if s["reject_excessive_speedup"] else res.warnings
+        if "excessive_speedup" not in target:
+            target.append("excessive_speedup")
+    res.correct = bool(res.outputs_match) and not res.violations
+    if res.outputs_match and res.violations and not res.reason:
+        res.reason = "violation"
+
+
+def _crash_reason(sb: dict, stage: str) -> str:
+    r = sb.get("reason") or "no_result"
+    return f"crash:{r}" + (f" (after {stage})" if stage else "")
+
+
+def _finish(res: EvalResult, t0: float, margin: float = 0.05) -> EvalResult:
+    if res.violations or not res.compiled:
+        res.correct = False
+    res.reward = compute_reward(res.correct, res.speedup_vs_eager, res.speedup_vs_compile, margin)
+    res.seconds = round(time.perf_counter() - t0, 3)
+    return res

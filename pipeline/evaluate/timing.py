@@ -1,0 +1,103 @@
+"""GPU timing (torch + stdlib only): CUDA events, device-wide synchronize, L2 flush, fresh inputs per call.
+
+`Timer` captures the C-level event and synchronize functions when it is built, before any candidate code is
+loaded, so a candidate that later patches `torch.cuda.Event`, `torch.cuda.synchronize` or `time.perf_counter`
+does not change how it is timed (the patch itself is reported by the worker's integrity check).
+
+Each timed call: new input tensors (made outside the timed region; new data, and new addresses while the previous
+call's tensors are still alive), L2 flushed, `start` recorded, the call, `end_stream` recorded on the current
+stream, a device-wide synchronize, `end` recorded. `end` therefore waits for work on every stream; the gap between
+`end_stream` and `end` exposes work pushed off the current stream. Baselines and candidates use the same code.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Callable
+
+import torch
+
+
+def stats(times: list[float]) -> dict[str, float]:
+    if not times:
+        return {"n": 0}
+    mean = statistics.fmean(times)
+    std = statistics.pstdev(times) if len(times) > 1 else 0.0
+    return {"n": len(times), "median": statistics.median(times), "mean": mean, "std": std, "min": min(times),
+            "max": max(times), "cv": (std / mean) if mean > 0 else math.nan}
+
+
+class Timer:
+    def __init__(self) -> None:
+        # Captured now, before candidate code is imported; the C-level methods of an immutable builtin type cannot
+        # be patched later. (CPU builds of torch have no _CudaEventBase: nothing is timed there.)
+        base = getattr(torch._C, "_CudaEventBase", None)
+        self._base = base
+        self._record = getattr(base, "record", None)
+        self._elapsed = getattr(base, "elapsed_time", None)
+        self._ev_sync = getattr(base, "synchronize", None)
+        self._sync = getattr(torch._C, "_cuda_synchronize", None)
+        self._current_stream = torch.cuda.current_stream
+        self.flush_buf = None
+        self.device = None
+
+    def _event_new(self):
+        return self._base.__new__(self._base, enable_timing=True)
+
+    def prepare(self, device: torch.device, l2_flush: bool = True) -> None:
+        self.device = device
+        if l2_flush:
+            props = torch.cuda.get_device_properties(device)
+            l2 = int(getattr(props, "L2_cache_size", 0) or 0) or 64 * 2**20
+            # Twice the L2 size, written before every call: the previous call's data is evicted.
+            self.flush_buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
+
+    def flush(self) -> None:
+        if self.flush_buf is not None:
+            self.flush_buf.zero_()
+
+    def time_call(self, fn: Callable[..., Any], args: list[Any]) -> tuple[Any, float, float]:
+        """(output, device-synchronised ms, stream-ordered ms) of one call."""
+        start, end_stream, end = self._event_new(), self._event_new(), self._event_new()
+        self.flush()
+        self._sync()
+        stream = self._current_stream()
+        self._record(start, stream)
+        out = fn(*args)
+        self._record(end_stream, stream)
+        self._sync()
+        self._record(end, stream)
+        self._ev_sync(end)
+        return out, float(self._elapsed(start, end)), float(self._elapsed(start, end_stream))
+
+    def run(self, fn: Callable[..., Any], make_args: Callable[[int], list[Any]], *, warmup: int, trials: int,
+            after_call: Callable[[int, list[Any], Any], None] | None = None) -> dict[str, Any]:
+        """Warm up, then `trials + 1` timed calls (the first discarded). `make_args(i)` builds call i's inputs;
+        `after_call(i, args, out)` runs outside the timed region (output checks)."""
+        keep_alive: list[Any] = []
+        for i in range(warmup):
+            args = make_args(-1 - i)
+            fn(*args)
+        self._sync()
+        times, stream_times = [], []
+        for i in range(trials + 1):
+            args = make_args(i)
+            out, t, ts = self.time_call(fn, args)
+            if after_call is not None:
+                after_call(i, args, out)
+            # Keep the previous call's inputs alive while the next are made: consecutive calls never share
+            # addresses, so a cache keyed on pointers sees a "new" tensor with new data each time.
+            keep_alive = [args]
+            del out
+            if i == 0:
+                continue
+            times.append(t)
+            stream_times.append(ts)
+        del keep_alive
+        return {"times_ms": times, "stream_times_ms": stream_times, "stats": stats(times),
+                "stream_stats": stats(stream_times), "warmup": warmup, "trials": trials, "discarded": 1}
+
+
+TIMING_METHOD = ("cuda_event: per call, fresh inputs (GPU RNG, new addresses), L2 flushed (2x L2 zeroed), start event, "
+                 "call, end event after a device-wide synchronize; warm-ups, first timed call discarded; median ms")

@@ -1,0 +1,122 @@
+"""Workspace format, protected files, and the content-addressed build cache with the real nvcc and g++."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.evaluate.build import compile_solution, gencode_flags, trim_log
+from pipeline.evaluate.workspace import (BINDING_CPP, PROTECTED_FILES, check_protected, init_workspace, is_workspace,
+                                         solution_files)
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "kernels"
+sys.path.insert(0, str(FIX))
+import assemble as A  # noqa: E402
+
+TASK = A.task_code("vec_add")
+
+
+def test_init_workspace_layout(tmp_path):
+    init_workspace(tmp_path / "ws", TASK)
+    ws = tmp_path / "ws"
+    for rel in ("model.py", "model_new.py", "binding.cpp", "binding_registry.h", "kernels/identity.cu",
+                "kernels/identity_binding.cpp", ".opforge/manifest.json"):
+        assert (ws / rel).is_file(), rel
+    assert (ws / "model.py").read_text() == TASK
+    assert is_workspace(ws) and set(PROTECTED_FILES) >= {"model.py", "binding.cpp", "binding_registry.h"}
+    assert "REGISTER_BINDING" in (ws / "binding_registry.h").read_text()
+    assert json.loads((ws / ".opforge/manifest.json").read_text())["task_sha256"]
+    assert check_protected(ws) == [] and check_protected(ws, TASK) == []
+    assert set(solution_files(ws)) == {"model_new.py", "kernels/identity.cu", "kernels/identity_binding.cpp"}
+
+
+def test_protected_file_detection(tmp_path):
+    ws = tmp_path / "ws"
+    init_workspace(ws, TASK)
+    (ws / "model.py").write_text(TASK.replace("a + b", "a * 0"))
+    (ws / "binding.cpp").write_text(BINDING_CPP + "// edit\n")
+    (ws / "torch.py").write_text("")
+    v = check_protected(ws, TASK)
+    assert {"protected_file_modified:model.py", "protected_file_modified:binding.cpp",
+            "shadowing_file:torch.py"} <= set(v)
+    # Rewriting the manifest to match the edited task does not hide the change from the real task text.
+    man = json.loads((ws / ".opforge/manifest.json").read_text())
+    import hashlib
+
+    man["task_sha256"] = hashlib.sha256((ws / "model.py").read_bytes()).hexdigest()
+    (ws / ".opforge/manifest.json").write_text(json.dumps(man))
+    assert "protected_file_modified:model.py" in check_protected(ws, TASK)
+    (ws / "binding_registry.h").unlink()
+    assert "protected_file_missing:binding_registry.h" in check_protected(ws)
+
+
+def test_gencode_and_trim():
+    assert gencode_flags("9.0") == ["-gencode=arch=compute_90,code=sm_90"]
+    assert gencode_flags("8.0;9.0+PTX")[-1] == "-gencode=arch=compute_90,code=compute_90"
+    log = "\n".join(f"line {i}" for i in range(2000)) + "\nfoo.cu(3): error: identifier x is undefined\n"
+    t = trim_log(log, 1000)
+    assert len(t) <= 1100 and "error: identifier x is undefined" in t
+
+
+def test_build_cache_and_object_reuse(tmp_path):
+    """Cold build, cache hit (0 s), and a changed kernel that reuses the binding objects (nvcc + link only)."""
+    cache = A.shared_cache_dir()
+    ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
+    kernel = ws / "kernels" / "add.cu"
+    first = compile_solution(ws, cache, arch_list="9.0")
+    assert first.ok, first.log
+    assert Path(first.artifact).is_file() and first.artifact.endswith("cuda_extension.so")
+    hit = compile_solution(ws, cache, arch_list="9.0")
+    assert hit.ok and hit.cached and hit.seconds < 0.05 and hit.artifact == first.artifact
+    kernel.write_text(kernel.read_text() + f"\n// changed {time.time_ns()}\n")
+    t0 = time.perf_counter()
+    changed = compile_solution(ws, cache, arch_list="9.0")
+    assert changed.ok and not changed.cached
+    assert changed.objects_built == ["kernels/add.cu"]
+    assert set(changed.objects_reused) == {"binding.cpp", "kernels/add_binding.cpp"}
+    assert set(changed.step_seconds) == {"kernels/add.cu", "link"}
+    assert changed.artifact != first.artifact and time.perf_counter() - t0 < 30
+    # another arch is another cache key
+    assert not compile_solution(ws, cache, arch_list="8.0").cached
+
+
+def test_header_change_rebuilds_its_includers(tmp_path):
+    cache = A.shared_cache_dir()
+    ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
+    (ws / "kernels" / "common.cuh").write_text("#define OPFORGE_SCALE 1.0f\n")
+    k = ws / "kernels" / "add.cu"
+    k.write_text('#include "common.cuh"\n' + k.read_text())
+    a = compile_solution(ws, cache, arch_list="9.0")
+    assert a.ok and a.objects_built == ["kernels/add.cu"]
+    (ws / "kernels" / "common.cuh").write_text("#define OPFORGE_SCALE 2.0f\n")
+    b = compile_solution(ws, cache, arch_list="9.0")
+    assert b.ok and b.objects_built == ["kernels/add.cu"] and "kernels/add_binding.cpp" in b.objects_reused
+
+
+def test_compile_error_is_captured_and_trimmed(tmp_path):
+    cache = A.shared_cache_dir()
+    ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
+    k = ws / "kernels" / "add.cu"
+    k.write_text(k.read_text().replace("x.x + y.x", "x.x + undefined_symbol_q"))
+    r = compile_solution(ws, cache, arch_list="9.0")
+    assert not r.ok and r.reason == "compile_error" and not r.artifact
+    assert "undefined_symbol_q" in r.log and "kernels/add.cu" in r.log and len(r.log) <= 4100
+
+
+def test_missing_and_empty_solutions(tmp_path):
+    assert compile_solution(tmp_path / "nope", tmp_path / "c").reason == "no_solution"
+    ws = tmp_path / "ws"
+    init_workspace(ws, TASK)
+    for f in (ws / "kernels").iterdir():
+        f.unlink()
+    assert compile_solution(ws, tmp_path / "c").reason == "no_kernels"
+
+
+@pytest.mark.skipif(__import__("torch").version.cuda is not None, reason="CPU-only torch behaviour")
+def test_single_file_needs_cuda_torch(tmp_path):
+    r = compile_solution(A.HONEST / "add_inline.py", tmp_path / "c")
+    assert not r.ok and r.reason == "needs_cuda_torch" and r.kind == "single_file"

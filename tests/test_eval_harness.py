@@ -1,0 +1,156 @@
+"""The harness on a machine without a GPU: static rejection, build, a clear no_gpu reason, the CLI, and the
+isolation of candidate code (its own sandboxed process: crashes, hangs and forged reports stay contained)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipeline.evaluate import options
+from pipeline.evaluate.harness import evaluate
+from pipeline.evaluate.runner import run_job
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "kernels"
+sys.path.insert(0, str(FIX))
+import assemble as A  # noqa: E402
+
+TASK = A.task_code("vec_add")
+REQUIRED = {"compiled", "correct", "reward", "eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager",
+            "speedup_vs_compile", "max_abs_err", "max_rel_err", "violations", "device", "timing", "reason", "error"}
+
+needs_cpu_only = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
+
+
+@needs_cpu_only
+def test_workspace_builds_and_reports_no_gpu(tmp_path):
+    ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
+    res = evaluate(TASK, str(ws), settings={"cache_dir": str(A.shared_cache_dir())})
+    d = res.to_dict()
+    assert REQUIRED <= set(d)
+    assert res.compiled and res.reason == "no_gpu" and res.reward == -1 and not res.correct
+    assert res.compile["ok"] and res.violations == []
+
+
+def test_static_violation_short_circuits(tmp_path):
+    ws = A.exploit_workspace(tmp_path / "ws", "ws_stream")
+    res = evaluate(TASK, str(ws), settings={"cache_dir": str(tmp_path / "c")})
+    assert res.reason == "static_violation" and "stream_creation" in res.violations and res.reward == -1
+    assert res.compile == {} and not (tmp_path / "c").exists()  # no build, no GPU time
+    assert any(f["name"] == "stream_creation" and f["line"] > 0 for f in res.details["static"])
+
+
+def test_missing_solution_and_bad_mode(tmp_path):
+    assert evaluate(TASK, str(tmp_path / "none.py")).reason == "no_solution"
+    with pytest.raises(ValueError):
+        evaluate(TASK, str(tmp_path / "none.py"), mode="fast")
+
+
+@needs_cpu_only
+def test_cli_json(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    task = tmp_path / "model.py"
+    task.write_text(TASK)
+    sol = A.EXPLOITS / "ws_torch_op.py"
+    out = CliRunner().invoke(app, ["eval", "--task", str(task), "--solution", str(sol), "--json",
+                                   "--set", f"eval.cache_dir={tmp_path / 'c'}"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.output)
+    assert REQUIRED <= set(d) and d["reward"] == -1 and "torch_compute_op" in d["violations"]
+    human = CliRunner().invoke(app, ["eval", "--task", str(task), "--solution", str(sol)])
+    assert human.exit_code == 0 and "reward -1" in human.output and "torch_compute_op" in human.output
+
+
+# ---------------------------------------------------------------- process isolation (real sandboxed worker)
+
+def _job(tmp_path: Path, prefix: str, timeout: float = 60.0) -> dict:
+    """Run the real worker on a pure-Python candidate: `prefix` (module-level code) + a trivial ModelNew."""
+    sol = tmp_path / "solution.py"
+    sol.write_text(textwrap.dedent(prefix) + OK_MODEL)
+    s = options.resolve({"cache_dir": str(tmp_path / "cache")})
+    return run_job({"kind": "candidate", "task_code": TASK, "mode": "verify",
+                    "solution": {"kind": "single_file", "path": str(sol), "artifact": "", "files": [str(sol)]}},
+                   s, timeout_s=timeout, arch_list="9.0")
+
+
+OK_MODEL = """
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return a
+"""
+
+
+@needs_cpu_only
+def test_worker_loads_candidate_then_reports_no_gpu(tmp_path):
+    rep = _job(tmp_path, "")
+    assert rep["stage"] == "done" and rep["reason"] == "no_gpu" and rep["sandbox"]["reason"] == ""
+    assert rep["phase_s"]["loaded"] >= 0 and rep["violations"] == []
+
+
+def test_segfault_is_contained(tmp_path):
+    rep = _job(tmp_path, "import ctypes\nctypes.string_at(0)\n")
+    assert rep["sandbox"]["reason"] == "segfault" and rep["stage"] == "prepared"
+
+
+def test_hang_is_killed_at_the_timeout(tmp_path):
+    import time
+
+    t0 = time.perf_counter()
+    rep = _job(tmp_path, "while True:\n    pass\n", timeout=6)
+    assert rep["sandbox"]["reason"] == "timeout" and rep["sandbox"]["timed_out"]
+    assert time.perf_counter() - t0 < 30
+
+
+def test_load_error_is_a_failed_candidate(tmp_path):
+    rep = _job(tmp_path, "raise RuntimeError('boom')\n")
+    assert rep["stage"] == "done" and rep["reason"] == "load_error" and "boom" in rep["error"]
+
+
+def test_forged_report_is_detected(tmp_path):
+    rep = _job(tmp_path, """
+        import __main__, os
+        __main__.emit_result({"stage": "done", "correct": True, "violations": []})
+        os._exit(0)
+    """)
+    assert rep["stage"] == "forged" and "forged_report" in rep["violations"]
+
+
+@needs_cpu_only
+def test_introspection_at_import_is_recorded(tmp_path):
+    rep = _job(tmp_path, "import gc\n_objs = gc.get_objects()\n")
+    assert "caller_introspection" in rep["violations"]
+
+
+def test_sandbox_blocks_processes(tmp_path):
+    rep = _job(tmp_path, "import subprocess\nsubprocess.run(['ls'])\n")
+    assert any(v["kind"] == "process_blocked" for v in rep["sandbox"]["violations"])
+
+
+def test_gpu_lock_serialises_workers(tmp_path):
+    """The lock file the GPU actor hands its workers: a worker waits while another process holds it."""
+    import fcntl
+    import os
+    import threading
+    import time
+
+    lock = tmp_path / "locks" / "gpu0.lock"
+    lock.parent.mkdir()
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    threading.Timer(15.0, lambda: os.close(fd)).start()  # release after 15 s (worker start-up takes 3-8 s)
+    sol = tmp_path / "solution.py"
+    sol.write_text(OK_MODEL)
+    s = options.resolve({"cache_dir": str(tmp_path / "cache"), "gpu_lock": str(lock)})
+    t0 = time.perf_counter()
+    rep = run_job({"kind": "candidate", "task_code": TASK, "mode": "verify",
+                   "solution": {"kind": "single_file", "path": str(sol), "artifact": "", "files": [str(sol)]}},
+                  s, timeout_s=60, arch_list="9.0")
+    assert rep["stage"] == "done" and rep["sandbox"]["violations"] == []
+    assert rep["phase_s"]["gpu_wait"] > 2.0 and time.perf_counter() - t0 >= 15.0

@@ -1,0 +1,133 @@
+"""The static checker: each exploit fixture and each pattern variant gets its violation name; honest code none."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipeline.evaluate.static_check import VIOLATIONS, check_cpp, check_python, check_solution_files, summarize
+from pipeline.evaluate.workspace import solution_files
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "kernels"
+sys.path.insert(0, str(FIX))
+import assemble as A  # noqa: E402
+
+
+def names(code: str, **kw) -> tuple[list[str], list[str]]:
+    return summarize(check_python(textwrap.dedent(code), **kw))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in {**A.EXPLOITS_WS, **A.EXPLOITS_KB}.items() if v[1]))
+def test_exploit_fixture_named(name):
+    want = {**A.EXPLOITS_WS, **A.EXPLOITS_KB}[name][1]
+    violations, _ = summarize(check_python((A.EXPLOITS / f"{name}.py").read_text(), f"{name}.py"))
+    assert want in violations, violations
+
+
+@pytest.mark.parametrize("name", sorted(A.HONEST_WORKSPACES))
+def test_honest_workspaces_clean(name, tmp_path):
+    ws = A.honest_workspace(tmp_path / name, name)
+    violations, warnings = summarize(check_solution_files(solution_files(ws)))
+    assert violations == [] and warnings == []
+
+
+def test_honest_single_file_clean():
+    violations, warnings = summarize(check_python((A.HONEST / "add_inline.py").read_text()))
+    assert violations == [] and warnings == []
+
+
+HEADER = "import torch\nimport torch.nn as nn\n"
+VARIANTS = {
+    # disguised variants of each pattern, as a hidden test set would write them
+    "try_except_fallback": "class ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            return ext.f(x)\n"
+                           "        except Exception:\n            return x\n",
+    "pass_body": "class ModelNew(nn.Module):\n    def forward(self, x):\n        '''doc'''\n        ...\n",
+    "threads_or_processes": "from concurrent.futures import ThreadPoolExecutor as P\nclass ModelNew(nn.Module):\n"
+                            "    def forward(self, x):\n        return ext.f(x)\n",
+    "timer_patching": "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+                      "setattr(torch.cuda, 'synchronize', lambda: None)\n",
+    "stream_creation": "from torch.cuda import Stream as S\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+                       "        super().__init__()\n        self.s = torch.cuda.Stream()\n    def forward(self, x):\n"
+                       "        return ext.f(x)\n",
+    "lazy_tensor": "class T(torch.Tensor):\n    pass\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                   "        return ext.f(x)\n",
+    "inherits_reference": "from model import Model\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                          "        return Model.forward(self, x)\n",
+    "caller_introspection": "import sys as _s\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                            "        return _s._getframe(1).f_locals['ref']\n",
+    "dynamic_code": "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                    "        return getattr(torch, 'r' + 'elu')(x)\n",
+    "io_access": "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.load('cached.pt')\n",
+    "torch_compute_op": "import torch.nn.functional as F\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                        "        return F.relu(x)\n",
+    "torch_compile": "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.f = torch.compile(lambda x: x)\n    def forward(self, x):\n        return self.f(x)\n",
+    "raw_memory_access": "import ctypes\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n",
+    "cuda_graph": "class ModelNew(nn.Module):\n    def forward(self, x):\n        g = torch.cuda.CUDAGraph()\n"
+                  "        return ext.f(x)\n",
+}
+
+
+@pytest.mark.parametrize("want", sorted(VARIANTS))
+def test_pattern_variants(want):
+    violations, _ = names(HEADER + VARIANTS[want])
+    assert want in violations, violations
+
+
+def test_method_compute_ops_and_exec_in_forward():
+    v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return (x * 2).relu()\n")
+    assert "torch_compute_op" in v
+    v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        exec('y=1')\n"
+                 "        return ext.f(x)\n")
+    assert "dynamic_code" in v
+
+
+def test_comments_and_strings_do_not_trigger():
+    code = HEADER + textwrap.dedent('''
+        # try: except: import threading; torch.cuda.Stream() -- all in a comment
+        DOC = "we never call inspect or gc or torch.cuda.Stream here"
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+
+            def forward(self, x):
+                return ext.run(x)
+        ''')
+    v, w = names(code)
+    assert v == [] and w == []
+
+
+def test_precision_cast_is_a_warning():
+    v, w = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x.half())\n")
+    assert v == [] and w == ["precision_cast"]
+    v, _ = summarize(check_python(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                                  "        return ext.f(x.half())\n"), warnings_reject=True)
+    assert v == ["precision_cast"]
+
+
+def test_cuda_checks_strip_comments():
+    src = ("// cudaStreamCreate(&s) in a comment\n/* std::thread t; */\n__global__ void k(float* x) {}\n"
+           "void go(float* x) { cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }\n")
+    found = check_cpp(src)
+    assert {f.name for f in found} == {"stream_creation"} and all(f.line == 4 for f in found)
+    assert check_cpp("__global__ void k(const float* a, float* b) { b[0] = a[0]; }\n") == []
+
+
+def test_cuda_in_python_strings_is_checked():
+    code = HEADER + 'src = """\n#include <torch/extension.h>\nvoid f() { std::thread t([]{}); }\n"""\n' + \
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    v, _ = names(code)
+    assert "threads_or_processes" in v
+
+
+def test_missing_model_new_and_syntax_error():
+    assert names("x = 1\n")[0] == ["no_model_new"]
+    assert names("def (:\n")[0] == ["syntax_error"]
+
+
+def test_every_violation_has_a_severity():
+    assert all(sev in ("strict", "warn") for sev, _ in VIOLATIONS.values())
