@@ -404,3 +404,11 @@ def test_reading_in_batches_gives_the_same_result(scen):
     for name in ("warmup", "sft", "critic", "drops"):
         assert getattr(whole, name).equals(getattr(batched, name)), name
     assert whole.summary == batched.summary
+
+
+def test_a_task_the_composer_failed_never_reaches_warmup(scen):
+    tasks = [dict(t, compose_reason="no_code_block") if t["task_id"] == scen["ids"]["good"] else t
+             for t in scen["tasks"]]
+    r = curate(tasks, scen["validation"], scen["contamination"], None, CurateSettings(), "cur-8")
+    assert f"warmup:{scen['ids']['good']}" not in set(r.warmup.column("row_id").to_pylist())
+    assert {d["reason"] for d in r.drops.to_pylist() if d["item_id"] == scen["ids"]["good"]} == {"compose_failed"}

@@ -1,8 +1,8 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
 Reason codes, in the order they are checked (docs/datasets.md lists them with what they mean):
-task level:        unknown_task, unreadable_task, near_duplicate, not_validated, task_invalid, not_decontaminated,
-                   task_contaminated
+task level:        unknown_task, unreadable_task, near_duplicate, compose_failed, not_validated, task_invalid,
+                   not_decontaminated, task_contaminated
 trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
                    malformed_tool_call, loop, too_many_turns, too_long  (the "integrity" filters) then
                    nonpositive_reward, reward_inconsistent, no_speedup_measured, below_speedup_threshold,
@@ -18,7 +18,7 @@ from typing import Any
 from pipeline.curate.inputs import loads_json
 from pipeline.curate.settings import CurateSettings
 
-TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "not_validated", "task_invalid",
+TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "compose_failed", "not_validated", "task_invalid",
                 "not_decontaminated", "task_contaminated"]
 INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed",
                      *[r for r in TASK_REASONS if r != "unreadable_task"], "empty_trajectory", "malformed_tool_call",
@@ -55,6 +55,8 @@ def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dic
     if task_id not in tasks:
         return ["unknown_task"]
     out = []
+    if tasks[task_id].get("compose_reason"):  # the composer produced no code: `code` is its raw reply
+        out.append("compose_failed")
     v = validation.get(task_id)
     if v is None:
         if settings.require_validation:
@@ -285,6 +287,7 @@ def rules(s: CurateSettings) -> dict[str, str]:
         "unknown_task": "the trajectory's task is not in the tasks table",
         "unreadable_task": "the task row has no string task_id or code",
         "near_duplicate": "the dedup stage removed the task as a (near) duplicate of a kept task",
+        "compose_failed": "the composer produced no code (tasks.compose_reason is set)",
         "not_validated": "the task has no validation verdict",
         "task_invalid": "the task failed sandbox validation",
         "not_decontaminated": "the task has no contamination decision",
