@@ -88,6 +88,24 @@ def test_vllm_engine_token_ids_seed_and_budget(engine):
         (r.raw_text or "").strip()
 
 
+def test_vllm_engine_continues_a_session_from_its_sampled_tokens(engine):
+    s = SamplingParams(max_tokens=24, seed=11)
+    r1 = engine.chat(MSGS, tools=TOOLS, sampling=s, session_id="cont")
+    msgs = MSGS + [r1.message(), {"role": "user", "content": "Now call a tool."}]
+    n = engine.count_prompt_tokens(msgs, TOOLS, "cont")
+    r2 = engine.chat(msgs, tools=TOOLS, sampling=s, session_id="cont")
+    sampled = r1.prompt_token_ids + r1.completion_token_ids
+    eos = engine.tokenizer.eos_token_id
+    if sampled[-1] != eos:  # cut by max_tokens: the turn is closed with the end-of-turn token
+        sampled = sampled + [eos]
+    assert len(r2.prompt_token_ids) == n and r2.prompt_token_ids[: len(sampled)] == sampled
+    tail = engine.tokenizer.decode(r2.prompt_token_ids[len(sampled):])
+    assert "Now call a tool." in tail and tail.rstrip().endswith("<|im_start|>assistant")
+    # without the session the template re-renders everything (here the random sample re-tokenizes differently)
+    assert engine.render(msgs, TOOLS)[-8:] == r2.prompt_token_ids[-8:]
+    engine.end_session("cont")
+
+
 def test_vllm_engine_batches_concurrent_sessions(engine):
     before = len(engine.batches)
     out: dict[int, ChatResponse] = {}
@@ -108,7 +126,7 @@ def test_vllm_engine_batches_concurrent_sessions(engine):
 def test_vllm_engine_context_overflow_is_a_context_error(engine):
     from pipeline.llm.backend import ContextLengthError
 
-    huge = [{"role": "user", "content": "relu " * 6000}]
+    huge = [{"role": "user", "content": "relu " * 12000}]
     with pytest.raises(ContextLengthError):
         engine.chat(huge, sampling=SamplingParams(max_tokens=8))
 

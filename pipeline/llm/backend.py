@@ -69,8 +69,9 @@ class ChatBackend(Protocol):
     def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
              sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse: ...
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
-        """Prompt length in tokens after the chat template, or None when the backend cannot tell."""
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
+        """Prompt length in tokens of the next request of `session_id`, or None when the backend cannot tell."""
         ...
 
     def end_session(self, session_id: str) -> None: ...
@@ -125,13 +126,13 @@ class StickyRouter:
         resp.replica = i
         return resp
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
-        # any live replica can count (same model and template); a dead one is taken out of rotation on the way
-        for i in range(len(self.replicas)):
-            if not self._alive[i]:
-                continue
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
+        # the session's own replica counts (it holds the session's token record); a dead one leaves rotation
+        for _ in range(len(self.replicas)):
+            i = self.pick(session_id)
             try:
-                return self.replicas[i].count_prompt_tokens(messages, tools)
+                return self.replicas[i].count_prompt_tokens(messages, tools, session_id)
             except ReplicaDiedError:
                 with self._lock:
                     self._alive[i] = False

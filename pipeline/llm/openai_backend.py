@@ -54,7 +54,8 @@ class OpenAIBackend:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
         if self._tokenize_ok is False:
             return None
         body: dict[str, Any] = {"model": self.model_name, "messages": messages, "add_generation_prompt": True}

@@ -24,8 +24,8 @@ class BackendActor:
     def chat(self, messages, tools, sampling, session_id):
         return self.backend.chat(messages, tools=tools, sampling=sampling, session_id=session_id)
 
-    def count_prompt_tokens(self, messages, tools):
-        return self.backend.count_prompt_tokens(messages, tools)
+    def count_prompt_tokens(self, messages, tools, session_id=None):
+        return self.backend.count_prompt_tokens(messages, tools, session_id)
 
     def end_session(self, session_id):
         self.backend.end_session(session_id)
@@ -61,8 +61,9 @@ class RayActorBackend:
              sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
         return self._call("chat", messages, tools, sampling, session_id)
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
-        return self._call("count_prompt_tokens", messages, tools)
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
+        return self._call("count_prompt_tokens", messages, tools, session_id)
 
     def end_session(self, session_id: str) -> None:
         try:

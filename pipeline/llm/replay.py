@@ -73,7 +73,8 @@ class ReplayBackend:
         return ChatResponse(text=turn.get("content") or "", tool_calls=calls, finish_reason="stop",
                             completion_token_ids=turn.get("completion_token_ids"), raw_text=turn.get("content"))
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
         return None
 
     def end_session(self, session_id: str) -> None:

@@ -2,8 +2,9 @@
 
 Many trajectories share one engine: each calls `chat()` from its own thread; one engine thread collects whatever
 requests are waiting and generates them as one batch, so the engine stays busy while other trajectories compile or
-evaluate. Prompts are rendered here with the model's chat template and sent as token ids, so the prompt ids and the
-sampled ids recorded are exactly what the engine saw and produced.
+evaluate. Prompts are rendered here with the model's chat template and sent as token ids. Within a session, the next
+turn's prompt is the previous prompt plus the tokens actually sampled plus the template's rendering of the new
+messages only, so a trajectory's token record is exact (re-rendering sampled text need not give back its tokens).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def _has_cuda() -> bool:
         return False
 
 
+def _key(messages: list[Message], tools: list[dict] | None) -> str:
+    return hashlib.sha256(json.dumps([messages, tools], sort_keys=True, default=str).encode()).hexdigest()
+
+
 class VLLMEngineBackend:
     """One in-process vLLM engine. Thread-safe: concurrent `chat()` calls are batched."""
 
@@ -61,7 +66,8 @@ class VLLMEngineBackend:
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._tok_lock = threading.Lock()  # HF fast tokenizers are not safe across threads
-        self._render_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._render_cache: OrderedDict[Any, list[int]] = OrderedDict()
+        self._sessions: dict[str, tuple[int, str, list[int], bool]] = {}  # token-exact continuation per session
         self._queue: queue.Queue = queue.Queue()
         self._wait_s = max_batch_wait_ms / 1000
         self._closed = False
@@ -78,7 +84,7 @@ class VLLMEngineBackend:
     # -- prompts ------------------------------------------------------------------------------------------------
     def render(self, messages: list[Message], tools: list[dict] | None = None) -> list[int]:
         """The prompt token ids: the chat template with a generation prompt, tokenized without extra specials."""
-        key = hashlib.sha256(json.dumps([messages, tools], sort_keys=True, default=str).encode()).hexdigest()
+        key = _key(messages, tools)
         with self._tok_lock:
             if key in self._render_cache:
                 self._render_cache.move_to_end(key)
@@ -91,21 +97,66 @@ class VLLMEngineBackend:
                 self._render_cache.popitem(last=False)
             return ids
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None) -> int | None:
-        return len(self.render(messages, tools))
+    def _render_text(self, messages: list[Message], tools: list[dict] | None, generation_prompt: bool) -> str:
+        with self._tok_lock:
+            return self.tokenizer.apply_chat_template(messages_for_template(messages), tools=tools,
+                                                      add_generation_prompt=generation_prompt, tokenize=False)
+
+    def continue_session(self, session_id: str | None, messages: list[Message],
+                         tools: list[dict] | None) -> list[int] | None:
+        """Token-exact prompt of a session's next turn: the previous prompt, the tokens actually sampled (not the
+        template's re-rendering of them, which can tokenize differently), then only the new messages rendered by
+        the template. None when the conversation did not simply grow (the caller renders it whole)."""
+        st = self._sessions.get(session_id) if session_id is not None else None
+        if st is None:
+            return None
+        n_prev, prev_msgs_key, ids, ended_with_eos = st
+        if len(messages) <= n_prev + 1 or _key(messages[:n_prev], tools) != prev_msgs_key:
+            return None
+        upto = self._render_text(messages[: n_prev + 1], tools, False)
+        full = self._render_text(messages, tools, True)
+        eos = self.tokenizer.eos_token or ""
+        cut = upto.rfind(eos) if eos else -1
+        if not full.startswith(upto) or cut < 0:
+            return None
+        tail = upto[cut + len(eos):] + full[len(upto):]
+        with self._tok_lock:
+            delta = list(self.tokenizer.encode(tail, add_special_tokens=False))
+        return ids + ([] if ended_with_eos else [self.tokenizer.eos_token_id]) + delta
+
+    def prompt_ids(self, messages: list[Message], tools: list[dict] | None, session_id: str | None) -> list[int]:
+        key = ("s", session_id, _key(messages, tools))
+        with self._tok_lock:
+            if key in self._render_cache:
+                return self._render_cache[key]
+        ids = self.continue_session(session_id, messages, tools) or self.render(messages, tools)
+        with self._tok_lock:
+            self._render_cache[key] = ids
+            while len(self._render_cache) > 256:
+                self._render_cache.popitem(last=False)
+        return ids
+
+    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
+                            session_id: str | None = None) -> int | None:
+        return len(self.prompt_ids(messages, tools, session_id))
 
     # -- generation ---------------------------------------------------------------------------------------------
     def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
              sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
         if self._closed:
             raise BackendError("engine closed")
-        ids = self.render(messages, tools)
+        ids = self.prompt_ids(messages, tools, session_id)
         room = self.max_model_len - len(ids)
         if room <= 0:
             raise ContextLengthError(f"prompt of {len(ids)} tokens does not fit max_model_len {self.max_model_len}")
         fut: Future = Future()
         self._queue.put((ids, sampling, min(sampling.max_tokens or room, room), fut))
-        return fut.result()
+        resp = fut.result()
+        if session_id is not None and resp.completion_token_ids is not None:
+            comp = resp.completion_token_ids
+            self._sessions[session_id] = (len(messages), _key(messages, tools), list(ids) + list(comp),
+                                          bool(comp) and comp[-1] == self.tokenizer.eos_token_id)
+        return resp
 
     def _engine_loop(self) -> None:
         from vllm import SamplingParams as VSP
@@ -150,7 +201,7 @@ class VLLMEngineBackend:
         return first
 
     def end_session(self, session_id: str) -> None:
-        pass  # the engine keeps no per-session state; its prefix cache is content-addressed
+        self._sessions.pop(session_id, None)
 
     def close(self) -> None:
         if not self._closed:

@@ -98,7 +98,7 @@ class KernelAgent:
         return AgentState.TERMINATED
 
     def _prompt_tokens(self, d: AgentData) -> int:
-        n = self.backend.count_prompt_tokens(d.messages, self.tools)
+        n = self.backend.count_prompt_tokens(d.messages, self.tools, d.session_id)
         if n is not None:
             return n
         chars = _chars(d.messages)
