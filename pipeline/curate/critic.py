@@ -9,6 +9,7 @@ With rewards r_t, a value baseline V_t and V_T = 0 after the last turn:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pipeline.curate.settings import CurateSettings
@@ -63,10 +64,12 @@ def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
     note = ""
     adv = tgt = None
     if values is not None:
-        if len(values) == n and all(v is not None for v in values):
+        usable = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+        if len(values) == n and len(usable) == n:
             adv, tgt = gae(rewards, [float(v) for v in values], settings.gamma, settings.gae_lambda)
         else:
-            note = f"value baseline has {len(values)} values for {n} turns: GAE left empty"
+            note = (f"value baseline has {len(values)} values for {n} turns" if len(values) != n else
+                    "value baseline holds values that are not finite numbers") + ": GAE left empty"
             values = None
     split = split_of(traj["task_id"], settings.validation_fraction, settings.split_salt)
     rows = []
