@@ -49,6 +49,13 @@ def register(app: typer.Typer) -> None:
         folder = out or (Path(ps.out_dir) if ps.out_dir else cfg.data_root / "published" / run)
         ctx = {"repo_id": repo_id or "ORG/NAME", "revision": tag or run, "license": ps.license,
                "pretty_name": ps.pretty_name, "tags": ps.tags}
+        try:  # the KernelBench version the card names; publishing does not depend on it
+            from pipeline.kernelbench import fingerprint, load_reference, resolve_source
+
+            ref = load_reference(resolve_source(cfg.kernelbench))
+            ctx["kernelbench"] = f"sha256:{fingerprint(ref)} ({len(ref)} problems)"
+        except Exception:  # not found: the card falls back to the fingerprints the decisions recorded
+            pass
         path = publish_local(result, folder, ctx, max_shard_rows=ps.max_shard_rows)
         console.print(f"local release: {path}  (datasets.load_dataset({str(path)!r}, 'warmup'))")
         if not repo_id:
