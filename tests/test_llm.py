@@ -16,7 +16,6 @@ import pytest
 
 from pipeline.llm.backend import (ChatResponse, ReplicaDiedError, SamplingParams, StickyRouter, make_backend)
 from pipeline.llm.hermes import messages_for_template, parse_tool_calls
-from pipeline.llm.replay import ReplayBackend
 from pipeline.rollout.tools import TOOLS
 
 vllm = pytest.importorskip("vllm")
@@ -190,7 +189,8 @@ def test_openai_backend_against_vllm_server(tiny_model_dir, tmp_path):
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1"}
     log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
+                             str(tiny_model_dir),
                              "--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--max-model-len", "4096",
                              "--gpu-memory-utilization", "0.15", "--served-model-name", "tiny"],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

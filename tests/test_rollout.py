@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -288,8 +287,8 @@ def test_timeout_and_engine_error_keep_a_row(tmp_path, eval_settings):
     out = rollout(tasks_table(TASK), settings(), Broken([]), eval_settings, "broken", runner=LocalRunner())
     r = out.to_pylist()[0]
     assert r["termination"] == "engine_error" and "engine crashed" in r["error"] and r["num_turns"] == 0
-    out = rollout(tasks_table(TASK), settings(trajectory_timeout_s=0.0), ReplayBackend([turn("a", call("list_files"))]),
-                  eval_settings, "timeout", runner=LocalRunner())
+    out = rollout(tasks_table(TASK), settings(trajectory_timeout_s=0.0),
+                  ReplayBackend([turn("a", call("list_files"))]), eval_settings, "timeout", runner=LocalRunner())
     assert out.to_pylist()[0]["termination"] == "timeout"
 
 

@@ -77,7 +77,8 @@ class RayActorBackend:
         ray.kill(self.handle)
 
 
-def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0, max_concurrency: int = 256) -> list[RayActorBackend]:
+def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0,
+                   max_concurrency: int = 256) -> list[RayActorBackend]:
     """Start `settings.replicas` actors (Ray must be initialised, or a local one is started)."""
     import ray
 

@@ -11,7 +11,7 @@ class LLMSettings(BaseModel):
     """Which model, served how. `make_backend` reads these fields from any settings object that has them."""
 
     model: str | None = Field(None, description="Model path or name (the vLLM model dir, or the served name).")
-    backend: str = Field("vllm", description="vllm (offline engine) | openai (any OpenAI-compatible endpoint) | replay")
+    backend: str = Field("vllm", description="vllm (offline engine) | openai (OpenAI-compatible endpoint) | replay")
     base_url: str | None = Field(None, description="openai backend: e.g. http://127.0.0.1:8000/v1")
     api_key: str = Field("EMPTY", description="openai backend: bearer token (vLLM's server ignores it by default).")
     request_timeout_s: float = Field(600.0, description="openai backend: per-request timeout.")
