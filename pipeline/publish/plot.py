@@ -15,6 +15,7 @@ def speedup_plot(all_speedups: list[float], kept: list[float], threshold: float,
 
     matplotlib.use("Agg")  # no display; must precede pyplot
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     import numpy as np
 
     keep = [v for v in kept if v and v > 0 and math.isfinite(v)]
@@ -26,6 +27,11 @@ def speedup_plot(all_speedups: list[float], kept: list[float], threshold: float,
         ax.hist(keep, bins=bins, color="#2b6cb0", label=f"kept for SFT ({len(keep)})")
     ax.axvline(threshold, color="#c53030", linestyle="--", label=f"threshold {threshold}x")
     ax.set_xscale("log")
+    # Readable ticks ("1.5x") instead of powers of ten, which a 0.5x-5x range barely spans.
+    ticks = [t for t in (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0) if lo <= t <= hi]
+    ax.set_xticks(ticks or [threshold])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("final kernel speedup over torch.compile (log scale)")
     ax.set_ylabel("trajectories")
     ax.legend(fontsize=8)
