@@ -71,7 +71,8 @@ def generate(args: argparse.Namespace, data: Path) -> None:
         trajs = conform("trajectories", rows)
         pq.write_table(trajs, data / "trajectories.parquet")
     print(f"generated {trajs.num_rows:,} trajectories for {n_tasks:,} tasks in {clock} "
-          f"(Arrow {trajs.nbytes / 1e6:.0f} MB, Parquet {(data / 'trajectories.parquet').stat().st_size / 1e6:.0f} MB)")
+          f"(Arrow {trajs.nbytes / 1e6:.0f} MB, "
+          f"Parquet {(data / 'trajectories.parquet').stat().st_size / 1e6:.0f} MB)")
 
 
 def build(data: Path) -> None:

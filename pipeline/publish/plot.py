@@ -28,7 +28,8 @@ def speedup_plot(all_speedups: list[float], kept: list[float], threshold: float,
     ax.axvline(threshold, color="#c53030", linestyle="--", label=f"threshold {threshold}x")
     ax.set_xscale("log")
     # Readable ticks ("1.5x") instead of powers of ten, which a 0.5x-5x range barely spans.
-    ticks = [t for t in (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0) if lo <= t <= hi]
+    nice = (0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+    ticks = [t for t in nice if lo <= t <= hi]
     ax.set_xticks(ticks or [threshold])
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
