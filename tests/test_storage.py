@@ -24,7 +24,8 @@ def get_init_inputs():
 
 def _task_row(**kw):
     row = {"task_id": task_id(CODE), "code": CODE, "ops": ["relu"], "data_source": "torch#1",
-           "composer": "programmatic", "seed": 1, "run_id": "r1"}
+           "composer": "programmatic", "seed": 1, "run_id": "r1",
+           "compose_reason": "", "size_profile": "small", "est_ms": None}
     row.update(kw)
     return row
 
