@@ -120,8 +120,10 @@ def _lsh_pairs(sigs: np.ndarray, settings: DecontamSettings) -> Iterable[tuple[i
 
     b, r = lsh_params(settings)
     lsh = MinHashLSH(num_perm=settings.num_perm, params=(b, r))
-    hms = [MinHash(num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, scheme=settings.scheme)
-           for s in sigs]
+    # one permutation table shared by every sketch (each would otherwise draw its own: ~1 KB and a RandomState)
+    perms = MinHash(num_perm=settings.num_perm, seed=settings.seed, scheme=settings.scheme).permutations
+    hms = [MinHash(num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms,
+                   scheme=settings.scheme) for s in sigs]
     with lsh.insertion_session() as session:
         for i, m in enumerate(hms):
             session.insert(i, m)
