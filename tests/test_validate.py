@@ -87,9 +87,8 @@ UNCHECKED = {
 
 
 @pytest.fixture(scope="module")
-def fast_settings(tmp_path_factory):
-    return ValidateSettings(timeout_s=30, memory_mb=3072, check_compile=False,
-                            inductor_cache_dir=str(tmp_path_factory.mktemp("inductor")))
+def fast_settings():
+    return ValidateSettings(timeout_s=30, memory_mb=3072, check_compile=False)
 
 
 def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_settings):
@@ -130,18 +129,17 @@ def test_output_and_memory_limits(fast_settings):
     assert out.column("peak_memory_mb").to_pylist()[0] > 1
 
 
-def test_compile_filters(tmp_path):
-    """torch.compile must run and agree with eager (one sandboxed compile each; ~10-30 s on CPU)."""
-    s = ValidateSettings(timeout_s=240, inductor_cache_dir=str(tmp_path / "inductor"))
-    codes = [
-        GOOD,
-        task("if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
-             init="self.lin = nn.Linear(8, 8)"),
-    ]
-    out = validate(pa.table({"code": codes}), s, "cpu").to_pylist()
-    assert out[0]["reason"] == "" and out[0]["check_compile_agree"] is True
-    assert out[0]["max_abs_err"] is not None and out[0]["max_abs_err"] <= 1e-3 and out[0]["compile_s"] > 0
-    assert out[1]["reason"] == "compile_mismatch" and out[1]["max_abs_err"] > 1e-3
+@pytest.mark.slow
+def test_compile_filters():
+    """torch.compile must run and agree with eager: a candidate that computes something else when compiled is
+    caught with its error recorded (one sandboxed compile; 10-60 s on a loaded 2-core CPU)."""
+    s = ValidateSettings(timeout_s=300)  # the session's TORCHINDUCTOR_CACHE_DIR (conftest)
+    code = task("if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
+                init="self.lin = nn.Linear(8, 8)")
+    out = validate(pa.table({"code": [code]}), s, "cpu").to_pylist()[0]
+    assert out["check_compile_runs"] is True and out["compile_s"] > 0
+    assert out["reason"] == "compile_mismatch" and out["check_compile_agree"] is False
+    assert out["max_abs_err"] > 1e-3 and out["max_rel_err"] > 1e-3
 
 
 def test_cli_accepts_the_cuda_agent_ops_shape(tmp_path, fast_settings):
@@ -169,7 +167,7 @@ def test_runtime_window_on_gpu(tmp_path):
     """On a GPU the eager time is measured with CUDA events and the window is checked, both ways."""
     big = task("return torch.relu(x) * 2.0 + 1.0", inputs="[torch.randn(2**28)]")
     tiny = task("return torch.relu(x) * 2.0", inputs="[torch.randn(64)]")
-    s = ValidateSettings(check_compile=False, memory_mb=0, inductor_cache_dir=str(tmp_path / "ind"))
+    s = ValidateSettings(check_compile=False, memory_mb=0)
     out = validate(pa.table({"code": [big, tiny]}), s, "cuda").to_pylist()
     assert all(r["runtime_window_checked"] for r in out)
     assert out[0]["check_runtime_window"] is True and 1.0 <= out[0]["eager_ms"] <= 100.0, out[0]

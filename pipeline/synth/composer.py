@@ -285,13 +285,18 @@ def _rescale(steps: list[Step], rng: random.Random, prof: SizeProfile, in_range:
     for _ in range(4):
         factor = target / max(est, 1e-9)
         n = max(1, int(round(shape[0] * factor)))
-        if len(shape) > 1:
-            n = min(n, 65536)
-        new_shape = (n,) + tuple(shape[1:])
-        try:
-            new_steps = _build_chain(ops, rng, prof, new_shape, in_range, fixed=_fixed_syms(steps))
-        except Exception:
+        rest = math.prod(shape[1:]) if len(shape) > 1 else 1
+        n = min(n, max(1, prof.max_elements // rest), 65536 if len(shape) > 1 else n)
+        new_steps = None
+        for _shrink in range(6):  # an intermediate (padding, unfold) may outgrow the limit: back off
+            try:
+                new_steps = _build_chain(ops, rng, prof, (n,) + tuple(shape[1:]), in_range, fixed=_fixed_syms(steps))
+                break
+            except Exception:
+                n = max(1, n // 2)
+        if new_steps is None:
             break
+        new_shape = (n,) + tuple(shape[1:])
         steps, shape = new_steps, new_shape
         est = _estimate_ms(steps, prof)
         if lo <= est <= hi:
