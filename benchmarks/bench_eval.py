@@ -166,14 +166,40 @@ def bench_agreement() -> dict:
     return out
 
 
+def summarize(path: str) -> None:
+    """Table of a GPU test run's evaluations ($OPFORGE_EVAL_REPORT lines) and its sequential throughput."""
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+
+    def f(v, nd=4):
+        return "-" if v is None else (f"{v:.{nd}g}" if isinstance(v, float) else str(v))
+
+    print("| candidate | kind | correct | reward | eager ms | compile ms | solution ms | x eager | x compile | "
+          "violations / warnings | reason | eval s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        vw = ", ".join(r["violations"]) + ((" / " + ", ".join(r["warnings"])) if r["warnings"] else "")
+        print(f"| {r['name']} | {r['kind']} | {r['correct']} | {r['reward']} | {f(r['eager_ms'])} | "
+              f"{f(r['compile_ms'])} | {f(r['solution_ms'])} | {f(r['speedup_vs_eager'], 3)} | "
+              f"{f(r['speedup_vs_compile'], 3)} | {vw or '-'} | {(r['reason'] or '-')[:40]} | {f(r['seconds'], 3)} |")
+    total = sum(r["seconds"] for r in rows)
+    held = sum(sum(v for k, v in (r.get("phase_s") or {}).items() if k not in ("prepared", "loaded", "gpu_wait"))
+               for r in rows)
+    print(f"\n{len(rows)} evaluations, one at a time: {total:.1f} s, {len(rows) / total * 3600:.0f} evaluations per "
+          f"GPU-hour; worker processes held the GPU {held / total:.1%} of that time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--summarize", type=str, default="", help="print the table of a GPU test run's report and exit")
     ap.add_argument("--n-batch", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=str, default="")
     ap.add_argument("--skip-gpu", action="store_true")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
     args = ap.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
     cache = Path(args.cache or tempfile.mkdtemp(prefix="opforge-bench-cache-"))
     work = Path(tempfile.mkdtemp(prefix="opforge-bench-"))
     report: dict = {}
