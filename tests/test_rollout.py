@@ -370,7 +370,7 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
         turn("write", call("write_file", path="kernels/identity_binding.cpp", content=BINDING),
              call("write_file", path="kernels/identity.cu", content=KERNEL),
              call("write_file", path="model_new.py", content=MODEL_NEW)),
-        turn("build", call("compile"))]
+        turn("build", call("compile")), turn("check", call("verify"))]
     p = tmp_path / "script.json"
     p.write_text(json.dumps(script))
     router = StickyRouter(start_replicas({"backend": "replay", "replay_path": str(p), "replicas": 2},
@@ -386,13 +386,15 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
             ray_local.kill(router.replicas[killed[0]].handle)
 
     out = rollout(tasks_table(*codes), settings(concurrency=4), router, eval_settings, "ray",
-                  out_dir=tmp_path / "data", runner=RayRunner(compile_cpus=1, eval_cpus=1),
+                  out_dir=tmp_path / "data", runner=RayRunner(compile_cpus=1, eval_cpus=1, eval_settings=eval_settings),
                   on_row=kill_the_compiling_trajectorys_replica)
     rows = out.to_pylist()
     assert len(rows) == 4 and len({r["traj_id"] for r in rows}) == 4
     assert all(r["termination"] == "finished" and r["num_turns"] == len(script[r["task_id"]]) for r in rows), \
         [(r["termination"], r["num_turns"], r["attempts"], r["error"]) for r in rows]
-    assert "compile succeeded" in [m for m in rows[0]["messages"] if m["role"] == "tool"][5]["content"]
+    slow_row = next(r for r in rows if r["task_id"] == task_id(codes[0]))
+    tool_text = [m["content"] for m in slow_row["messages"] if m["role"] == "tool"]
+    assert "compile succeeded" in tool_text[5] and tool_text[6].startswith("verify: compiled=True")
     assert {r["task_id"]: r["attempts"] for r in rows}[slow] == 2 and router.live_replicas == 1
     from pipeline.storage import DataStore
 

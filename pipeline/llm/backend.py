@@ -128,15 +128,15 @@ class StickyRouter:
 
     def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
                             session_id: str | None = None) -> int | None:
-        # the session's own replica counts (it holds the session's token record); a dead one leaves rotation
-        for _ in range(len(self.replicas)):
-            i = self.pick(session_id)
-            try:
-                return self.replicas[i].count_prompt_tokens(messages, tools, session_id)
-            except ReplicaDiedError:
-                with self._lock:
-                    self._alive[i] = False
-        raise BackendError("no live replica left")
+        # The session's own replica counts (it holds the session's token record). If it died, the session cannot
+        # continue elsewhere mid-way (its state is gone): ReplicaDiedError makes the caller restart the trajectory.
+        i = self.pick(session_id)
+        try:
+            return self.replicas[i].count_prompt_tokens(messages, tools, session_id)
+        except ReplicaDiedError:
+            with self._lock:
+                self._alive[i] = False
+            raise
 
     def end_session(self, session_id: str) -> None:
         with self._lock:

@@ -203,14 +203,14 @@ def harness_settings(eval_settings: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in es.items() if k in DEFAULTS}
 
 
-def _default_runner(settings: RolloutSettings) -> ToolRunner:
+def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any]) -> ToolRunner:
     from pipeline.executor import ray_available
 
     use_ray = settings.use_ray_tools if settings.use_ray_tools is not None else ray_available()
     if use_ray:
         from pipeline.rollout.tools import RayRunner
 
-        return RayRunner()
+        return RayRunner(eval_settings=eval_settings)
     return LocalRunner()
 
 
@@ -233,7 +233,8 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
         for row in store.read("trajectories").to_pylist():
             done[row["traj_id"]] = row
     todo = [j for j in jobs if j.traj_id not in done]
-    runner = runner or _default_runner(settings)
+    own_runner = runner is None
+    runner = runner or _default_runner(settings, eval_settings)
     rows: dict[str, dict[str, Any]] = {j.traj_id: done[j.traj_id] for j in jobs if j.traj_id in done}
     lock = threading.Lock()
     workroot = Path(tempfile.mkdtemp(prefix="opforge-rollout-"))
@@ -251,5 +252,7 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
                     on_row(row)
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+        if own_runner and hasattr(runner, "close"):
+            runner.close()
     ordered = [rows[j.traj_id] for j in jobs if j.traj_id in rows]
     return conform("trajectories", ordered)

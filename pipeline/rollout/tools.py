@@ -58,8 +58,9 @@ def compile_files(files: dict[str, str], cache_dir: str | None = None) -> dict[s
     try:
         t0 = time.perf_counter()
         r = compile_solution(materialize(files, tmp / "ws"), cache_dir=cache_dir)
-        return {"ok": bool(r.ok), "seconds": float(getattr(r, "seconds", time.perf_counter() - t0)),
-                "log": str(getattr(r, "log", "") or ""), "cached": bool(getattr(r, "cached", False))}
+        out = r.to_dict()  # CompileResult fields: the GPU actor hands it back to the harness as is
+        out.setdefault("seconds", time.perf_counter() - t0)
+        return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -110,29 +111,76 @@ class LocalRunner:
 
 
 class RayRunner:
-    """Compiles as Ray CPU tasks, evaluations as Ray tasks holding one GPU (CPU when the cluster has none).
-    Ray retries a task whose worker died (max_retries); an error raised by the harness is not retried."""
+    """Compiles as Ray CPU tasks; evaluations on the harness's GPU actors (`pipeline.evaluate.actor.GPUEvaluator`,
+    one per GPU, each measuring one candidate at a time behind its GPU lock), fed with the CPU task's build.
+    Ray retries a task whose worker died (max_retries); an error raised by the harness is not retried.
+    Without GPUs in the cluster, one actor without a GPU answers (the harness then reports no_gpu)."""
 
-    def __init__(self, compile_cpus: float = 1.0, eval_cpus: float = 1.0, max_retries: int = 2):
+    def __init__(self, compile_cpus: float = 1.0, eval_cpus: float = 1.0, max_retries: int = 2,
+                 num_gpus: int | None = None, eval_settings: dict[str, Any] | None = None):
         import ray
 
-        gpus = 1 if ray.cluster_resources().get("GPU", 0) > 0 else 0
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        n = num_gpus if num_gpus is not None else max(1, gpus)
         self._compile = ray.remote(compile_files).options(num_cpus=compile_cpus, max_retries=max_retries)
-        opts = {"num_cpus": eval_cpus if not gpus else 1, "num_gpus": gpus, "max_retries": max_retries}
-        self._eval = ray.remote(evaluate_files).options(**opts)
-        self._ref = ray.remote(reference_times).options(**opts)
+        actor = ray.remote(WorkspaceEvaluator).options(num_gpus=1 if gpus else 0, num_cpus=0 if gpus else eval_cpus,
+                                                        max_concurrency=2, max_restarts=2, max_task_retries=2)
+        self._actors = [actor.remote(eval_settings) for _ in range(n)]
+        self._load = [0] * n
+        self._lock = __import__("threading").Lock()
 
     def compile(self, files: dict[str, str], cache_dir: str | None) -> dict[str, Any]:
         import ray
 
         return ray.get(self._compile.remote(files, cache_dir))
 
-    def evaluate(self, task_code: str, files: dict[str, str], mode: str, settings: dict[str, Any]) -> dict:
+    def _on_actor(self, method: str, *args: Any) -> Any:
         import ray
 
-        return ray.get(self._eval.remote(task_code, files, mode, settings))
+        with self._lock:
+            i = min(range(len(self._actors)), key=lambda k: self._load[k])
+            self._load[i] += 1
+        try:
+            return ray.get(getattr(self._actors[i], method).remote(*args))
+        finally:
+            with self._lock:
+                self._load[i] -= 1
+
+    def evaluate(self, task_code: str, files: dict[str, str], mode: str, settings: dict[str, Any]) -> dict:
+        cr = self.compile(files, settings.get("cache_dir"))  # a CPU task builds; the GPU actor only measures
+        return self._on_actor("evaluate_files", task_code, files, mode, settings, cr)
 
     def reference(self, task_code: str, settings: dict[str, Any]) -> dict[str, Any]:
+        return self._on_actor("reference", task_code, settings)
+
+    def close(self) -> None:
         import ray
 
-        return ray.get(self._ref.remote(task_code, settings))
+        for a in self._actors:
+            ray.kill(a)
+
+
+class WorkspaceEvaluator:
+    """The harness's GPU actor, taking a workspace as file contents (so any node can serve it)."""
+
+    def __init__(self, settings: dict[str, Any] | None = None):
+        from pipeline.evaluate.actor import GPUEvaluator
+
+        self.inner = GPUEvaluator(settings)
+
+    def evaluate_files(self, task_code: str, files: dict[str, str], mode: str, settings: dict[str, Any],
+                       compile_result: dict[str, Any] | None) -> dict[str, Any]:
+        import os
+
+        if compile_result and not (compile_result.get("ok") and os.path.exists(compile_result.get("artifact", ""))):
+            compile_result = None  # built on another node, or failed: the harness builds (and reports) here
+        tmp = Path(tempfile.mkdtemp(prefix="opforge-eval-"))
+        try:
+            ws = materialize(files, tmp / "ws")
+            item = {"task_code": task_code, "solution_path": str(ws), "mode": mode}
+            return self.inner.evaluate(item, compile_result)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def reference(self, task_code: str, settings: dict[str, Any]) -> dict[str, Any]:
+        return reference_times(task_code, {**self.inner.settings, **settings})
