@@ -90,7 +90,6 @@ def register(app: typer.Typer) -> None:
         console.print(f"[bold]opforge run[/bold] {cfg.run_id}  data root: {cfg.data_root}  "
                       f"KernelBench: {resolve_source(cfg.kernelbench)}")
         runtime.set_env_defaults()
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(cfg.data_root) / "cache" / "inductor"))
         api = runtime.plan_prefect_api(cfg)
         result, error = None, None
         try:
