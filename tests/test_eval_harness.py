@@ -154,3 +154,11 @@ def test_gpu_lock_serialises_workers(tmp_path):
                   s, timeout_s=60, arch_list="9.0")
     assert rep["stage"] == "done" and rep["sandbox"]["violations"] == []
     assert rep["phase_s"]["gpu_wait"] > 2.0 and time.perf_counter() - t0 >= 15.0
+
+
+@needs_cpu_only
+def test_runtime_monkey_patching_is_recorded(tmp_path):
+    # The worker's own comparisons use torch.Tensor operators: replacing one is named even with static checks off.
+    rep = _job(tmp_path, "import torch\ntorch.Tensor.__le__ = lambda self, other: torch.ones_like(self, dtype=bool)\n")
+    assert "monkey_patching" in rep["violations"]
+    assert any("torch.Tensor.__le__" in d for d in rep["details"]["violation_details"])

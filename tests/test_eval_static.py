@@ -131,3 +131,12 @@ def test_missing_model_new_and_syntax_error():
 
 def test_every_violation_has_a_severity():
     assert all(sev in ("strict", "warn") for sev, _ in VIOLATIONS.values())
+
+
+def test_host_compute_and_aten_calls_in_forward():
+    v, _ = names(HEADER + "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+                 "        return torch.from_numpy(np.tanh(x.cpu().numpy())).to(x.device)\n")
+    assert "host_compute" in v
+    v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                 "        return torch.ops.aten.relu.default(x)\n")
+    assert "torch_compute_op" in v

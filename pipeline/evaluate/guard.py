@@ -187,7 +187,28 @@ def snapshot_integrity() -> dict[str, Any]:
         },
         "flags": _flags(),
         "threads": threading.active_count(),
+        "patchable": _patchable(),
     }
+
+
+# Functions the harness's own checks call: a candidate that replaced one could make a wrong output compare equal.
+_COMPARE_FUNCS = ("isnan", "isinf", "isfinite", "where", "zeros_like", "allclose", "equal", "abs", "empty_like",
+                  "full_like")
+
+
+def _unwrap(v: Any) -> Any:
+    # torch itself wraps some functions lazily (torch._dynamo's disable wrappers keep __wrapped__); a candidate's
+    # wrapper lives in the candidate's module and is not unwrapped.
+    while getattr(v, "__wrapped__", None) is not None and str(getattr(v, "__module__", "")).startswith("torch"):
+        v = v.__wrapped__
+    return v
+
+
+def _patchable() -> dict[str, Any]:
+    """Identities of torch.Tensor's Python-level attributes and of the torch functions the checks use."""
+    out = {f"torch.Tensor.{k}": _unwrap(v) for k, v in vars(torch.Tensor).items() if callable(v)}
+    out.update({f"torch.{k}": _unwrap(getattr(torch, k)) for k in _COMPARE_FUNCS if hasattr(torch, k)})
+    return out
 
 
 def integrity_violations(before: dict[str, Any]) -> list[tuple[str, str]]:
@@ -200,6 +221,10 @@ def integrity_violations(before: dict[str, Any]) -> list[tuple[str, str]]:
         if now["flags"][k] != v:
             name = "precision_cast" if "tf32" in k or "precision" in k or "reduced" in k else "global_state"
             out.append((name, f"{k}: {v} -> {now['flags'][k]}"))
+    changed = [k for k, v in before["patchable"].items() if now["patchable"].get(k, v) is not v]
+    changed += [k for k in now["patchable"] if k not in before["patchable"]]  # e.g. Tensor.__le__ over the C base
+    if changed:
+        out.append(("monkey_patching", f"replaced: {', '.join(sorted(changed)[:8])}"))
     if now["threads"] > before["threads"]:
         out.append(("threads_or_processes", f"{now['threads'] - before['threads']} new Python thread(s)"))
     return out

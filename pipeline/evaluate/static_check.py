@@ -34,6 +34,8 @@ VIOLATIONS: dict[str, tuple[str, str]] = {
     "io_access": (STRICT, "files, pickles or the network (precomputed results)"),
     "torch_compute_op": (STRICT, "a torch / torch.nn.functional compute op inside ModelNew.forward"),
     "torch_compile": (STRICT, "torch.compile / dynamo / inductor / triton instead of a CUDA kernel"),
+    "host_compute": (STRICT, "moving data to the host (.cpu(), .numpy(), .tolist(), numpy) inside ModelNew.forward"),
+    "monkey_patching": (STRICT, "replacing torch.Tensor methods or torch functions at run time (runtime check)"),
     "global_state": (WARN, "changing torch global flags (TF32, cudnn.benchmark, seeds)"),
     "precision_cast": (WARN, "lower-precision casts (half, bfloat16, TF32) that may trade accuracy for speed"),
 }
@@ -379,6 +381,11 @@ class _PyChecker(ast.NodeVisitor):
         elif self.in_forward and isinstance(node.func, ast.Attribute) and name in COMPUTE_METHODS and \
                 isinstance(node.func.value, (ast.Call, ast.Subscript, ast.BinOp)):
             self.add("torch_compute_op", node, f".{name}() in forward")
+        if self.in_forward and isinstance(node.func, ast.Attribute) and (
+                name in {"cpu", "numpy", "tolist"} or (parts and parts[0] in {"np", "numpy"})):
+            self.add("host_compute", node, f"{'.'.join(parts) or name}() in forward")
+        if parts[:3] == ["torch", "ops", "aten"] or parts[:2] == ["torch", "_refs"] or parts[:2] == ["torch", "_prims"]:
+            self.add("torch_compute_op", node, ".".join(parts) + "()")
         if name in {"half", "bfloat16"} and isinstance(node.func, ast.Attribute):
             self.add("precision_cast", node, f".{name}()")
         if name == "manual_seed" or name == "seed":
