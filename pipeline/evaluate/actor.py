@@ -32,7 +32,8 @@ class GPUEvaluator:
         self.settings = options.resolve(settings)
         if not self.settings.get("gpu_lock"):
             gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
-            self.settings["gpu_lock"] = os.path.join(tempfile.gettempdir(), f"opforge-gpu-{gpu}.lock")
+            # A directory of its own: the sandbox makes the lock's directory writable for the workers.
+            self.settings["gpu_lock"] = os.path.join(tempfile.gettempdir(), "opforge-gpu-locks", f"gpu-{gpu}.lock")
         self.served = 0
 
     def evaluate(self, item: dict[str, Any], compile_result: dict[str, Any] | None) -> dict[str, Any]:
