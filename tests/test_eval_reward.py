@@ -40,3 +40,18 @@ def test_unknown_setting_is_an_error():
     with pytest.raises(ValueError, match="unknown evaluation setting"):
         options.resolve({"atoll": 1e-3})
     assert options.resolve({"atol": 1e-4})["atol"] == 1e-4
+
+
+def test_gpu_side_modules_import_without_cpu_only_dependencies():
+    """The GPU image has torch + numpy only: the worker-side modules must not pull pydantic, ray, prefect, duckdb."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport pipeline.evaluate.harness, pipeline.evaluate.worker, pipeline.evaluate.build, "
+            "pipeline.evaluate.runner, pipeline.evaluate.workspace, pipeline.evaluate.static_check, "
+            "pipeline.evaluate.reward, pipeline.evaluate.records\n"
+            "bad = [m for m in ('pydantic', 'ray', 'prefect', 'duckdb', 'datasets', 'typer') if m in sys.modules]\n"
+            "print(','.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""

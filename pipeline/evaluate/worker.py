@@ -16,7 +16,6 @@ waits on the host), its inputs are its own copies, and compute ops from torch ra
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import os
 import random
