@@ -171,8 +171,10 @@ def make_backend(settings: Any) -> ChatBackend:
 
         if not s.base_url:
             raise ValueError("the openai backend needs base_url, e.g. http://127.0.0.1:8000/v1")
-        return OpenAIBackend(s.base_url, model=s.model, api_key=s.api_key, timeout_s=s.request_timeout_s,
-                             retries=s.request_retries)
+        urls = [u.strip() for u in s.base_url.split(",") if u.strip()]
+        eps = [OpenAIBackend(u, model=s.model, api_key=s.api_key, timeout_s=s.request_timeout_s,
+                             retries=s.request_retries) for u in urls]
+        return eps[0] if len(eps) == 1 else StickyRouter(eps)  # several servers: sticky sessions across them
     if s.backend == "vllm":
         if not s.model:
             raise ValueError("the vllm backend needs a model (a local model dir or a name the workers can load)")

@@ -12,7 +12,8 @@ class LLMSettings(BaseModel):
 
     model: str | None = Field(None, description="Model path or name (the vLLM model dir, or the served name).")
     backend: str = Field("vllm", description="vllm (offline engine) | openai (OpenAI-compatible endpoint) | replay")
-    base_url: str | None = Field(None, description="openai backend: e.g. http://127.0.0.1:8000/v1")
+    base_url: str | None = Field(None, description="openai backend: e.g. http://127.0.0.1:8000/v1; several "
+                                 "comma-separated servers get a sticky router")
     api_key: str = Field("EMPTY", description="openai backend: bearer token (vLLM's server ignores it by default).")
     request_timeout_s: float = Field(600.0, description="openai backend: per-request timeout.")
     request_retries: int = Field(3, description="openai backend: retries of connection errors and 5xx answers.")
