@@ -463,8 +463,13 @@ def _has_transformers() -> bool:
 
 def usable_pool(catalog: list[SeedOp]) -> list[SeedOp]:
     """Composable ops of a kind the composer handles; transformers ops only where transformers is installed."""
+    from pipeline.validate.static import STOCHASTIC_NAMES
+
     tf = _has_transformers()
-    return [o for o in catalog if o.composable and o.kind not in EXCLUDED_KINDS and (tf or o.source != "transformers")]
+    # Names the static stochastic filter rejects (e.g. torch.rrelu, deterministic only with training=False) are
+    # left out, or the composer would produce tasks that cannot pass.
+    return [o for o in catalog if o.composable and o.kind not in EXCLUDED_KINDS and (tf or o.source != "transformers")
+            and o.name.rsplit(".", 1)[-1] not in STOCHASTIC_NAMES]
 
 
 def compose_task(catalog: list[SeedOp], seed: int, op_mix: dict[int, float], prof: SizeProfile,

@@ -146,14 +146,22 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             raise
         return _finish(m, "init", f"module body: {type(e).__name__}: {e}")
 
+    import contextlib
+
+    # On a GPU, tensors are created on the device directly: GPU-sized inputs (GBs) would take seconds per call on
+    # the host. Same distributions as creating on the CPU and moving them, as KernelBench does.
+    on_device = (lambda: torch.device(dev)) if device.startswith("cuda") else contextlib.nullcontext
+
     def build(s: int):
         torch.manual_seed(s)
-        model = Model(*get_init_inputs())
+        with on_device():
+            model = Model(*get_init_inputs())
         return model.to(dev)
 
     def make_inputs(s: int) -> list:
         torch.manual_seed(s)
-        xs = get_inputs()
+        with on_device():
+            xs = get_inputs()
         if not isinstance(xs, (list, tuple)) or not xs:
             raise TypeError(f"get_inputs() returned {type(xs).__name__}, not a non-empty list")
         return [x.to(dev) if isinstance(x, torch.Tensor) else x for x in xs]
