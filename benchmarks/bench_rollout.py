@@ -131,6 +131,8 @@ def main() -> None:
     engine = shared_tiny_engine(args.model_dir)
     print(json.dumps({"engine_start_s": round(time.perf_counter() - t0, 1), "cpus": os.cpu_count()}), flush=True)
     conc = [int(x) for x in args.concurrency.split(",")]
+    print("warm-up (discarded):", flush=True)
+    vllm_throughput(engine, [1, 4], 4)  # first requests pay one-time costs (kernels, caches); not measured
     rows = vllm_throughput(engine, conc, args.trajectories)
     print("\nconcurrency  traj/hour  wall_s  mean_batch  driver_ms/turn")
     for r in rows:
