@@ -120,3 +120,36 @@ def test_missing_and_empty_solutions(tmp_path):
 def test_single_file_needs_cuda_torch(tmp_path):
     r = compile_solution(A.HONEST / "add_inline.py", tmp_path / "c")
     assert not r.ok and r.reason == "needs_cuda_torch" and r.kind == "single_file"
+
+
+def test_built_extension_loads_and_runs(tmp_path):
+    """End to end on the CPU: nvcc object + binding object + registry + link -> `import cuda_extension` works and
+    computes. (The host-side function in the .cu stands in for a kernel launcher, so no GPU is needed.)"""
+    import subprocess
+
+    ws = tmp_path / "ws"
+    init_workspace(ws, TASK)
+    for f in (ws / "kernels").iterdir():
+        f.unlink()
+    (ws / "kernels" / "host_add.cu").write_text(
+        'extern "C" void host_add(const float* a, const float* b, float* out, long n) {\n'
+        "  for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];\n}\n")
+    (ws / "kernels" / "host_add_binding.cpp").write_text(
+        '#include "../binding_registry.h"\n'
+        'extern "C" void host_add(const float* a, const float* b, float* out, long n);\n'
+        "torch::Tensor add_forward(torch::Tensor a, torch::Tensor b) {\n"
+        '  TORCH_CHECK(a.sizes() == b.sizes(), "shape mismatch");\n'
+        "  auto ac = a.contiguous(), bc = b.contiguous();\n"
+        "  auto out = torch::empty_like(ac);\n"
+        "  host_add(ac.data_ptr<float>(), bc.data_ptr<float>(), out.data_ptr<float>(), ac.numel());\n"
+        "  return out;\n}\n"
+        "REGISTER_BINDING(add_forward, add_forward)\n")
+    r = compile_solution(ws, A.shared_cache_dir(), arch_list="9.0")
+    assert r.ok, r.log
+    code = ("import sys, torch\nsys.path.insert(0, sys.argv[1])\nimport cuda_extension as m\n"
+            "a, b = torch.randn(1000), torch.randn(1000)\nassert torch.equal(m.add_forward(a, b), a + b)\n"
+            "try:\n    m.add_forward(a, torch.randn(3))\nexcept RuntimeError as e:\n    print('raised', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(r.artifact).parent)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "shape mismatch" in out.stdout

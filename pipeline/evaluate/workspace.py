@@ -23,7 +23,10 @@ MANIFEST = ".opforge/manifest.json"
 
 BINDING_REGISTRY_H = r"""// opforge binding registry (protected). Each kernels/<op>_binding.cpp adds its functions with REGISTER_BINDING.
 #pragma once
-#include <torch/extension.h>
+// torch/types.h (tensors, factories, TORCH_CHECK) + torch's pybind casters: a third of torch/extension.h's compile
+// time (which also pulls in torch::nn, optim, data, jit). A binding may still include torch/extension.h itself.
+#include <torch/types.h>
+#include <torch/csrc/utils/pybind.h>
 #include <functional>
 #include <vector>
 
