@@ -40,7 +40,15 @@ def main() -> None:
     write_table("tasks", tasks, out / "tasks.parquet")
     ensure_ray(num_cpus=a.workers, object_store_mb=512)
     t1 = time.time()
-    v = validate(tasks, ValidateSettings(check_compile=not a.no_compile), "cpu")
+    done = [0]
+
+    def progress(_i, row):  # partial figures, in case the run is cut short
+        done[0] += 1
+        if done[0] % 25 == 0:
+            el = time.time() - t1
+            print(f"progress {done[0]}/{a.n} in {el:.0f}s = {done[0] / (el / 60):.1f}/min", flush=True)
+
+    v = validate(tasks, ValidateSettings(check_compile=not a.no_compile), "cpu", on_result=progress)
     val_s = time.time() - t1
     write_table("validation", v, out / "validation.parquet")
     kept = sum(v.column("valid").to_pylist())
