@@ -188,8 +188,9 @@ def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[
     candidates, note = valid_tasks(cfg)
     # The reference's checksum is part of every shard's key: a new KernelBench version recomputes everything.
     key = {"settings": cfg.decontam, "reference": fingerprint(reference)}
-    # The index over the reference is built once (seconds) and shipped to every shard (it pickles to ~2.5 MB).
-    index = stage_fn("pipeline.decontam.index", "ReferenceIndex")(reference, cfg.decontam)
+    # The index over the reference is built once per process (seconds; kept for the next flow run of a serving
+    # process) and shipped to every shard (it pickles to ~2.5 MB).
+    index = _reference_index(reference, cfg.decontam)
     out = run_stage(cfg, cfg.run_id, "decontaminate", CONTAMINATION_TABLE, candidates, "task_id",
                     _PerShard(decontaminate, index, cfg.decontam), key, shard_size or SHARD_SIZE["decontaminate"],
                     detail=note or f"against {len(reference)} KernelBench problems")
@@ -205,6 +206,20 @@ def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[
         get_run_logger().warning("decontamination report not written: %s: %s", type(e).__name__, e)
         summary["report_error"] = f"{type(e).__name__}: {e}"
     return summary
+
+
+_INDEXES: dict[str, Any] = {}
+
+
+def _reference_index(reference, settings) -> Any:
+    from pipeline.kernelbench import fingerprint
+    from pipeline.shards import settings_fingerprint
+
+    key = fingerprint(reference) + settings_fingerprint(settings)
+    if key not in _INDEXES:
+        _INDEXES.clear()  # one reference at a time: indexes are large
+        _INDEXES[key] = stage_fn("pipeline.decontam.index", "ReferenceIndex")(reference, settings)
+    return _INDEXES[key]
 
 
 def clean_tasks(cfg: OpforgeConfig) -> pa.Table:
