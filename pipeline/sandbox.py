@@ -378,15 +378,31 @@ def run_sandboxed(
             room = limits[name] - len(buffers[name])
             if room > 0:
                 buffers[name] += chunk[:room]
+    # The pipes closed; the child may still run (it can close them itself): wait for it until the deadline.
+    reaped = None
+    while not timed_out:
+        try:
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid:
+            reaped = (status, rusage)
+            break
+        if time.monotonic() >= deadline:
+            timed_out = True
+            break
+        time.sleep(0.01)
     # Kill the whole group: on timeout, and also any child processes left behind after a normal exit.
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        _, status, rusage = os.wait4(proc.pid, 0)
-        returncode = os.waitstatus_to_exitcode(status)
-        max_rss_mb = rusage.ru_maxrss / 1024.0
+        if reaped is None:
+            _, status, rusage = os.wait4(proc.pid, 0)
+            reaped = (status, rusage)
+        returncode = os.waitstatus_to_exitcode(reaped[0])
+        max_rss_mb = reaped[1].ru_maxrss / 1024.0
     except ChildProcessError:
         returncode, max_rss_mb = proc.poll(), None
     proc.returncode = returncode

@@ -102,3 +102,10 @@ def test_script_path_and_args(tmp_path):
     script.write_text("import sys\nemit_result(sys.argv[1:])\n")
     r = run_sandboxed(script, args=["a", "b"], timeout_s=10)
     assert r.result == ["a", "b"]
+
+
+def test_closing_every_pipe_does_not_dodge_the_timeout():
+    code = "import os, time\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n        pass\n" \
+           "os.close(1)\nos.close(2)\ntime.sleep(30)"
+    r = run_sandboxed(code, timeout_s=2)
+    assert r.timed_out and r.reason == "timeout"
