@@ -80,9 +80,6 @@ def register(app: typer.Typer) -> None:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         from flows import progress, runtime
         from flows.stages import load
-        import warnings
-
-        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
         base = load_cli_config(config, set_)  # validates the config and overrides before anything starts
         cfg = load(str(config) if config else None, set_, base.run_id)
         from pipeline.kernelbench import resolve_source

@@ -100,4 +100,6 @@ class Catalog:
     def sql(self, query: str, params: list[Any] | None = None) -> pa.Table:
         self.refresh_views()
         with self.connect() as con:
-            return con.execute(query, params or []).to_arrow_table()
+            # con.sql gives a relation that converts to Arrow without an extra copy; statements give None.
+            rel = con.sql(query, params=params or None)
+            return rel.to_arrow_table() if rel is not None else pa.table({})
