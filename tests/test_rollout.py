@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -378,16 +379,27 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
     slow = task_id(codes[0])
     killed: list[int] = []
 
-    def kill_the_compiling_trajectorys_replica(row: dict) -> None:
-        # the first fast trajectory is done while the compiling one waits for its build: kill its replica
-        if not killed:
-            sid = next(k for k in router._sessions if k.startswith(slow))
-            killed.append(router._sessions[sid])
-            ray_local.kill(router.replicas[killed[0]].handle)
+    class KillOnFirstBuild(RayRunner):
+        """The real Ray runner; its first build also kills the replica serving the compiling trajectory, so that
+        replica dies mid-trajectory (deterministically, whatever the build cache holds)."""
+
+        def compile(self, files, cache_dir):
+            if not killed:
+                sid = next(k for k in router._sessions if k.startswith(slow))
+                killed.append(router._sessions[sid])
+                handle = router.replicas[killed[0]].handle
+                ray_local.kill(handle)
+                for _ in range(200):  # the kill is asynchronous: wait until the actor is really gone
+                    try:
+                        ray_local.get(handle.info.remote(), timeout=5)
+                    except Exception:
+                        break
+                    time.sleep(0.05)
+            return super().compile(files, cache_dir)
 
     out = rollout(tasks_table(*codes), settings(concurrency=4), router, eval_settings, "ray",
-                  out_dir=tmp_path / "data", runner=RayRunner(compile_cpus=1, eval_cpus=1, eval_settings=eval_settings),
-                  on_row=kill_the_compiling_trajectorys_replica)
+                  out_dir=tmp_path / "data",
+                  runner=KillOnFirstBuild(compile_cpus=1, eval_cpus=1, eval_settings=eval_settings))
     rows = out.to_pylist()
     assert len(rows) == 4 and len({r["traj_id"] for r in rows}) == 4
     assert all(r["termination"] == "finished" and r["num_turns"] == len(script[r["task_id"]]) for r in rows), \
