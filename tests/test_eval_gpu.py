@@ -2,7 +2,7 @@
 
 Honest kernels written for these tests are accepted with measured speedups; every exploit is rejected, once by the
 static checker (the violation it names) and once with static checks off, by the runtime guards alone.
-Each evaluation appends one JSON line to $OPFORGE_EVAL_REPORT (the results table in docs/evaluate.md).
+Each evaluation appends one JSON line to $OPFORGE_EVAL_REPORT (the results table in README.md (Kernel evaluation harness)).
 """
 
 from __future__ import annotations

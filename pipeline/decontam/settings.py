@@ -4,7 +4,7 @@ from pydantic import BaseModel, Field
 
 
 class DecontamSettings(BaseModel):
-    """Contamination checks and near-duplicate removal (issue 6). Thresholds: see docs/decontam.md."""
+    """Contamination checks and near-duplicate removal (issue 6). Thresholds: see README.md (Decontamination)."""
 
     num_perm: int = Field(128, description="MinHash permutations.")
     seed: int = Field(1, description="MinHash permutation seed (signatures are comparable only with equal seeds).")
@@ -17,7 +17,7 @@ class DecontamSettings(BaseModel):
     exact_max_refs: int = Field(5000, description="References up to this size are also scored exactly "
                                                   "against every problem, not only the LSH hits.")
     threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
-                                              "one reference problem reaches this (calibrated, docs/decontam.md).")
+                                              "one reference problem reaches this (calibrated, README.md (Decontamination)).")
     ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
                                                    "this (the same ordered ops: the same problem written anew) and")
     canon_floor: float = Field(0.5, description="... the canonical Jaccard is at least this (same task shape).")

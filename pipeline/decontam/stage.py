@@ -1,6 +1,6 @@
 """The decontamination stage: is each candidate task a (disguised) copy of a reference problem?
 
-Decision rule (documented in docs/decontam.md, thresholds calibrated by pipeline.decontam.calibrate):
+Decision rule (documented in README.md (Decontamination), thresholds calibrated by pipeline.decontam.calibrate):
   contaminated  <=>  normalized MD5 equals a reference's                         (reason exact_md5)
                  or  min(canon, ops) >= threshold for one reference problem       (reason canonical_and_ops)
                  or  ops >= ops_threshold and canon >= canon_floor                 (reason same_ops_signature)
