@@ -103,8 +103,10 @@ def _send(msg):
     except Exception:
         pass
 def _setlim(res, soft):
+    # The hard limit a little above the soft one: RLIMIT_CPU then sends SIGXCPU (reason cpu_limit) before SIGKILL.
+    hard = soft + 5 if res == resource.RLIMIT_CPU else soft
     try:
-        resource.setrlimit(res, (soft, soft))
+        resource.setrlimit(res, (soft, hard))
     except (ValueError, OSError):
         pass
 # Network namespace first: it needs privileges that we keep (we drop nothing else).
@@ -274,6 +276,14 @@ def _classify_error(msg: dict) -> str:
     return kind
 
 
+def _default_cpu_s(timeout_s: float, env: dict[str, str] | None) -> float:
+    # RLIMIT_CPU counts every thread: a torch op on 8 threads spends 8 CPU-seconds per second, so a limit equal to
+    # the wall clock SIGKILLed honest GPU-sized tasks on a 16-core worker. The wall clock bounds runaway code anyway.
+    raw = (env or {}).get("OMP_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or ""
+    threads = int(raw) if raw.isdigit() and int(raw) > 0 else (os.cpu_count() or 1)
+    return timeout_s * threads + 5
+
+
 def run_sandboxed(
     code_or_script: str | os.PathLike,
     *,
@@ -300,7 +310,8 @@ def run_sandboxed(
     `code_or_script`: source text, or a path (os.PathLike) to a .py file. The code sees `PAYLOAD` (any JSON value,
     `payload`) and delivers its result with `emit_result(value)` (a JSON-serialisable value; the last one counts).
     `workdir`: an existing dir to run in (kept); None makes a private temp dir that is removed afterwards.
-    `cpu_s` defaults to the wall-clock limit plus a little. Never raises for anything the code does.
+    `cpu_s` defaults to the wall-clock limit times the threads the code may use (OMP_NUM_THREADS, else the cores),
+    plus a little. Never raises for anything the code does.
     """
     is_path = isinstance(code_or_script, os.PathLike)
     own_dir = workdir is None
@@ -315,7 +326,7 @@ def run_sandboxed(
         "args": list(args or []),
         "payload": payload,
         "memory_mb": memory_mb,
-        "cpu_s": cpu_s if cpu_s is not None else timeout_s + 5,
+        "cpu_s": cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env),
         "fsize_mb": fsize_mb,
         "nproc": nproc,
         "allow_network": allow_network,

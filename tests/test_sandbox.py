@@ -109,3 +109,17 @@ def test_closing_every_pipe_does_not_dodge_the_timeout():
            "os.close(1)\nos.close(2)\ntime.sleep(30)"
     r = run_sandboxed(code, timeout_s=2)
     assert r.timed_out and r.reason == "timeout"
+
+
+def test_cpu_limit_is_reported_as_cpu_limit_not_killed():
+    # Soft limit first (SIGXCPU), so a busy loop that dodges nothing still gets its own reason code.
+    r = run_sandboxed("while True:\n    pass\n", timeout_s=30, cpu_s=1, memory_mb=None)
+    assert r.reason == "cpu_limit", r
+
+
+def test_default_cpu_limit_scales_with_threads():
+    # A torch op on N threads spends N CPU-seconds per wall second: the default must not kill honest work first.
+    from pipeline.sandbox import _default_cpu_s
+
+    assert _default_cpu_s(60, {"OMP_NUM_THREADS": "8"}) == 60 * 8 + 5
+    assert _default_cpu_s(10, {"OMP_NUM_THREADS": "1"}) == 15
