@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 import pyarrow as pa
 
@@ -40,3 +41,24 @@ def get_schema(name: str) -> pa.Schema:
 
 def schema_version(name: str) -> int:
     return int(get_schema(name).metadata[b"opforge.version"])
+
+
+def _neutral(t: pa.DataType) -> Any:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return ""
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_integer(t):
+        return 0
+    if pa.types.is_floating(t):
+        return 0.0
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return []
+    if pa.types.is_struct(t):
+        return {f.name: _neutral(f.type) for f in t}
+    return None
+
+
+def neutral_row(name: str) -> dict[str, Any]:
+    """A row of table `name` that passes validation: nullable columns None, others a neutral value of their type."""
+    return {f.name: (None if f.nullable else _neutral(f.type)) for f in get_schema(name)}

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pyarrow as pa
-
 from pipeline.identity import content_hash
 
 TOOLS = [
@@ -34,30 +32,11 @@ def kernel_source(variant: str) -> str:
     )
 
 
-def _default(t: pa.DataType) -> Any:
-    if pa.types.is_string(t):
-        return ""
-    if pa.types.is_boolean(t):
-        return False
-    if pa.types.is_integer(t):
-        return 0
-    if pa.types.is_floating(t):
-        return 0.0
-    if pa.types.is_list(t):
-        return []
-    if pa.types.is_struct(t):
-        return {f.name: _default(f.type) for f in t}
-    return None
-
-
 def fill_schema(table: str, row: dict[str, Any]) -> dict[str, Any]:
     """The row with every column of `table`'s schema (nullable: None; others: a neutral value) and no others."""
-    from schemas import get_schema
+    from schemas import neutral_row
 
-    out = {}
-    for f in get_schema(table):
-        out[f.name] = row[f.name] if f.name in row else (None if f.nullable else _default(f.type))
-    return out
+    return {k: row.get(k, v) for k, v in neutral_row(table).items()}
 
 
 def trajectory(task_id: str, sample_idx: int = 0, *, steps: list[dict[str, Any]] | None = None, final_reward: int = 3,

@@ -44,6 +44,16 @@ def _imported(tree: ast.AST) -> set[str]:
     return out
 
 
+def _apply_edits(lines: list[str], edits: dict[int, list[tuple[int, int, str]]]) -> str:
+    """Replace (start col, end col, text) spans per 1-based line, right to left so earlier columns stay valid."""
+    for row, es in edits.items():
+        line = lines[row - 1]
+        for s, e, new in sorted(es, reverse=True):
+            line = line[:s] + new + line[e:]
+        lines[row - 1] = line
+    return "".join(lines)
+
+
 def _replace_names(code: str, mapping: dict[str, str], attr_mapping: dict[str, str]) -> str:
     """Rename NAME tokens in place (comments and formatting kept). Attribute names are renamed only after `.`."""
     toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
@@ -80,12 +90,7 @@ def _replace_names(code: str, mapping: dict[str, str], attr_mapping: dict[str, s
                 edits.setdefault(t.start[0], []).append((t.start[1], t.end[1], new))
         if t.type not in (tokenize.NL, tokenize.COMMENT):
             prev = t
-    for row, es in edits.items():
-        line = lines[row - 1]
-        for s, e, new in sorted(es, reverse=True):
-            line = line[:s] + new + line[e:]
-        lines[row - 1] = line
-    return "".join(lines)
+    return _apply_edits(lines, edits)
 
 
 def rename_identifiers(code: str, rng: random.Random, classes: bool = True, others: bool = True) -> str:
@@ -138,12 +143,7 @@ def change_constants(code: str, rng: random.Random) -> str:
         else:
             continue
         edits.setdefault(t.start[0], []).append((t.start[1], t.end[1], new))
-    for row, es in edits.items():
-        line = lines[row - 1]
-        for s, e, new in sorted(es, reverse=True):
-            line = line[:s] + new + line[e:]
-        lines[row - 1] = line
-    return "".join(lines)
+    return _apply_edits(lines, edits)
 
 
 _COMMENTS = ["# fused operator", "# compute the result", "# TODO: tune", "# apply the transform", "# shapes below",
