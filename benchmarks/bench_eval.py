@@ -97,7 +97,7 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
             "rewards": [r.reward for r in results], "single_file_build_during_batch": single}
 
 
-def bench_repeatability(cache: Path, work: Path, repeats: int) -> dict:
+def bench_repeatability(cache: Path, work: Path, repeats: int, show=None) -> dict:
     from pipeline.evaluate import options
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
@@ -109,15 +109,19 @@ def bench_repeatability(cache: Path, work: Path, repeats: int) -> dict:
         task = A.task_code(task_name)
         ws = A.honest_workspace(work / f"rep_{name}", name)
         cr = compile_solution(ws, cache)
-        speedups = []
+        speedups, eager, sol = [], [], []
         for _ in range(repeats):
             base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
                            arch_list=resolve_arch_list(None))
             res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False}, compile_result=cr)
             speedups.append(base["eager_ms"] / res.solution_ms)
+            eager.append(round(base["eager_ms"], 5))
+            sol.append(round(res.solution_ms, 5))
         mean = statistics.fmean(speedups)
         out[name] = {"speedups": [round(x, 4) for x in speedups], "mean": round(mean, 4),
-                     "cv": round(statistics.pstdev(speedups) / mean, 4)}
+                     "cv": round(statistics.pstdev(speedups) / mean, 4), "eager_ms": eager, "solution_ms": sol}
+        if show:  # partial results survive a cut-off run
+            show(f"repeatability_{name}", out[name])
     return out
 
 
@@ -195,6 +199,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=str, default="")
     ap.add_argument("--skip-gpu", action="store_true")
+    ap.add_argument("--only", choices=["repeatability", "agreement"], default="",
+                    help="run one GPU phase alone (its own device call: the phases together outlast one call)")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
     args = ap.parse_args()
     if args.summarize:
@@ -215,6 +221,11 @@ def main() -> None:
     if args.skip_gpu or not torch.cuda.is_available():
         show("compile", bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")), work))
         print("no GPU: skipping throughput, repeatability, agreement")
+        return
+    if args.only:
+        show("device", torch.cuda.get_device_name(0))
+        show(args.only, bench_repeatability(cache, work, args.repeats, show) if args.only == "repeatability"
+             else bench_agreement())
         return
     # Builds are CPU work: the compile benchmark (its own empty cache: a cold build) runs while the GPU measures.
     comp: dict = {}
