@@ -20,6 +20,8 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from pipeline.decontam.astwalk import FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs
+
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
 _KEEP_NAMES = frozenset({"get_inputs", "get_init_inputs", "NUM"})
@@ -94,7 +96,7 @@ class _Imports:
     def __init__(self, tree: ast.AST, functions: list | None = None) -> None:
         self.alias: dict[str, str] = {}
         self.star: list[str] = []  # `from torch.nn.functional import *`: bare calls may be torch ops
-        for node in ast.walk(tree):
+        for node in statements_bfs(tree):  # imports and defs are statements: no need to enter expressions
             if functions is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(node)
             elif isinstance(node, ast.Import):
@@ -143,6 +145,8 @@ class Canonicalizer:
     def __init__(self, code: str, light: bool = False) -> None:
         self.code = code
         self.light = light  # tokens only: no operator signature, no AST node types (dedup)
+        self._norm_classes: dict[str, ast.ClassDef] = {}  # filled by the _Normalizer
+        self._norm_functions: dict[str, ast.FunctionDef] = {}
 
     # ---- pass 1: resolve torch spellings into OP_/MOD_ calls ----
     def run(self) -> Canonical:
@@ -163,15 +167,19 @@ class Canonicalizer:
         self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
         tree = _Normalizer(self).visit(tree)
         for fn in fns:  # the Normalizer keeps FunctionDef nodes in place
-            fn.body = _inline_single_use(_eliminate_dead(fn.body)) or [ast.Pass()]
-        ops = [] if self.light else self._signature(tree)
-        tree = _reorder(tree)
-        _Renamer().visit(tree)
-        text = ast.unparse(tree)
-        tokens = _TOKEN_RE.findall(text)
+            fn.body = _inline_single_use(*_eliminate_dead(fn.body)) or [ast.Pass()]
+        # Preorder lists of the top-level definitions and methods, walked once and shared by the reordering, the
+        # signature, the node types and the renamer (none of them changes the tree's shape after _reorder).
+        pre: dict[ast.AST, list[ast.AST]] = {}
+        tree = _reorder(tree, pre)
+        # after _reorder: the signature reads statement order only inside functions, which it does not change
+        ops = [] if self.light else self._signature(tree, pre)
         types = [] if self.light else [
             type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
-            for n in _preorder(tree)]
+            for n in _compose(tree, pre)]  # renaming changes neither the shape nor OP_/MOD_ names
+        _Renamer(pre).visit(tree)
+        text = ast.unparse(tree)
+        tokens = _TOKEN_RE.findall(text)
         return Canonical(True, "", tokens, ops, types, [], text)
 
     def _module_info(self, cls: ast.ClassDef) -> _ModuleInfo:
@@ -180,7 +188,7 @@ class Canonicalizer:
             if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
                 continue
             me = fn.args.args[0].arg
-            for node in ast.walk(fn):
+            for node in statements_bfs(fn):
                 targets = node.targets if isinstance(node, ast.Assign) else \
                     [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
                 for t in targets:
@@ -255,13 +263,13 @@ class Canonicalizer:
             info.attr_class[attr] = ops
 
     # ---- the operator signature ----
-    def _signature(self, tree: ast.Module) -> list[str]:
+    def _signature(self, tree: ast.Module, pre: dict[ast.AST, list[ast.AST]]) -> list[str]:
         # The model class: a class no other class uses (names are not trusted: class renames are a disguise);
         # among several such roots, the one whose forward runs the most operators.
         classes = [c for c in tree.body if isinstance(c, ast.ClassDef)]
         used = set()
         for c in classes:
-            used |= {n.id for n in _preorder(c) if isinstance(n, ast.Name) and n.id != c.name}
+            used |= {n.id for n in pre.get(c) or _preorder(c) if isinstance(n, ast.Name) and n.id != c.name}
         roots = [c for c in classes if c.name not in used] or classes
         best: list[str] = []
         for cls in roots:
@@ -272,7 +280,7 @@ class Canonicalizer:
         return best
 
     def _class_ops(self, cname: str, out: list[str], depth: int) -> None:
-        cls = self._norm_classes.get(cname) if hasattr(self, "_norm_classes") else None
+        cls = self._norm_classes.get(cname)
         if cls is None or depth > 6:
             return
         fn = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
@@ -287,37 +295,41 @@ class Canonicalizer:
         info = self.minfo.get(cls.name) if cls is not None else None
         methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)} if cls is not None else {}
 
-        def visit(node: ast.AST) -> None:
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                it = node.iter
-                if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == me:
-                    loopvars[node.target.id] = it.attr
-                if isinstance(it, ast.Call) and it.args and isinstance(it.args[0], ast.Attribute):
-                    loopvars[node.target.id] = it.args[0].attr  # enumerate(self.layers) etc.
-            for child in ast.iter_child_nodes(node):
-                visit(child)
-            if not isinstance(node, ast.Call):
-                return
-            f = node.func
-            if isinstance(f, ast.Name) and f.id.startswith("OP_"):
-                op = f.id[3:]
-                if op not in _META_OPS:
-                    out.append(op)
-            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me and info:
-                self._attr_call(info, f.attr, methods, cls, out, depth)
-            elif isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and info is not None:
-                for item in info.attr_container.get(f.value.attr, []):
-                    self._emit_items(item, out, depth)
-            elif isinstance(f, ast.Name) and f.id in loopvars and info is not None:
-                for item in info.attr_container.get(loopvars[f.id], []) or [info.attr_ops.get(loopvars[f.id], [])]:
-                    self._emit_items(item, out, depth)
-            elif isinstance(f, ast.Name) and f.id in self._norm_functions:
-                self._fn_ops(None, self._norm_functions[f.id], out, depth + 1, {})
-            elif isinstance(f, ast.Name) and f.id in self._norm_classes:
-                pass  # constructing a module inside forward: its ops run when it is called
-
+        ctx = (cls, me, info, methods, loopvars, out, depth)
         for stmt in fn.body:
-            visit(stmt)
+            self._visit_ops(stmt, ctx)
+
+    def _visit_ops(self, node: ast.AST, ctx: tuple) -> None:
+        """Post-order walk of a function body emitting its ops (a method, not a closure: a recursive closure is a
+        reference cycle that keeps the whole tree alive until the cyclic GC runs)."""
+        cls, me, info, methods, loopvars, out, depth = ctx
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            it = node.iter
+            if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == me:
+                loopvars[node.target.id] = it.attr
+            if isinstance(it, ast.Call) and it.args and isinstance(it.args[0], ast.Attribute):
+                loopvars[node.target.id] = it.args[0].attr  # enumerate(self.layers) etc.
+        for child in children(node):
+            self._visit_ops(child, ctx)
+        if not isinstance(node, ast.Call):
+            return
+        f = node.func
+        if isinstance(f, ast.Name) and f.id.startswith("OP_"):
+            op = f.id[3:]
+            if op not in _META_OPS:
+                out.append(op)
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me and info:
+            self._attr_call(info, f.attr, methods, cls, out, depth)
+        elif isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and info is not None:
+            for item in info.attr_container.get(f.value.attr, []):
+                self._emit_items(item, out, depth)
+        elif isinstance(f, ast.Name) and f.id in loopvars and info is not None:
+            for item in info.attr_container.get(loopvars[f.id], []) or [info.attr_ops.get(loopvars[f.id], [])]:
+                self._emit_items(item, out, depth)
+        elif isinstance(f, ast.Name) and f.id in self._norm_functions:
+            self._fn_ops(None, self._norm_functions[f.id], out, depth + 1, {})
+        elif isinstance(f, ast.Name) and f.id in self._norm_classes:
+            pass  # constructing a module inside forward: its ops run when it is called
 
     def _emit_items(self, item: list[str] | str, out: list[str], depth: int) -> None:
         for op in ([item] if isinstance(item, str) else item):
@@ -335,10 +347,7 @@ class Canonicalizer:
             self._fn_ops(cls, methods[attr], out, depth + 1, {})
 
 
-def _preorder(node: ast.AST):
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _preorder(child)
+_preorder = preorder
 
 
 def _is_num(node: ast.AST, value: float | None = None) -> bool:
@@ -363,7 +372,7 @@ def _call(op: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
 
-class _Normalizer(ast.NodeTransformer):
+class _Normalizer(FastTransformer):
     """Pass 1: strip docstrings/no-op statements/imports, resolve API spellings, mask numbers."""
 
     def __init__(self, canon: Canonicalizer) -> None:
@@ -405,7 +414,6 @@ class _Normalizer(ast.NodeTransformer):
         self.generic_visit(node)
         self.cls_stack.pop()
         node.bases = [ast.Name(id="MOD_module", ctx=ast.Load())] if had_bases else []
-        self.c._norm_classes = getattr(self.c, "_norm_classes", {})
         self.c._norm_classes[node.name] = node
         return node
 
@@ -420,7 +428,6 @@ class _Normalizer(ast.NodeTransformer):
         self.generic_visit(node)
         self.self_name = prev
         if not self.cls_stack:
-            self.c._norm_functions = getattr(self.c, "_norm_functions", {})
             self.c._norm_functions[node.name] = node
         return node
 
@@ -593,7 +600,7 @@ class _Normalizer(ast.NodeTransformer):
 
 
 def _names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in bfs(node) if isinstance(n, ast.Name)}
 
 
 def _targets(stmt: ast.stmt) -> tuple[set[str], bool]:
@@ -601,7 +608,7 @@ def _targets(stmt: ast.stmt) -> tuple[set[str], bool]:
     if isinstance(stmt, ast.Assign):
         names, other = set(), False
         for t in stmt.targets:
-            for n in ast.walk(t):
+            for n in bfs(t):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     names.add(n.id)
                 elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, ast.Store):
@@ -610,21 +617,45 @@ def _targets(stmt: ast.stmt) -> tuple[set[str], bool]:
     return set(), True
 
 
-def _eliminate_dead(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Drop assignments to local names that nothing after them reads (inserted no-op lines)."""
+def _stmt_uses(stmt: ast.stmt) -> tuple[set[str], tuple[dict[str, int], set[str]]]:
+    """One walk of a statement: the names it reads for liveness (an assignment's value, any other statement
+    whole), and its (load counts, bound names) for inlining."""
+    if isinstance(stmt, ast.Assign):
+        vn = names(stmt.value)
+        alln = [n for t in stmt.targets for n in names(t)] + vn
+        read = {n.id for n in vn}
+    else:
+        alln = names(stmt)
+        read = {n.id for n in alln}
+    loads: dict[str, int] = {}
+    binds: set[str] = set()
+    for n in alln:
+        if isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+        else:
+            binds.add(n.id)
+    return read, (loads, binds)
+
+
+def _eliminate_dead(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[tuple[dict[str, int], set[str]]]]:
+    """Drop assignments to local names that nothing after them reads (inserted no-op lines). Returns the kept
+    statements and their name uses (for _inline_single_use, so that no statement is walked twice)."""
     live: set[str] = set()
     kept: list[ast.stmt] = []
+    kept_uses = []
     for stmt in reversed(body):
-        names, other = _targets(stmt)
-        if isinstance(stmt, ast.Assign) and not other and names and not (names & live):
+        names_, other = _targets(stmt)
+        if isinstance(stmt, ast.Assign) and not other and names_ and not (names_ & live):
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
             continue  # a bare name on its own line
         if isinstance(stmt, ast.Assign) and not other:
-            live -= names
-        live |= _names_in(stmt.value) if isinstance(stmt, ast.Assign) else _names_in(stmt)
+            live -= names_
+        read, uses = _stmt_uses(stmt)
+        live |= read
         kept.append(stmt)
-    return kept[::-1]
+        kept_uses.append(uses)
+    return kept[::-1], kept_uses[::-1]
 
 
 _SIMPLE = (ast.Assign, ast.Return, ast.Expr)
@@ -636,7 +667,7 @@ def _single_name_assign(stmt: ast.stmt) -> str | None:
     return None
 
 
-class _Subst(ast.NodeTransformer):
+class _Subst(FastTransformer):
     def __init__(self, name: str, expr: ast.expr) -> None:
         self.name, self.expr = name, expr
 
@@ -649,7 +680,7 @@ class _Subst(ast.NodeTransformer):
 def _name_uses(stmt: ast.stmt) -> tuple[dict[str, int], set[str]]:
     loads: dict[str, int] = {}
     binds: set[str] = set()
-    for n in ast.walk(stmt):
+    for n in bfs(stmt):
         if isinstance(n, ast.Name):
             if isinstance(n.ctx, ast.Load):
                 loads[n.id] = loads.get(n.id, 0) + 1
@@ -658,12 +689,13 @@ def _name_uses(stmt: ast.stmt) -> tuple[dict[str, int], set[str]]:
     return loads, binds
 
 
-def _inline_single_use(body: list[ast.stmt]) -> list[ast.stmt]:
+def _inline_single_use(body: list[ast.stmt], uses: list[tuple[dict[str, int], set[str]]] | None = None
+                       ) -> list[ast.stmt]:
     """Straight-line dataflow as one expression: `h = conv(x); h = relu(h); return h + b` and
     `return relu(conv(x)) + b` read the same. Only temporaries used exactly once, by a simple statement, before
     the name is bound again, are inlined (no expression is duplicated, so no operator is counted twice)."""
     body = list(body)
-    uses = [_name_uses(s) for s in body]
+    uses = list(uses) if uses is not None else [_name_uses(s) for s in body]
     i = 0
     while i < len(body):
         name = _single_name_assign(body[i])
@@ -699,10 +731,22 @@ def _inline_single_use(body: list[ast.stmt]) -> list[ast.stmt]:
     return body
 
 
-def _first_use_rank(nodes: list[ast.AST], wanted: set[str], attr_of: str | None = None) -> dict[str, int]:
+def _compose(node: ast.AST, pre: dict[ast.AST, list[ast.AST]]) -> list[ast.AST]:
+    """preorder(node), reusing the lists already walked for its children."""
+    out = [node]
+    for child in children(node):
+        sub = pre.get(child)
+        out.extend(sub if sub is not None else _preorder(child))
+    return out
+
+
+def _first_use_rank(lists: list[list[ast.AST]], wanted: set[str], attr_of: str | None = None) -> dict[str, int]:
+    """Rank of each wanted name (or attribute of `attr_of`) by its first use in the given preorder lists."""
     rank: dict[str, int] = {}
-    for root in nodes:
-        for n in _preorder(root):
+    if not wanted:
+        return rank
+    for nodes in lists:
+        for n in nodes:
             key = None
             if attr_of is None and isinstance(n, ast.Name) and n.id in wanted:
                 key = n.id
@@ -729,16 +773,19 @@ def _shape_key(node: ast.AST, params: list[str]) -> str:
     return " ".join(parts)
 
 
-def _reorder(tree: ast.Module) -> ast.Module:
+def _reorder(tree: ast.Module, pre: dict[ast.AST, list[ast.AST]]) -> ast.Module:
     """Emission order independent of definition order: forward first, then helpers, then __init__ with its
-    attribute assignments sorted by first use; module variables sorted by first use in the functions."""
+    attribute assignments sorted by first use; module variables sorted by first use in the functions.
+    Fills `pre` with the preorder lists of every method, class and top-level function (final order)."""
     for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
         methods = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
         others = [s for s in cls.body if not isinstance(s, ast.FunctionDef)]
         fwd = [m for m in methods if m.name == "forward"]
         init = [m for m in methods if m.name == "__init__"]
         rest = [m for m in methods if m.name not in ("forward", "__init__")]
-        called = _first_use_rank(fwd, {m.name for m in rest}, attr_of=fwd[0].args.args[0].arg
+        for m in fwd + rest:
+            pre[m] = _preorder(m)
+        called = _first_use_rank([pre[m] for m in fwd], {m.name for m in rest}, attr_of=fwd[0].args.args[0].arg
                                  if fwd and fwd[0].args.args else "self")
         rest.sort(key=lambda m: called.get(m.name, len(called)))
         for m in init:
@@ -750,7 +797,7 @@ def _reorder(tree: ast.Module) -> ast.Module:
                     and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == me
 
             attrs = {s.targets[0].attr for s in m.body if simple(s)}
-            rank = _first_use_rank(fwd + rest, attrs, attr_of=fwd[0].args.args[0].arg
+            rank = _first_use_rank([pre[f] for f in fwd + rest], attrs, attr_of=fwd[0].args.args[0].arg
                                    if fwd and fwd[0].args.args else me)
 
             def key(s: ast.Assign) -> tuple:
@@ -768,14 +815,18 @@ def _reorder(tree: ast.Module) -> ast.Module:
                 if s is not None:
                     body.append(s)
             m.body = body
+            pre[m] = _preorder(m)
         cls.body = others + fwd + rest + init
+        pre[cls] = _compose(cls, pre)
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     assigns = [n for n in tree.body if isinstance(n, ast.Assign)]
     rest = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Assign))]
     funcs.sort(key=lambda f: (f.name not in ("get_inputs", "get_init_inputs"), f.name != "get_inputs"))
     var_names = set().union(*(_targets(a)[0] for a in assigns)) if assigns else set()
-    rank = _first_use_rank(funcs + classes, var_names)
+    for f in funcs:
+        pre[f] = _preorder(f)
+    rank = _first_use_rank([pre[n] for n in funcs + classes], var_names)
 
     def key(a: ast.Assign) -> int:
         names = _targets(a)[0]
@@ -790,23 +841,26 @@ def _reorder(tree: ast.Module) -> ast.Module:
     return tree
 
 
-def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> tuple[list[str], set[str]]:
+def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, nodes: list[ast.AST] | None = None
+                 ) -> tuple[list[str], set[str]]:
     a = fn.args
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
     stores = set()
-    for n in _preorder(fn):
+    for n in nodes if nodes is not None else _preorder(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             stores.add(n.id)
     return params, stores
 
 
-class _Renamer(ast.NodeVisitor):
+class _Renamer(FastVisitor):
     """Rename every user identifier in emission order, numbered per scope so that one inserted name cannot shift
     the names of the whole file: module-level names g0.., a function's parameters p0.. and locals v0.., a
     class's attributes a0.."""
 
-    def __init__(self) -> None:
+    def __init__(self, pre: dict[ast.AST, list[ast.AST]] | None = None) -> None:
+        self.pre = pre or {}  # preorder lists walked before renaming (a function's names are read before its
+        # subtree is renamed, so lists of the unrenamed tree give the same local names)
         self.globals: dict[str, str] = {}
         self.scopes: list[tuple[dict[str, str], set[str]]] = []
         self.attr_maps: list[dict[str, str]] = [{}]
@@ -847,7 +901,7 @@ class _Renamer(ast.NodeVisitor):
         self.attr_maps.pop()
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
-        params, stores = _local_names(node)
+        params, stores = _local_names(node, self.pre.get(node))
         mapping = {p: f"p{i}" for i, p in enumerate(params)}
         self.scopes.append((mapping, stores - set(params)))
         for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.views import VIEWS, TaskViews, jaccard, task_views
-from pipeline.kernelbench import RefProblem
+from pipeline.kernelbench import RefProblem, fingerprint
 
 
 def _identity(x):  # shingles are already 32-bit hashes; datasketch applies its permutations on top
@@ -75,6 +75,34 @@ class ReferenceIndex:
                         session.insert(i, m)
             self.lsh[view] = lsh
         self._matrices: dict[str, ViewMatrix] | None = None
+        self._fingerprint: str | None = None
+        self._matchers: dict[int, object] = {}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_matchers"] = {}  # per-process caches, rebuilt on demand
+        return state
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.refs)
+        return self._fingerprint
+
+    def ast_similarity(self, types: np.ndarray, j: int, exact: bool = True, cap: int = 2000) -> float:
+        """views.ast_similarity(types, <reference j's node types>, cap, exact), with reference j's difflib index
+        (SequenceMatcher.set_seq2: its element positions and junk) built once, not once per candidate."""
+        import difflib
+
+        m = self._matchers.get(j)
+        if m is None:
+            b = self.views[j].ast_types.tolist()[:cap]
+            m = self._matchers[j] = difflib.SequenceMatcher(None, [], b)
+        a = types.tolist()[:cap] if isinstance(types, np.ndarray) else list(types)[:cap]
+        if not a and not m.b:
+            return 1.0
+        m.set_seq1(a)
+        return m.ratio() if exact else m.quick_ratio()
 
     @property
     def exhaustive(self) -> bool:

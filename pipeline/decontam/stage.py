@@ -21,8 +21,7 @@ import pyarrow as pa
 
 from pipeline.decontam.index import ReferenceIndex, views_of
 from pipeline.decontam.settings import DecontamSettings
-from pipeline.decontam.views import TaskViews, ast_similarity
-from pipeline.kernelbench import RefProblem, fingerprint
+from pipeline.kernelbench import RefProblem
 from pipeline.storage import conform
 
 
@@ -58,65 +57,53 @@ def _as_pairs(candidates: list[tuple[str, str]] | pa.Table) -> list[tuple[str, s
     return [(str(t), c) for t, c in candidates]
 
 
-def compute_views(codes: list[str | None], settings: DecontamSettings) -> list[TaskViews]:
-    """Views of every distinct code once; on Ray (pipeline.executor) or a process pool for large inputs."""
-    uniq = list(dict.fromkeys(c if isinstance(c, str) else "" for c in codes))
-    chunks = [uniq[i:i + 500] for i in range(0, len(uniq), 500)]
-    from pipeline.executor import Resources, map_items, ray_available
-
-    def job(chunk: list[str]) -> list[TaskViews]:
-        return views_of(chunk, settings)
-
-    if ray_available() and len(chunks) > 1:
-        parts = map_items(job, chunks, Resources(cpus=1))
-    elif settings.workers > 1 and len(chunks) > 1:
-        import concurrent.futures as cf
-        import multiprocessing as mp
-
-        with cf.ProcessPoolExecutor(settings.workers, mp_context=mp.get_context("fork")) as pool:
-            parts = list(pool.map(views_of, chunks, [settings] * len(chunks)))
-    else:
-        parts = [views_of(ch, settings) for ch in chunks]
-    by_code = {c: v for ch, part in zip(chunks, parts) for c, v in zip(ch, part)}
-    return [by_code[c if isinstance(c, str) else ""] for c in codes]
+# Every column of the contamination table but task_id depends on the code alone: scored per distinct code.
+_CODE_COLUMNS = ("contaminated", "nearest_ref", "score", "reason", "canon_jaccard", "ops_jaccard", "raw_jaccard",
+                 "nearest_canon", "nearest_ops", "nearest_raw", "ast_similarity", "md5_match", "md5_ref",
+                 "parse_ok", "ops", "lsh_hits", "lsh_recalled", "method")
+MIN_CHUNK = 200  # codes per worker task: below two chunks a pool costs more than it saves
+_VIEWS3 = ("canon", "ops", "raw")
 
 
-def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
-                  settings: DecontamSettings | None = None) -> pa.Table:
-    """Rows of the `contamination` table, one per candidate, in input order."""
-    settings = settings or DecontamSettings()
-    index = reference if isinstance(reference, ReferenceIndex) else ReferenceIndex(reference, settings)
-    pairs = _as_pairs(candidates)
-    views = compute_views([c for _, c in pairs], settings)
+def score_codes(codes: list[str], index: ReferenceIndex, settings: DecontamSettings) -> dict[str, list]:
+    """The contamination columns (but task_id) of each code: views, LSH hits, exact scores, the decision.
+    Runs in a worker on a chunk of the candidates, so that everything per candidate is parallel."""
+    views = views_of(codes, settings)
     refs = index.refs
-    fp = fingerprint(refs)
     hits = index.lsh_hits(views)
     exact = index.exact_all(views) if index.exhaustive and refs else None
-    rows = []
-    for i, ((tid, code), v) in enumerate(zip(pairs, views)):
+    if exact is not None:  # the nearest problem and best scores of every row at once
+        arg = np.argmax(_rank_key(exact["canon"], exact["ops"], exact["raw"]), axis=1)
+        best_all = {view: exact[view].max(axis=1) for view in _VIEWS3}
+    sim = index.ast_similarity
+    cols: dict[str, list] = {c: [] for c in _CODE_COLUMNS}
+    for i, v in enumerate(views):
         md5_ref = index.md5.get(v.md5)
         if exact is not None:
-            scored = np.arange(len(refs))
-            s = {view: exact[view][i] for view in exact}
+            nearest = int(md5_ref) if md5_ref is not None else int(arg[i])
+            nc, no, nr = (float(exact[view][i, nearest]) for view in _VIEWS3)
+            best = {view: float(best_all[view][i]) for view in _VIEWS3}
+            found = True
         else:
             scored = np.array(sorted(hits[i]), dtype=np.int64)
             s = index.exact_pairs(v, scored.tolist()) if len(scored) else {}
-        if md5_ref is not None and md5_ref not in set(scored.tolist()):
-            scored = np.append(scored, md5_ref)
-            s = {view: np.append(s.get(view, np.zeros(0)), 1.0) for view in ("canon", "ops", "raw")}
-        if len(scored):
-            j = int(np.argmax(_rank_key(s["canon"], s["ops"], s["raw"])))
-            nearest = int(md5_ref) if md5_ref is not None else int(scored[j])
-            if md5_ref is not None:
-                j = int(np.flatnonzero(scored == md5_ref)[0])
-            nc, no, nr = float(s["canon"][j]), float(s["ops"][j]), float(s["raw"][j])
-            best = {view: float(np.max(s[view])) for view in ("canon", "ops", "raw")}
+            if md5_ref is not None and md5_ref not in set(scored.tolist()):
+                scored = np.append(scored, md5_ref)
+                s = {view: np.append(s.get(view, np.zeros(0)), 1.0) for view in _VIEWS3}
+            found = bool(len(scored))
+            if found:
+                j = int(np.argmax(_rank_key(s["canon"], s["ops"], s["raw"])))
+                nearest = int(md5_ref) if md5_ref is not None else int(scored[j])
+                if md5_ref is not None:
+                    j = int(np.flatnonzero(scored == md5_ref)[0])
+                nc, no, nr = float(s["canon"][j]), float(s["ops"][j]), float(s["raw"][j])
+                best = {view: float(np.max(s[view])) for view in _VIEWS3}
+        if found:
             if not v.parse_ok:  # only the raw views can judge code that does not parse
                 nc = no = 0.0
             contaminated, reason, score = decide(md5_ref is not None, nc, no, nr, settings, v.parse_ok, bool(v.ops))
             ref_id = refs[nearest].ref_id
-            ast_sim = ast_similarity(v.ast_types, index.views[nearest].ast_types, exact=nc >= 0.5) \
-                if v.parse_ok else 0.0
+            ast_sim = sim(v.ast_types, nearest, exact=nc >= 0.5) if v.parse_ok else 0.0
         else:
             contaminated, reason, score, ref_id = False, "", 0.0, ""
             nc = no = nr = ast_sim = 0.0
@@ -124,16 +111,92 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
             nearest = -1
         if not contaminated and not v.parse_ok:
             reason = v.parse_reason or "unparseable"
-        rows.append({
-            "task_id": str(tid), "contaminated": bool(contaminated), "nearest_ref": ref_id, "score": float(score),
-            "reason": reason, "canon_jaccard": best["canon"], "ops_jaccard": best["ops"],
-            "raw_jaccard": best["raw"], "nearest_canon": nc, "nearest_ops": no, "nearest_raw": nr,
-            "ast_similarity": float(ast_sim), "md5_match": md5_ref is not None,
-            "md5_ref": refs[md5_ref].ref_id if md5_ref is not None else "", "parse_ok": bool(v.parse_ok),
-            "ops": " ".join(v.ops)[:2000], "lsh_hits": len(hits[i]), "lsh_recalled": nearest in hits[i],
-            "method": "exact" if exact is not None else "lsh", "reference_fingerprint": fp,
-        })
-    return conform("contamination", rows)
+        for key, val in (
+                ("contaminated", bool(contaminated)), ("nearest_ref", ref_id), ("score", float(score)),
+                ("reason", reason), ("canon_jaccard", best["canon"]), ("ops_jaccard", best["ops"]),
+                ("raw_jaccard", best["raw"]), ("nearest_canon", nc), ("nearest_ops", no), ("nearest_raw", nr),
+                ("ast_similarity", float(ast_sim)), ("md5_match", md5_ref is not None),
+                ("md5_ref", refs[md5_ref].ref_id if md5_ref is not None else ""), ("parse_ok", bool(v.parse_ok)),
+                ("ops", " ".join(v.ops)[:2000]), ("lsh_hits", len(hits[i])), ("lsh_recalled", nearest in hits[i]),
+                ("method", "exact" if exact is not None else "lsh")):
+            cols[key].append(val)
+    return cols
+
+
+# State a forked pool worker inherits from its parent (nothing is pickled on the way in).
+_FORKED: dict = {}
+
+
+def _score_range(bounds: tuple[int, int]) -> dict[str, list]:
+    codes, index, settings = _FORKED["job"]
+    return score_codes(codes[bounds[0]:bounds[1]], index, settings)
+
+
+def _pool_initializer() -> None:
+    import gc
+
+    gc.freeze()  # the parent's objects: never scanned (nor their pages copied) by this worker's collections
+
+
+def _ray_running() -> bool:
+    import sys
+
+    ray = sys.modules.get("ray")  # not imported: not running (importing Ray only to ask costs ~0.5 s)
+    return ray is not None and ray.is_initialized()
+
+
+def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSettings) -> dict[str, list]:
+    """score_codes over chunks: on Ray when it runs, else a forked process pool of `settings.workers`, else here.
+    Every code is scored on its own, so the result does not depend on the chunks or the number of workers."""
+    workers = max(1, settings.workers)
+    size = max(MIN_CHUNK, -(-len(codes) // (workers * 4)))  # ~4 chunks per worker: balance without overhead
+    bounds = [(a, min(a + size, len(codes))) for a in range(0, len(codes), size)]
+    if len(bounds) > 1 and _ray_running():
+        from pipeline.executor import Resources, map_items
+
+        def job(chunk: list[str]) -> dict[str, list]:
+            return score_codes(chunk, index, settings)
+
+        parts = map_items(job, [codes[a:b] for a, b in bounds], Resources(cpus=1))
+    elif len(bounds) > 1 and workers > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        _FORKED["job"] = (codes, index, settings)
+        try:
+            with cf.ProcessPoolExecutor(min(workers, len(bounds)), mp_context=mp.get_context("fork"),
+                                        initializer=_pool_initializer) as pool:
+                parts = list(pool.map(_score_range, bounds))
+        finally:
+            _FORKED.clear()
+    else:
+        parts = [score_codes(codes, index, settings)]
+    return {c: [x for p in parts for x in p[c]] for c in _CODE_COLUMNS}
+
+
+def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
+                  settings: DecontamSettings | None = None) -> pa.Table:
+    """Rows of the `contamination` table, one per candidate, in input order."""
+    from schemas import get_schema
+
+    settings = settings or DecontamSettings()
+    index = reference if isinstance(reference, ReferenceIndex) else ReferenceIndex(reference, settings)
+    pairs = _as_pairs(candidates)
+    codes = [c if isinstance(c, str) else "" for _, c in pairs]
+    uniq = list(dict.fromkeys(codes))  # each distinct code is scored once
+    cols = score_all(uniq, index, settings)
+    pos = {c: i for i, c in enumerate(uniq)}
+    take = np.array([pos[c] for c in codes], dtype=np.int64)
+    schema = get_schema("contamination")
+    arrays = []
+    for f in schema:
+        if f.name == "task_id":
+            arrays.append(pa.array([str(t) for t, _ in pairs], f.type))
+        elif f.name == "reference_fingerprint":
+            arrays.append(pa.array([index.fingerprint] * len(pairs), f.type))
+        else:
+            arrays.append(pa.array(cols[f.name], f.type).take(take) if len(pairs) else pa.array([], f.type))
+    return conform("contamination", pa.Table.from_arrays(arrays, schema=schema))
 
 
 def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None) -> pa.Table:
