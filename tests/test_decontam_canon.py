@@ -203,3 +203,25 @@ def test_restructured_copies_are_flagged_and_new_compositions_are_not():
         assert out[tid]["contaminated"], out[tid]
     for tid in negatives:
         assert not out[tid]["contaminated"], out[tid]
+
+
+def test_fast_walkers_and_unparse_equal_the_ast_module(kernelbench_path):
+    import ast
+
+    from pipeline.decontam.astwalk import bfs, preorder, statements_bfs, unparse
+    from pipeline.kernelbench import load_reference
+
+    def rec(n):
+        yield n
+        for c in ast.iter_child_nodes(n):
+            yield from rec(c)
+
+    codes = [r.code for r in load_reference(kernelbench_path)[::9]] + [BASE, HAND_DISGUISED]
+    codes.append("try:\n    import x\nexcept E as e:\n    def f(): pass\nmatch y:\n    case 1:\n        import z\n")
+    for code in codes:
+        tree = ast.parse(code)
+        assert bfs(tree) == list(ast.walk(tree))
+        assert preorder(tree) == list(rec(tree))
+        stmt_like = (ast.stmt, ast.excepthandler, ast.match_case, ast.Module)
+        assert statements_bfs(tree) == [n for n in ast.walk(tree) if isinstance(n, stmt_like)]
+        assert unparse(tree) == ast.unparse(tree)

@@ -144,6 +144,42 @@ def test_table_input_and_duplicate_codes(refs):
     assert out.column("reason")[2].as_py() == "empty_code"
 
 
+def test_workers_and_chunks_give_identical_rows(refs, monkeypatch):
+    import pipeline.decontam.stage as stage
+
+    rows = _candidates(refs)
+    pairs = [(r[0], r[1]) for r in rows] + [("dup", rows[0][1])]
+    one = decontaminate(pairs, refs, DecontamSettings(workers=1))
+    monkeypatch.setattr(stage, "MIN_CHUNK", 3)  # many chunks over a forked pool of two
+    two = decontaminate(pairs, refs, DecontamSettings(workers=2))
+    assert one.equals(two)
+
+
+def test_batched_signatures_and_lsh_queries_equal_datasketch(refs):
+    import numpy as np
+    from datasketch import MinHash
+
+    from pipeline.decontam.index import ReferenceIndex, views_of
+    from pipeline.decontam.signatures import minhashes, query_many, signatures
+
+    rng = np.random.default_rng(0)
+    sets = [np.unique(rng.integers(0, 2**32, int(n), dtype=np.uint64).astype(np.uint32))
+            for n in rng.integers(0, 3000, 60)] + [np.zeros(0, np.uint32)]
+    for scheme in ("affine32", "affine64", "legacy"):
+        s = DecontamSettings(scheme=scheme, seed=3)
+        assert np.array_equal(signatures(sets, s), np.stack([m.hashvalues for m in minhashes(sets, s)])), scheme
+    settings = DecontamSettings()
+    index = ReferenceIndex(refs[:60], settings)
+    views = views_of([r[1] for r in _candidates(refs)] + [r.code for r in refs[:60:7]], settings)
+    for view in ("canon", "ops", "raw"):
+        vs = [v.sets[view] for v in views]
+        got = query_many(index.lsh[view], signatures(vs, settings), np.array([len(x) > 0 for x in vs]))
+        want = [set(index.lsh[view].query(m)) if len(x) else set() for x, m in zip(vs, minhashes(vs, settings))]
+        assert got == want, view
+        assert any(got)
+    assert isinstance(minhashes(vs[:1], settings)[0], MinHash)
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         p = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)

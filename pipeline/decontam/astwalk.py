@@ -211,3 +211,74 @@ class FastVisitor(ast.NodeVisitor):
                         self.visit(x)
             elif isinstance(v, AST):
                 self.visit(v)
+
+
+class _Close:
+    """The closing half of ast._Unparser.delimit without a generator-based context manager."""
+
+    __slots__ = ("u", "end")
+
+    def __init__(self, u: ast._Unparser, end: str) -> None:  # type: ignore[name-defined]
+        self.u, self.end = u, end
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> bool:
+        self.u._source.append(self.end)
+        return False
+
+
+class _Nothing:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
+_NOTHING = _Nothing()
+
+
+class _FastUnparser(ast._Unparser):  # type: ignore[name-defined,misc]
+    """ast.unparse with the visitor method cached per node class and the parenthesis context managers as plain
+    objects (the same output: only the dispatch and the bookkeeping are cheaper, ~30%)."""
+
+    _dispatch: dict[type, Callable] = {}
+
+    def traverse(self, node) -> None:
+        if isinstance(node, list):
+            for item in node:
+                self.traverse(item)
+            return
+        cls = node.__class__
+        fn = self._dispatch.get(cls)
+        if fn is None:
+            fn = getattr(type(self), "visit_" + cls.__name__, None)
+            if fn is None:  # what ast.NodeVisitor.visit would do
+                fn = ast.NodeVisitor.visit
+            self._dispatch[cls] = fn
+        fn(self, node)
+
+    def delimit(self, start: str, end: str) -> _Close:
+        self._source.append(start)
+        return _Close(self, end)
+
+    def delimit_if(self, start: str, end: str, condition: bool):
+        if condition:
+            self._source.append(start)
+            return _Close(self, end)
+        return _NOTHING
+
+    def require_parens(self, precedence, node):
+        if self._precedences.get(node, ast._Precedence.TEST) > precedence:  # type: ignore[attr-defined]
+            self._source.append("(")
+            return _Close(self, ")")
+        return _NOTHING
+
+
+def unparse(tree: AST) -> str:
+    """ast.unparse(tree), faster."""
+    return _FastUnparser().visit(tree)

@@ -20,7 +20,8 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from pipeline.decontam.astwalk import FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs
+from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
+                                      unparse)
 
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
@@ -178,7 +179,7 @@ class Canonicalizer:
             type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
             for n in _compose(tree, pre)]  # renaming changes neither the shape nor OP_/MOD_ names
         _Renamer(pre).visit(tree)
-        text = ast.unparse(tree)
+        text = unparse(tree)
         tokens = _TOKEN_RE.findall(text)
         return Canonical(True, "", tokens, ops, types, [], text)
 

@@ -8,24 +8,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.decontam.settings import DecontamSettings
+from pipeline.decontam.signatures import minhashes, query_many, signatures
 from pipeline.decontam.views import VIEWS, TaskViews, jaccard, task_views
 from pipeline.kernelbench import RefProblem, fingerprint
 
 
-def _identity(x):  # shingles are already 32-bit hashes; datasketch applies its permutations on top
-    return x
-
-
-def minhashes(sets: list[np.ndarray], settings: DecontamSettings) -> list:
-    """datasketch MinHash signatures of many shingle sets (MinHash.bulk: one initialised state, update_batch each)."""
-    from datasketch import MinHash
-
-    return MinHash.bulk(sets, num_perm=settings.num_perm, seed=settings.seed, hashfunc=_identity,
-                        scheme=settings.scheme)
-
-
 def views_of(codes: list[str], settings: DecontamSettings) -> list[TaskViews]:
-    return [task_views(c, settings.canon_shingle, settings.ops_ngram, settings.raw_shingle) for c in codes]
+    from pipeline.decontam.pool import no_gc
+
+    with no_gc():
+        return [task_views(c, settings.canon_shingle, settings.ops_ngram, settings.raw_shingle) for c in codes]
+
+
+def views_parallel(codes: list[str], settings: DecontamSettings) -> list[TaskViews]:
+    """views_of on a forked pool of `settings.workers` (the reference's problems are few but large: small chunks)."""
+    from pipeline.decontam.pool import chunk_bounds, fork_map
+
+    bounds = chunk_bounds(len(codes), settings.workers, 16)
+    return [v for part in fork_map(views_of, codes, (settings,), settings.workers, bounds) for v in part]
 
 
 @dataclass
@@ -35,6 +35,7 @@ class ViewMatrix:
     vocab: np.ndarray
     mat: object  # scipy.sparse.csr_matrix, rows = sets
     sizes: np.ndarray
+    mat_t: object = None  # the transpose as CSR (references only: the right operand of every product)
 
 
 def _to_matrix(sets: list[np.ndarray], vocab: np.ndarray | None = None) -> ViewMatrix:
@@ -60,7 +61,7 @@ class ReferenceIndex:
 
         self.refs = list(reference)
         self.settings = settings
-        self.views = views_of([r.code for r in self.refs], settings)
+        self.views = views_parallel([r.code for r in self.refs], settings)
         self.md5: dict[str, int] = {}
         for i, v in enumerate(self.views):
             self.md5.setdefault(v.md5, i)
@@ -112,17 +113,19 @@ class ReferenceIndex:
     def matrices(self) -> dict[str, ViewMatrix]:
         if self._matrices is None:
             self._matrices = {view: _to_matrix([v.sets[view] for v in self.views]) for view in VIEWS}
+            for m in self._matrices.values():
+                m.mat_t = m.mat.T.tocsr()
         return self._matrices
 
     def lsh_hits(self, views: list[TaskViews]) -> list[set[int]]:
         """Reference indexes any view's LSH returns for each candidate."""
         hits: list[set[int]] = [set() for _ in views]
         for view in VIEWS:
-            lsh = self.lsh[view]
             sets = [v.sets[view] for v in views]
-            for i, m in enumerate(minhashes(sets, self.settings)):
-                if len(sets[i]):
-                    hits[i].update(lsh.query(m))
+            mask = np.fromiter((len(s) > 0 for s in sets), dtype=bool, count=len(sets))
+            for i, h in enumerate(query_many(self.lsh[view], signatures(sets, self.settings), mask)):
+                if h:
+                    hits[i].update(h)
         return hits
 
     def exact_all(self, views: list[TaskViews]) -> dict[str, np.ndarray]:
@@ -130,7 +133,7 @@ class ReferenceIndex:
         out = {}
         for view, ref in self.matrices().items():
             cand = _to_matrix([v.sets[view] for v in views], ref.vocab)
-            inter = (cand.mat @ ref.mat.T).toarray()
+            inter = (cand.mat @ ref.mat_t).toarray()
             union = cand.sizes[:, None] + ref.sizes[None, :] - inter
             with np.errstate(invalid="ignore", divide="ignore"):
                 jac = np.where(union > 0, inter / np.maximum(union, 1), 1.0)  # two empty sets: identical

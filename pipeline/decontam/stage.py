@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.decontam.index import ReferenceIndex, views_of
+from pipeline.decontam.pool import chunk_bounds, fork_map
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import RefProblem
 from pipeline.storage import conform
@@ -123,21 +124,6 @@ def score_codes(codes: list[str], index: ReferenceIndex, settings: DecontamSetti
     return cols
 
 
-# State a forked pool worker inherits from its parent (nothing is pickled on the way in).
-_FORKED: dict = {}
-
-
-def _score_range(bounds: tuple[int, int]) -> dict[str, list]:
-    codes, index, settings = _FORKED["job"]
-    return score_codes(codes[bounds[0]:bounds[1]], index, settings)
-
-
-def _pool_initializer() -> None:
-    import gc
-
-    gc.freeze()  # the parent's objects: never scanned (nor their pages copied) by this worker's collections
-
-
 def _ray_running() -> bool:
     import sys
 
@@ -149,8 +135,7 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
     """score_codes over chunks: on Ray when it runs, else a forked process pool of `settings.workers`, else here.
     Every code is scored on its own, so the result does not depend on the chunks or the number of workers."""
     workers = max(1, settings.workers)
-    size = max(MIN_CHUNK, -(-len(codes) // (workers * 4)))  # ~4 chunks per worker: balance without overhead
-    bounds = [(a, min(a + size, len(codes))) for a in range(0, len(codes), size)]
+    bounds = chunk_bounds(len(codes), workers, MIN_CHUNK)
     if len(bounds) > 1 and _ray_running():
         from pipeline.executor import Resources, map_items
 
@@ -158,19 +143,9 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
             return score_codes(chunk, index, settings)
 
         parts = map_items(job, [codes[a:b] for a, b in bounds], Resources(cpus=1))
-    elif len(bounds) > 1 and workers > 1:
-        import concurrent.futures as cf
-        import multiprocessing as mp
-
-        _FORKED["job"] = (codes, index, settings)
-        try:
-            with cf.ProcessPoolExecutor(min(workers, len(bounds)), mp_context=mp.get_context("fork"),
-                                        initializer=_pool_initializer) as pool:
-                parts = list(pool.map(_score_range, bounds))
-        finally:
-            _FORKED.clear()
     else:
-        parts = [score_codes(codes, index, settings)]
+        index.matrices()  # built once here, not once per forked worker
+        parts = fork_map(score_codes, codes, (index, settings), workers, bounds or [(0, 0)])
     return {c: [x for p in parts for x in p[c]] for c in _CODE_COLUMNS}
 
 
