@@ -172,3 +172,26 @@ def test_runtime_window_on_gpu(tmp_path):
     assert all(r["runtime_window_checked"] for r in out)
     assert out[0]["check_runtime_window"] is True and 1.0 <= out[0]["eager_ms"] <= 100.0, out[0]
     assert out[1]["reason"] == "runtime_out_of_window" and out[1]["eager_ms"] < 1.0
+
+
+def test_output_comparison_is_chunked_and_exact():
+    """The harness compares outputs slice by slice on their own device (GPU-sized outputs never go to the host):
+    the chunked errors and closeness equal the whole-tensor float64 computation."""
+    import torch
+
+    from pipeline.validate import harness
+
+    x = torch.randn(1000, 37)
+    y = x + torch.randn(1000, 37) * 1e-3
+    y[500, 3] = x[500, 3] + 0.5
+    parts = list(harness._chunks(x, y, n=4096))
+    assert len(parts) == -(-x.numel() // 4096) and sum(p[0].numel() for p in parts) == x.numel()
+    assert all(p[0].dtype == torch.float64 for p in parts)
+    mabs, mrel, same = harness._errors([x], [y])
+    d = (x.double() - y.double()).abs()
+    assert same and mabs == float(d.max()) and mrel == float((d / (y.double().abs() + 1e-8)).max())
+    assert harness._close([x], [x.clone()], 0.0, 0.0) and not harness._close([x], [y], 1e-2, 1e-2)
+    assert harness._close([x], [y], 1.0, 0.0)
+    nan = x.clone()
+    nan[0, 0] = float("nan")
+    assert harness._close([nan], [nan.clone()], 0.0, 0.0)  # NaN in the same place on both sides is agreement

@@ -47,7 +47,7 @@ def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
     import torch
 
     parts = [_task_id(task_code), device, torch.__version__, str(settings["compile_mode"]),
-             f"{settings['timing_trials']}/{settings['timing_warmup']}/{settings['l2_flush']}"]
+             f"{settings['timing_trials']}/{settings['timing_warmup']}/{settings['timing_warmup_ms']}/{settings['l2_flush']}"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 

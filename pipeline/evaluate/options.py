@@ -23,7 +23,8 @@ DEFAULTS: dict[str, Any] = {
     "allow_torch_ops": [],  # extra aten op names, e.g. ["addmm"]
     # profiling
     "timing_trials": 30,  # timed calls kept (one more is run first and discarded)
-    "timing_warmup": 5,
+    "timing_warmup": 5,  # at least this many warm-up calls ...
+    "timing_warmup_ms": 250.0,  # ... and at least this much wall time of them (GPU clocks ramp up after idling)
     "check_fraction": 0.25,  # share of timed calls whose output is checked against the reference (secret choice)
     "l2_flush": True,
     "max_speedup": 10.0,  # speedups above this are suspicious
@@ -43,8 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "compile_timeout_s": 900.0,
     "gpu_memory_fraction": 0.9,
     "cache_dir": None,  # builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or ~/.cache/opforge/eval
-    "arch_list": None,
-    "gpu_lock": None,  # lock file that serialises GPU measurement of concurrent evaluations on one GPU  # TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else $TORCH_CUDA_ARCH_LIST or 9.0
+    "arch_list": None,  # TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else $TORCH_CUDA_ARCH_LIST or 9.0
+    "gpu_lock": None,  # lock file that serialises GPU measurement of concurrent evaluations on one GPU
 }
 
 

@@ -20,7 +20,9 @@ class EvalSettings(BaseModel):
                                        description="Torch library ops allowed in ModelNew.forward: cublas, cudnn.")
     allow_torch_ops: list[str] = Field(list(DEFAULTS["allow_torch_ops"]), description="Extra allowed aten ops.")
     timing_trials: int = Field(DEFAULTS["timing_trials"], description="Timed calls kept (first extra discarded).")
-    timing_warmup: int = Field(DEFAULTS["timing_warmup"], description="Warm-up calls before timing.")
+    timing_warmup: int = Field(DEFAULTS["timing_warmup"], description="Warm-up calls before timing (at least).")
+    timing_warmup_ms: float = Field(DEFAULTS["timing_warmup_ms"],
+                                    description="Warm-up wall time before timing (at least; GPU clocks ramp up).")
     check_fraction: float = Field(DEFAULTS["check_fraction"], description="Share of timed outputs checked.")
     l2_flush: bool = Field(DEFAULTS["l2_flush"], description="Flush L2 before every timed call.")
     max_speedup: float = Field(DEFAULTS["max_speedup"], description="Speedup above which a result is suspect.")

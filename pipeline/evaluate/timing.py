@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from typing import Any, Callable
 
 import torch
@@ -39,6 +40,7 @@ class Timer:
         self._ev_sync = getattr(base, "synchronize", None)
         self._sync = getattr(torch._C, "_cuda_synchronize", None)
         self._current_stream = torch.cuda.current_stream
+        self._clock = time.perf_counter  # captured before candidate code could patch it
         self.flush_buf = None
         self.device = None
 
@@ -72,14 +74,26 @@ class Timer:
         return out, float(self._elapsed(start, end)), float(self._elapsed(start, end_stream))
 
     def run(self, fn: Callable[..., Any], make_args: Callable[[int], list[Any]], *, warmup: int, trials: int,
-            after_call: Callable[[int, list[Any], Any], None] | None = None) -> dict[str, Any]:
+            after_call: Callable[[int, list[Any], Any], None] | None = None, warmup_ms: float = 0.0,
+            max_warmup_calls: int = 5000) -> dict[str, Any]:
         """Warm up, then `trials + 1` timed calls (the first discarded). `make_args(i)` builds call i's inputs;
-        `after_call(i, args, out)` runs outside the timed region (output checks)."""
+        `after_call(i, args, out)` runs outside the timed region (output checks).
+
+        Warm-up is at least `warmup` calls and at least `warmup_ms` of wall time (each call flushed and synchronised
+        like a timed one): a GPU that idled while the process started runs at lower clocks, and a handful of
+        0.1 ms calls does not bring it back up (speedups of short kernels then varied 10-20% between processes).
+        Calls past the first `warmup` reuse those calls' inputs (make_args(-1 .. -warmup))."""
         keep_alive: list[Any] = []
-        for i in range(warmup):
-            args = make_args(-1 - i)
-            fn(*args)
-        self._sync()
+        warm = max(1, warmup)
+        warm_args = [make_args(-1 - i) for i in range(warm)]
+        t0, n = self._clock(), 0
+        while n < warm or ((self._clock() - t0) * 1e3 < warmup_ms and n < max_warmup_calls):
+            self.flush()
+            fn(*warm_args[n % warm])
+            self._sync()
+            n += 1
+        del warm_args
+        warmup_s = self._clock() - t0
         times, stream_times = [], []
         for i in range(trials + 1):
             args = make_args(i)
@@ -96,8 +110,9 @@ class Timer:
             stream_times.append(ts)
         del keep_alive
         return {"times_ms": times, "stream_times_ms": stream_times, "stats": stats(times),
-                "stream_stats": stats(stream_times), "warmup": warmup, "trials": trials, "discarded": 1}
+                "stream_stats": stats(stream_times), "warmup": n, "warmup_s": round(warmup_s, 4), "trials": trials,
+                "discarded": 1}
 
 
 TIMING_METHOD = ("cuda_event: per call, fresh inputs (GPU RNG, new addresses), L2 flushed (2x L2 zeroed), start event, "
-                 "call, end event after a device-wide synchronize; warm-ups, first timed call discarded; median ms")
+                 "call, end event after a device-wide synchronize; warm-up (>= N calls and >= warmup_ms of wall time), first timed call discarded; median ms")

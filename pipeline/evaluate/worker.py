@@ -519,7 +519,7 @@ class _Job:
         try:
             with torch.no_grad():
                 run = self.timer.run(fn, make_args, warmup=int(s["timing_warmup"]), trials=int(s["timing_trials"]),
-                                     after_call=after_call)
+                                     after_call=after_call, warmup_ms=float(s["timing_warmup_ms"]))
         except BaseException as e:  # noqa: BLE001
             self.watch.active = False
             self.res["correct"] = False
@@ -586,7 +586,8 @@ class _Job:
             return self.make_inputs(seeds[i])
 
         with torch.no_grad():
-            eager = self.timer.run(model, make_args, warmup=int(s["timing_warmup"]), trials=int(s["timing_trials"]))
+            eager = self.timer.run(model, make_args, warmup=int(s["timing_warmup"]), trials=int(s["timing_trials"]),
+                                   warmup_ms=float(s["timing_warmup_ms"]))
         self.res["timing"] = {"method": TIMING_METHOD, "eager": eager}
         self.res["eager_ms"] = eager["stats"]["median"]
         self.emit("eager")
@@ -599,7 +600,7 @@ class _Job:
                     torch.cuda.synchronize()
                     compile_s = time.perf_counter() - t0
                     comp = self.timer.run(compiled, make_args, warmup=int(s["timing_warmup"]),
-                                          trials=int(s["timing_trials"]))
+                                          trials=int(s["timing_trials"]), warmup_ms=float(s["timing_warmup_ms"]))
                 self.res["timing"]["compile"] = comp
                 self.res["timing"]["compile_seconds"] = compile_s
                 self.res["compile_ms"] = comp["stats"]["median"]
