@@ -109,7 +109,7 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None) -> dic
         task = A.task_code(task_name)
         ws = A.honest_workspace(work / f"rep_{name}", name)
         cr = compile_solution(ws, cache)
-        speedups, eager, sol = [], [], []
+        speedups, eager, sol, within = [], [], [], []
         for _ in range(repeats):
             base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
                            arch_list=resolve_arch_list(None))
@@ -117,9 +117,12 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None) -> dic
             speedups.append(base["eager_ms"] / res.solution_ms)
             eager.append(round(base["eager_ms"], 5))
             sol.append(round(res.solution_ms, 5))
+            run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
+            within.append({"cv": round(run.get("stats", {}).get("cv", float("nan")), 4), "warmup": run.get("warmup"),
+                           "warmup_s": run.get("warmup_s")})
         mean = statistics.fmean(speedups)
         out[name] = {"speedups": [round(x, 4) for x in speedups], "mean": round(mean, 4),
-                     "cv": round(statistics.pstdev(speedups) / mean, 4), "eager_ms": eager, "solution_ms": sol}
+                     "cv": round(statistics.pstdev(speedups) / mean, 4), "eager_ms": eager, "solution_ms": sol, "solution_runs": within}
         if show:  # partial results survive a cut-off run
             show(f"repeatability_{name}", out[name])
     return out
