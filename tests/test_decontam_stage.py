@@ -180,6 +180,23 @@ def test_batched_signatures_and_lsh_queries_equal_datasketch(refs):
     assert isinstance(minhashes(vs[:1], settings)[0], MinHash)
 
 
+def test_ast_similarity_equals_stdlib_difflib(refs):
+    import difflib
+
+    from pipeline.decontam.index import ReferenceIndex, views_of
+
+    index = ReferenceIndex(refs[:40], DecontamSettings())
+    views = views_of([r[1] for r in _candidates(refs)], DecontamSettings())
+    for k, v in enumerate(views):
+        for j in (k % 40, (7 * k + 3) % 40):
+            a, b = v.ast_types.tolist()[:2000], index.views[j].ast_types.tolist()[:2000]
+            if not a and not b:
+                continue
+            m = difflib.SequenceMatcher(None, a, b)
+            assert index.ast_similarity(v.ast_types, j) == m.ratio()
+            assert index.ast_similarity(v.ast_types, j, exact=False) == m.quick_ratio()
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         p = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.signatures import minhashes, query_many, signatures
-from pipeline.decontam.views import VIEWS, TaskViews, jaccard, task_views
+from pipeline.decontam.views import VIEWS, TaskViews, jaccard, sequence_matcher, task_views
 from pipeline.kernelbench import RefProblem, fingerprint
 
 
@@ -93,12 +93,10 @@ class ReferenceIndex:
     def ast_similarity(self, types: np.ndarray, j: int, exact: bool = True, cap: int = 2000) -> float:
         """views.ast_similarity(types, <reference j's node types>, cap, exact), with reference j's difflib index
         (SequenceMatcher.set_seq2: its element positions and junk) built once, not once per candidate."""
-        import difflib
-
         m = self._matchers.get(j)
         if m is None:
             b = self.views[j].ast_types.tolist()[:cap]
-            m = self._matchers[j] = difflib.SequenceMatcher(None, [], b)
+            m = self._matchers[j] = sequence_matcher()(None, [], b)
         a = types.tolist()[:cap] if isinstance(types, np.ndarray) else list(types)[:cap]
         if not a and not m.b:
             return 1.0
