@@ -121,10 +121,24 @@ class _Imports:
         return ".".join([self.alias[parts[0]], *parts[1:]])
 
 
+_TORCH_OP_CACHE: dict[str, tuple[str, bool] | None] = {}
+
+
 def _torch_op(path: str | None) -> tuple[str, bool] | None:
     """A torch path -> (canonical op, is_module_class). None for non-torch paths."""
     if not path or not (path == "torch" or path.startswith("torch.")):
         return None
+    try:
+        return _TORCH_OP_CACHE[path]
+    except KeyError:
+        pass
+    if len(_TORCH_OP_CACHE) > 100_000:  # bounded: paths come from user code
+        _TORCH_OP_CACHE.clear()
+    out = _TORCH_OP_CACHE[path] = _torch_op_uncached(path)
+    return out
+
+
+def _torch_op_uncached(path: str) -> tuple[str, bool] | None:
     leaf = path.rsplit(".", 1)[-1]
     parent = path.rsplit(".", 1)[0] if "." in path else ""
     if parent not in _TORCH_ROOTS and not parent.startswith("torch.nn.modules") and parent != "torch.Tensor":
@@ -373,6 +387,10 @@ def _call(op: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
 
+_HAS_BODY = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)
+                      and ("body" in c._fields or "orelse" in c._fields))
+
+
 class _Normalizer(FastTransformer):
     """Pass 1: strip docstrings/no-op statements/imports, resolve API spellings, mask numbers."""
 
@@ -402,10 +420,11 @@ class _Normalizer(FastTransformer):
         return out
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
-        if hasattr(node, "body") and isinstance(node.body, list):
-            node.body = self._clean_body(node.body)
-        if hasattr(node, "orelse") and isinstance(getattr(node, "orelse"), list):
-            node.orelse = self._clean_body(node.orelse)
+        if node.__class__ in _HAS_BODY:  # statement lists (expressions: IfExp/Lambda bodies are not lists)
+            if isinstance(node.body, list):
+                node.body = self._clean_body(node.body)
+            if isinstance(getattr(node, "orelse", None), list):
+                node.orelse = self._clean_body(node.orelse)
         return super().generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
@@ -607,6 +626,13 @@ def _names_in(node: ast.AST) -> set[str]:
 def _targets(stmt: ast.stmt) -> tuple[set[str], bool]:
     """Local names a statement binds, and whether it also writes somewhere else (attribute/subscript)."""
     if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+        if len(targets) == 1:  # fast paths of the usual targets: `x = ...`, `self.x = ...`
+            t = targets[0]
+            if t.__class__ is ast.Name:
+                return ({t.id}, False) if isinstance(t.ctx, ast.Store) else (set(), False)
+            if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name:
+                return set(), isinstance(t.ctx, ast.Store)
         names, other = set(), False
         for t in stmt.targets:
             for n in bfs(t):
@@ -746,18 +772,21 @@ def _first_use_rank(lists: list[list[ast.AST]], wanted: set[str], attr_of: str |
     rank: dict[str, int] = {}
     if not wanted:
         return rank
+    Name, Attribute = ast.Name, ast.Attribute
     for nodes in lists:
         for n in nodes:
-            key = None
-            if attr_of is None and isinstance(n, ast.Name) and n.id in wanted:
-                key = n.id
-            elif attr_of is not None and isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
-                    and n.value.id == attr_of and n.attr in wanted:
-                key = n.attr
-            elif attr_of is not None and getattr(n, "_from_attr", None) in wanted:
-                key = n._from_attr  # type: ignore[attr-defined]
-            if key is not None and key not in rank:
-                rank[key] = len(rank)
+            cls = n.__class__
+            if attr_of is None:
+                if cls is Name and n.id in wanted and n.id not in rank:
+                    rank[n.id] = len(rank)
+            elif cls is Attribute:
+                v = n.value
+                if isinstance(v, Name) and v.id == attr_of and n.attr in wanted and n.attr not in rank:
+                    rank[n.attr] = len(rank)
+            elif cls is ast.Call:  # only calls carry _from_attr (self.act(x) inlined as OP_relu(x))
+                key = getattr(n, "_from_attr", None)
+                if key in wanted and key not in rank:
+                    rank[key] = len(rank)
     return rank
 
 
