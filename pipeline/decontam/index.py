@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from datasketch import MinHashLSH  # at import time: importing datasketch (and the scipy it loads) takes ~0.5 s
 
 from pipeline.decontam.settings import DecontamSettings
-from pipeline.decontam.signatures import minhashes, query_many, signatures
+from pipeline.decontam.signatures import as_minhashes, lsh_params, query_many, signatures
 from pipeline.decontam.views import VIEWS, TaskViews, jaccard, sequence_matcher, task_views
 from pipeline.kernelbench import RefProblem, fingerprint
 
@@ -57,8 +58,6 @@ class ReferenceIndex:
     """Views, signatures and LSH indexes of a reference set (KernelBench, or any larger set of benchmarks)."""
 
     def __init__(self, reference: list[RefProblem], settings: DecontamSettings) -> None:
-        from datasketch import MinHashLSH
-
         self.refs = list(reference)
         self.settings = settings
         self.views = views_parallel([r.code for r in self.refs], settings)
@@ -68,14 +67,16 @@ class ReferenceIndex:
         self.lsh: dict[str, MinHashLSH] = {}
         for view in VIEWS:
             thr = settings.lsh_threshold_ops if view == "ops" else settings.lsh_threshold
-            lsh = MinHashLSH(threshold=thr, num_perm=settings.num_perm)
+            lsh = MinHashLSH(num_perm=settings.num_perm, params=lsh_params(thr, settings.num_perm))
             sets = [v.sets[view] for v in self.views]
             with lsh.insertion_session() as session:
-                for i, m in enumerate(minhashes(sets, settings)):
+                for i, m in enumerate(as_minhashes(signatures(sets, settings), settings)):
                     if len(sets[i]):
                         session.insert(i, m)
             self.lsh[view] = lsh
         self._matrices: dict[str, ViewMatrix] | None = None
+        if self.exhaustive:
+            self.matrices()
         self._fingerprint: str | None = None
         self._matchers: dict[int, object] = {}
 

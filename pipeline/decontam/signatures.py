@@ -37,6 +37,23 @@ def minhashes(sets: list[np.ndarray], settings: DecontamSettings) -> list:
                         scheme=settings.scheme)
 
 
+@lru_cache(maxsize=32)
+def lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
+    """The (bands, rows) MinHashLSH(threshold, num_perm) chooses (its optimisation costs ~12 ms per index)."""
+    from datasketch.lsh import _optimal_param
+
+    return _optimal_param(threshold, num_perm, 0.5, 0.5)
+
+
+def as_minhashes(sigs: np.ndarray, settings: DecontamSettings) -> list:
+    """datasketch MinHash objects holding the given signatures (one permutation table shared by all)."""
+    from datasketch import MinHash
+
+    perms = MinHash(num_perm=settings.num_perm, seed=settings.seed, scheme=settings.scheme).permutations
+    return [MinHash(num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms,
+                    scheme=settings.scheme) for s in sigs]
+
+
 @lru_cache(maxsize=8)
 def _permutations(num_perm: int, seed: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
     from datasketch import MinHash
