@@ -55,7 +55,7 @@ class ShardResult:
 
 def shard_views(codes: list[str | None], settings: DecontamSettings) -> ShardResult:
     """Step 1 for one shard (runs on a Ray worker)."""
-    from pipeline.decontam.index import minhashes
+    from pipeline.decontam.signatures import minhashes
 
     sets = [dedup_set(c, settings) for c in codes]
     b, r = lsh_params(settings)
