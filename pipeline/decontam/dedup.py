@@ -53,11 +53,15 @@ class ShardResult:
     sigs: np.ndarray   # (n, num_perm) signature values
 
 
-def shard_views(codes: list[str | None], settings: DecontamSettings) -> ShardResult:
-    """Step 1 for one shard (runs on a Ray worker)."""
+def shard_views(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings) -> ShardResult:
+    """Step 1 for one shard (runs on a Ray worker or a forked pool worker)."""
+    from pipeline.decontam.pool import no_gc
     from pipeline.decontam.signatures import minhashes
 
-    sets = [dedup_set(c, settings) for c in codes]
+    if not isinstance(codes, list):  # an Arrow slice: only this shard becomes Python strings, here
+        codes = codes.to_pylist()
+    with no_gc():
+        sets = [dedup_set(c, settings) for c in codes]
     b, r = lsh_params(settings)
     hms = minhashes(sets, settings)
     sigs = np.stack([m.hashvalues for m in hms]) if hms else np.zeros((0, settings.num_perm), np.uint32)
@@ -135,31 +139,36 @@ def _lsh_pairs(sigs: np.ndarray, settings: DecontamSettings) -> Iterable[tuple[i
             yield i, int(h)
 
 
-def _as_rows(candidates: pa.Table | Iterable[tuple[str, str]]) -> tuple[list[str], list[str | None]]:
+def _as_rows(candidates: pa.Table | Iterable[tuple[str, str]]
+             ) -> tuple[list[str], list[str | None] | pa.ChunkedArray, list[int]]:
+    """Task ids, codes and code lengths. A table's codes stay in Arrow (a million codes as Python strings cost
+    ~1.5 GB in the driver); each shard converts its own slice."""
     if isinstance(candidates, pa.Table):
-        return [str(t) for t in candidates.column("task_id").to_pylist()], candidates.column("code").to_pylist()
+        import pyarrow.compute as pc
+
+        codes = candidates.column("code")
+        lengths = pc.fill_null(pc.utf8_length(codes), 0).to_numpy(zero_copy_only=False).tolist() \
+            if len(codes) else []
+        return [str(t) for t in candidates.column("task_id").to_pylist()], codes, lengths
     rows = list(candidates)
-    return [str(t) for t, _ in rows], [c for _, c in rows]
+    codes = [c for _, c in rows]
+    return [str(t) for t, _ in rows], codes, [len(c) if isinstance(c, str) else 0 for c in codes]
 
 
-def compute_shards(codes: list[str | None], settings: DecontamSettings) -> ShardResult:
+def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings) -> ShardResult:
+    from pipeline.decontam.pool import fork_map
     from pipeline.executor import Resources, map_items, ray_available
 
     size = max(1, settings.dedup_shard_size)
-    shards = [codes[i:i + size] for i in range(0, len(codes), size)]
-    if ray_available() and len(shards) > 1:
+    bounds = [(i, min(i + size, len(codes))) for i in range(0, len(codes), size)]
+    if ray_available() and len(bounds) > 1:
         def job(chunk: list[str | None]) -> ShardResult:
             return shard_views(chunk, settings)
 
+        shards = [codes[a:b] if isinstance(codes, list) else codes[a:b].to_pylist() for a, b in bounds]
         parts = map_items(job, shards, Resources(cpus=1))
-    elif settings.workers > 1 and len(shards) > 1:
-        import concurrent.futures as cf
-        import multiprocessing as mp
-
-        with cf.ProcessPoolExecutor(settings.workers, mp_context=mp.get_context("fork")) as pool:
-            parts = list(pool.map(shard_views, shards, [settings] * len(shards)))
-    else:
-        parts = [shard_views(s, settings) for s in shards]
+    else:  # a forked pool (settings.workers > 1) inherits the codes; only (start, end) travels
+        parts = fork_map(shard_views, codes, (settings,), settings.workers, bounds)
     if not parts:
         b, _ = lsh_params(settings)
         return ShardResult([], np.zeros((0, b), np.uint64), np.zeros((0, settings.num_perm), np.uint32))
@@ -170,9 +179,10 @@ def compute_shards(codes: list[str | None], settings: DecontamSettings) -> Shard
 def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None) -> pa.Table:
     """Rows of the `dedup` table, one per task, in input order."""
     settings = settings or DecontamSettings()
-    ids, codes = _as_rows(candidates)
+    ids, codes, lengths = _as_rows(candidates)
     n = len(ids)
     res = compute_shards(codes, settings)
+    del codes
     # exact duplicates of the view collapse onto one representative (the first)
     digest = [hashlib.blake2b(s.tobytes(), digest_size=16).digest() for s in res.sets]
     first: dict[bytes, int] = {}
@@ -197,7 +207,6 @@ def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSe
         if jaccard(res.sets[a], res.sets[b]) >= settings.dedup_threshold:
             uf.union(a, b)
     roots = np.array([uf.find(i) for i in range(n)])
-    lengths = [len(c) if isinstance(c, str) else 0 for c in codes]
     keep_key = {
         "first": lambda i: (i,),
         "shortest": lambda i: (lengths[i], ids[i], i),
