@@ -97,7 +97,20 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
             "rewards": [r.reward for r in results], "single_file_build_during_batch": single}
 
 
-def bench_repeatability(cache: Path, work: Path, repeats: int, show=None) -> dict:
+def scaled(task: str, k: int) -> str:
+    """The task with its inputs k times larger (first dimension): the fixture kernels take 0.1-0.4 ms, below the
+    pipeline's 1-100 ms window, where the fixed synchronize latency inside the timed region weighs most."""
+    import re
+
+    if k == 1:
+        return task
+    head, sep, tail = task.partition("def get_inputs")
+    tail = re.sub(r"torch\.randn\(([^,)]+)", lambda m: f"torch.randn({k} * ({m.group(1)})", tail)
+    return head + sep + tail
+
+
+def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
+                        names: list[str] | None = None) -> dict:
     from pipeline.evaluate import options
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
@@ -106,8 +119,17 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None) -> dic
     s = options.resolve({"cache_dir": str(cache)})
     out = {}
     for name, task_name in A.HONEST_WORKSPACES.items():
-        task = A.task_code(task_name)
+        if names and name not in names:
+            continue
+        task = scaled(A.task_code(task_name), scale)
         ws = A.honest_workspace(work / f"rep_{name}", name)
+        if scale != 1:  # the workspace's protected model.py and its manifest hash follow the scaled task
+            from pipeline.evaluate import workspace as W
+
+            (ws / "model.py").write_text(task)
+            man = json.loads((ws / W.MANIFEST).read_text())
+            man["task_sha256"] = W._sha(task)
+            (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
         cr = compile_solution(ws, cache)
         speedups, eager, sol, within = [], [], [], []
         for _ in range(repeats):
@@ -202,6 +224,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=str, default="")
     ap.add_argument("--skip-gpu", action="store_true")
+    ap.add_argument("--kernels", default="", help="comma-separated honest kernels for repeatability (default all)")
+    ap.add_argument("--scale", type=int, default=1, help="repeatability on inputs this many times larger")
     ap.add_argument("--only", choices=["repeatability", "agreement"], default="",
                     help="run one GPU phase alone (its own device call: the phases together outlast one call)")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
@@ -227,7 +251,8 @@ def main() -> None:
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))
-        show(args.only, bench_repeatability(cache, work, args.repeats, show) if args.only == "repeatability"
+        show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
+                                                 [k for k in args.kernels.split(",") if k]) if args.only == "repeatability"
              else bench_agreement())
         return
     # Builds are CPU work: the compile benchmark (its own empty cache: a cold build) runs while the GPU measures.
