@@ -225,3 +225,21 @@ def test_fast_walkers_and_unparse_equal_the_ast_module(kernelbench_path):
         stmt_like = (ast.stmt, ast.excepthandler, ast.match_case, ast.Module)
         assert statements_bfs(tree) == [n for n in ast.walk(tree) if isinstance(n, stmt_like)]
         assert unparse(tree) == ast.unparse(tree)
+
+
+def test_fast_normalized_md5_equals_kernelbench_hash(kernelbench_path):
+    import ast
+
+    from pipeline.decontam.views import fast_normalized_md5
+    from pipeline.identity import normalized_md5
+    from pipeline.kernelbench import load_reference
+
+    codes = [r.code for r in load_reference(kernelbench_path)]
+    rng = random.Random(0)
+    codes += [disguise(c, ["docs_comments", "formatting"], rng) for c in codes[::5]]
+    codes += ['x = "a#b" # c\ny = 1\n', "s = '''\n# not a comment\n''' # yes\n", 'f"{a!r}#x" \\\n + "q"  # z\n',
+              "r'\\'' # c\n", "x = b'#' + rb\"#\\\"#\" # t\n", "a = [\n 1, # c\n 2]\n", "u'x' 'y#'#z\n"]
+    for code in codes:
+        ast.parse(code)
+        assert fast_normalized_md5(code, parsed=True) == normalized_md5(code), code[:200]
+    assert fast_normalized_md5("x = '#\n") == normalized_md5("x = '#\n")  # unparseable: the tokenizer path

@@ -158,25 +158,39 @@ class FastTransformer(ast.NodeTransformer):
         return node if fn is None else fn(self, node)
 
     def generic_visit(self, node: AST) -> AST:
+        dispatch = self._dispatch
         for f in _FIELDS.get(node.__class__) or node_fields(node.__class__):
             old = getattr(node, f, None)
             if isinstance(old, list):
                 new = []
                 for v in old:
                     if isinstance(v, AST):
-                        v = self.visit(v)
-                        if v is None:
-                            continue
-                        if not isinstance(v, AST):
-                            new.extend(v)
-                            continue
+                        cls = v.__class__  # self.visit(v), inlined: this loop runs once per node of the tree
+                        try:
+                            fn = dispatch[cls]
+                        except KeyError:
+                            fn = self._method(cls)
+                        if fn is not None:
+                            v = fn(self, v)
+                            if v is None:
+                                continue
+                            if not isinstance(v, AST):
+                                new.extend(v)
+                                continue
                     new.append(v)
                 old[:] = new
             elif isinstance(old, AST):
-                nn = self.visit(old)
+                cls = old.__class__
+                try:
+                    fn = dispatch[cls]
+                except KeyError:
+                    fn = self._method(cls)
+                if fn is None:
+                    continue
+                nn = fn(self, old)
                 if nn is None:
                     delattr(node, f)
-                else:
+                elif nn is not old:
                     setattr(node, f, nn)
         return node
 

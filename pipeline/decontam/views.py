@@ -102,17 +102,34 @@ def task_views(code: str, canon_k: int = 5, ops_n: int = 3, raw_k: int = 5) -> T
     }
     # node types as 32-bit ids: compact to ship between processes, fast for difflib to hash
     types = _token_ids(c.ast_types).astype(np.uint32) if c.ast_types else _EMPTY
-    return TaskViews(c.ok, c.reason, fast_normalized_md5(code), sets, c.ops, types)
+    return TaskViews(c.ok, c.reason, fast_normalized_md5(code, parsed=c.ok), sets, c.ops, types)
 
 
 _WS = re.compile(r"\s+")
 
 
-def fast_normalized_md5(code: str) -> str:
-    """pipeline.identity.normalized_md5 (KernelBench's Problem.hash), without the tokenizer when the code has no
-    comment character and no line continuation: then stripping comments changes nothing."""
+# A string literal (any prefix, single or triple quotes, escapes), a comment, or a backslash line continuation.
+_STR_COMMENT = re.compile(r"""
+    [rRbBuUfF]{0,2}(?:'\'\'(?:\\.|[^\\])*?'\'\'|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^\\'\n])*'|"(?:\\.|[^\\"\n])*")
+  | (?P<comment>\#[^\n]*)
+  | (?P<cont>\\\r?\n)
+""", re.S | re.X)
+
+
+def _keep_strings(m: re.Match) -> str:
+    return "" if m.lastgroup in ("comment", "cont") else m.group(0)
+
+
+def fast_normalized_md5(code: str, parsed: bool = False) -> str:
+    """pipeline.identity.normalized_md5 (KernelBench's Problem.hash: MD5 of the code without comments, line
+    continuations and whitespace), without Python's tokenizer (~1 ms per file) when it can be done exactly:
+    code with no comment character and no backslash is hashed as is; code that parses (so every string literal
+    is terminated) has its comments and continuations cut by one regex that skips string literals. Other code
+    goes through the tokenizer. tests/test_decontam_canon.py checks the equality on KernelBench and disguises."""
     if "#" not in code and "\\" not in code:
         return hashlib.md5(_WS.sub("", code).encode()).hexdigest()
+    if parsed:
+        return hashlib.md5(_WS.sub("", _STR_COMMENT.sub(_keep_strings, code)).encode()).hexdigest()
     return normalized_md5(code)
 
 
