@@ -24,6 +24,7 @@ from pipeline.decontam.pool import chunk_bounds, fork_map
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import RefProblem
 from pipeline.storage import conform
+from schemas import get_schema
 
 
 def decide(md5_match: bool, canon: float, ops: float, raw: float, settings: DecontamSettings,
@@ -135,7 +136,7 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
     """score_codes over chunks: on Ray when it runs, else a forked process pool of `settings.workers`, else here.
     Every code is scored on its own, so the result does not depend on the chunks or the number of workers."""
     workers = max(1, settings.workers)
-    bounds = chunk_bounds(len(codes), workers, MIN_CHUNK)
+    bounds = chunk_bounds(len(codes), workers, MIN_CHUNK, per_worker=8)  # small chunks: a short idle tail
     if len(bounds) > 1 and _ray_running():
         from pipeline.executor import Resources, map_items
 
@@ -152,16 +153,17 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
 def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
                   settings: DecontamSettings | None = None) -> pa.Table:
     """Rows of the `contamination` table, one per candidate, in input order."""
-    from schemas import get_schema
-
     settings = settings or DecontamSettings()
     index = reference if isinstance(reference, ReferenceIndex) else ReferenceIndex(reference, settings)
     pairs = _as_pairs(candidates)
     codes = [c if isinstance(c, str) else "" for _, c in pairs]
     uniq = list(dict.fromkeys(codes))  # each distinct code is scored once
     cols = score_all(uniq, index, settings)
-    pos = {c: i for i, c in enumerate(uniq)}
-    take = np.array([pos[c] for c in codes], dtype=np.int64)
+    if len(uniq) == len(codes):
+        take = None
+    else:
+        pos = {c: i for i, c in enumerate(uniq)}
+        take = [pos[c] for c in codes]
     schema = get_schema("contamination")
     arrays = []
     for f in schema:
@@ -170,7 +172,8 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
         elif f.name == "reference_fingerprint":
             arrays.append(pa.array([index.fingerprint] * len(pairs), f.type))
         else:
-            arrays.append(pa.array(cols[f.name], f.type).take(take) if len(pairs) else pa.array([], f.type))
+            col = cols[f.name]
+            arrays.append(pa.array(col if take is None else [col[i] for i in take], f.type))
     return conform("contamination", pa.Table.from_arrays(arrays, schema=schema))
 
 
