@@ -47,6 +47,51 @@ def synth(n: int, seed: int = 0) -> tuple[list[str], list[str], dict[str, str]]:
     return ids, codes, planted
 
 
+def _tree_pss_mb(pid: int) -> float:
+    """Proportional set size of a process and all its descendants (shared pages counted once in total)."""
+    import os
+
+    pids, i = [pid], 0
+    while i < len(pids):
+        try:
+            for tid in os.listdir(f"/proc/{pids[i]}/task"):
+                with open(f"/proc/{pids[i]}/task/{tid}/children") as fh:
+                    pids += [int(k) for k in fh.read().split()]
+        except OSError:
+            pass
+        i += 1
+    kb = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                kb += sum(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+        except OSError:
+            pass
+    return kb / 1024
+
+
+class PeakMemory:
+    """Samples the process tree's total PSS every second (the memory the run really holds, forked workers
+    included, without counting pages they share with the driver twice)."""
+
+    def __init__(self) -> None:
+        import os
+        import threading
+
+        self.peak, self._stop = 0.0, threading.Event()
+        self._t = threading.Thread(target=self._run, args=(os.getpid(),), daemon=True)
+        self._t.start()
+
+    def _run(self, pid: int) -> None:
+        while not self._stop.wait(1.0):
+            self.peak = max(self.peak, _tree_pss_mb(pid))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._t.join()
+        return self.peak
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -71,10 +116,12 @@ def main() -> None:
     import os
 
     print("load average %.1f %.1f %.1f on %d cores" % (*os.getloadavg(), os.cpu_count()), flush=True)
+    mem = PeakMemory()
     t = time.perf_counter()
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     out = dedup(table, settings)
     dt = time.perf_counter() - t
+    peak_tree = mem.stop()
     c1, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime + ch.ru_utime + ch.ru_stime
     kept = dict(zip(out.column("task_id").to_pylist(), out.column("cluster_id").to_pylist()))
@@ -85,7 +132,10 @@ def main() -> None:
     print(f"dedup view={args.view} ray={args.ray} workers={args.workers}: {len(ids)} tasks in {dt:.1f} s wall, "
           f"{cpu:.1f} s CPU (driver + pool children; Ray workers not counted) "
           f"({len(ids) / dt:.0f} tasks/s); removed {removed}; planted copies in their original's cluster: "
-          f"{ok}/{len(planted)}; peak RSS driver {self_mb:.0f} MiB, largest child {child_mb:.0f} MiB", flush=True)
+          f"{ok}/{len(planted)}; peak RSS driver {self_mb:.0f} MiB, largest child {child_mb:.0f} MiB; "
+          f"peak total PSS of driver + workers (sampled every 1 s) {peak_tree:.0f} MiB "
+          f"(target < 15 min wall and < 8 GB: {'met' if dt < 900 and max(self_mb, peak_tree) < 8192 else 'NOT met'})",
+          flush=True)
     print("load average %.1f %.1f %.1f" % os.getloadavg())
     if args.ray:
         print("(Ray workers' memory is not in ru_maxrss; see the driver figure and the object store limit)")
