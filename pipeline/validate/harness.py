@@ -261,12 +261,14 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         if params:
             # Weight dependence: perturbing all weights at once must change the output (constant-initialised
             # weights such as LayerNorm's ones are still weights the output depends on).
-            gen = torch.Generator(device="cpu").manual_seed(seed + 7)
+            # Noise drawn on the model's device: a CPU generator took tens of seconds per GPU-sized weight
+            # (a 2217x2217x1024 Bilinear timed out at 60 s on the H200).
+            gen = torch.Generator(device=dev).manual_seed(seed + 7)
             saved_all = [t.detach().clone() for _, t in params]
             with torch.no_grad():
                 for _, t in params:
                     sc = float(t.detach().float().std()) if t.numel() > 1 else 0.0
-                    t.add_(torch.randn(t.shape, generator=gen).to(dev, t.dtype) * max(sc, 0.1))
+                    t.add_(torch.randn(t.shape, generator=gen, device=dev).to(t.dtype) * max(sc, 0.1))
                 moved = not _close(out, run(model, xs), 0.0, 0.0)
                 for (_, t), sv in zip(params, saved_all):
                     t.copy_(sv)
@@ -279,7 +281,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
                 saved = t.detach().clone()
                 with torch.no_grad():
                     scale = float(saved.float().std()) if saved.numel() > 1 else 0.0
-                    noise = torch.randn(saved.shape, generator=gen).to(dev, t.dtype) * (max(scale, 0.1))
+                    noise = torch.randn(saved.shape, generator=gen, device=dev).to(t.dtype) * (max(scale, 0.1))
                     t.add_(noise)
                     changed = not _close(out, run(model, xs), 0.0, 0.0)
                     t.copy_(saved)
