@@ -10,7 +10,6 @@ of the `ast` module (`preorder`: depth-first as `ast.NodeVisitor` visits; `bfs`:
 from __future__ import annotations
 
 import ast
-from collections import deque
 from typing import Callable
 
 AST = ast.AST
