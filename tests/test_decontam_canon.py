@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -243,3 +244,82 @@ def test_fast_normalized_md5_equals_kernelbench_hash(kernelbench_path):
         ast.parse(code)
         assert fast_normalized_md5(code, parsed=True) == normalized_md5(code), code[:200]
     assert fast_normalized_md5("x = '#\n") == normalized_md5("x = '#\n")  # unparseable: the tokenizer path
+
+
+def _tokens(code: str) -> list[str]:
+    c = canonicalize(code)
+    assert c.ok, c.reason
+    return c.tokens
+
+
+def test_module_constants_read_the_same_as_literals():
+    """Sizes in module-level constants (KernelBench's layout) or written inline, computed or not: one task. A
+    function parameter of the same name is not a constant."""
+    inline = BASE.split("batch_size = 128")[0] + '''
+def get_inputs():
+    return [torch.rand(128, 3, 16 * 2, 32)]
+
+def get_init_inputs():
+    return [3, 16, 3, (16, 1, 1)]
+'''
+    assert _tokens(inline) == _tokens(BASE)
+    canon = canonicalize(BASE)
+    assert "p1" in canon.text and "MOD_conv2d(p1, p2, p3)" in canon.text  # __init__'s parameters stay parameters
+
+
+def test_helper_methods_aliases_keywords_and_clamp_relu_are_erased():
+    restructured = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, cin: int, cout: int, k: int, bshape):
+        super().__init__()
+        self.layer = nn.Conv2d(in_channels=cin, out_channels=cout, kernel_size=k)
+        self.offset = nn.Parameter(torch.randn(bshape))
+
+    def _act(self, t):
+        return t.clamp(min=0.0)
+
+    def forward(self, inp):
+        return self._act(self.layer(inp)).add(self.offset)
+
+
+Model = Block
+
+
+def get_inputs():
+    return [torch.rand(128, 3, 32, 32)]
+
+
+def get_init_inputs():
+    return [3, 16, 3, (16, 1, 1)]
+'''
+    assert _tokens(restructured) == _tokens(BASE)
+    assert canonicalize(restructured).ops == ["conv2d", "relu", "add"]
+    # a helper used twice, or a clamp with an upper bound, is not erased
+    assert canonicalize(BASE.replace("torch.relu(x)", "torch.clamp(x, min=0, max=6)")).ops == \
+        ["conv2d", "clamp", "add"]
+
+
+def test_new_disguises_are_flagged_with_their_source(kernelbench_path):
+    """Constants written inline and a step moved into a helper (the calibration's held-out transforms), alone and
+    together, on every level-2 problem of a sample: flagged, nearest problem right."""
+    from pipeline.decontam.settings import DecontamSettings
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import load_reference
+
+    refs = load_reference(kernelbench_path)
+    rng = random.Random(5)
+    sample = rng.sample([r for r in refs if r.level == 2], 12)
+    rows = []
+    for r in sample:
+        for names in (["inline_constants"], ["extract_helper"], ["constants", "inline_constants", "extract_helper"]):
+            code = disguise(r.code, names, random.Random(zlib.crc32(r.ref_id.encode())))
+            assert code != r.code
+            rows.append((f"{r.ref_id}|{'+'.join(names)}", code))
+    out = decontaminate(rows, refs, DecontamSettings()).to_pylist()
+    for row in out:
+        assert row["contaminated"], row
+        assert row["nearest_ref"] == row["task_id"].split("|")[0], row

@@ -94,7 +94,11 @@ def refs(kernelbench_path):
 def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
     from pipeline.cli import app
 
+    from pipeline.decontam.calibrate import equivalent_refs
+    from pipeline.decontam.settings import DecontamSettings
+
     rows = _candidates(refs)
+    equiv = equivalent_refs(refs, DecontamSettings())
     cand = tmp_path / "candidates.parquet"
     pq.write_table(pa.table({"task_id": [r[0] for r in rows], "code": [r[1] for r in rows]}), cand)
     out = tmp_path / "out"
@@ -107,8 +111,9 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
         r = got[tid]
         assert r["contaminated"] is label, (tid, r)
         assert 0.0 <= r["score"] <= 1.0
-        if label:
-            assert r["nearest_ref"] == source, (tid, r["nearest_ref"])
+        if label:  # the source, or a problem no view can tell from it once constants change (level3 1 vs 2)
+            assert r["nearest_ref"] == source or r["nearest_ref"] in equiv.get(source, set()), \
+                (tid, r["nearest_ref"])
     assert got["copy:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "exact_md5"
     assert got["disguised:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "canonical_and_ops"
     assert got["bad:unparseable"]["reason"] == "unparseable" and not got["bad:unparseable"]["parse_ok"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
                                       unparse)
+from pipeline.decontam.inline import inline_helpers, inline_module_constants, sort_module_args
 
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
@@ -181,8 +182,10 @@ class Canonicalizer:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
         tree = _Normalizer(self).visit(tree)
+        inline_module_constants(tree)
         for fn in fns:  # the Normalizer keeps FunctionDef nodes in place
             fn.body = _inline_single_use(*_eliminate_dead(fn.body)) or [ast.Pass()]
+        inline_helpers(tree)  # after the bodies are simplified: a helper is then often one `return expr`
         # Preorder lists of the top-level definitions and methods, walked once and shared by the reordering, the
         # signature, the node types and the renamer (none of them changes the tree's shape after _reorder).
         pre: dict[ast.AST, list[ast.AST]] = {}
@@ -193,6 +196,7 @@ class Canonicalizer:
             type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
             for n in _compose(tree, pre)]  # renaming changes neither the shape nor OP_/MOD_ names
         _Renamer(pre).visit(tree)
+        sort_module_args(tree)
         text = unparse(tree)
         tokens = _TOKEN_RE.findall(text)
         return Canonical(True, "", tokens, ops, types, [], text)
@@ -372,6 +376,21 @@ def _is_num(node: ast.AST, value: float | None = None) -> bool:
     return ok and (value is None or node.value == value)
 
 
+def _is_masked(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "NUM"
+
+
+def _is_relu_clamp(op: str, rest: list[ast.expr], kws: list[ast.keyword]) -> bool:
+    """clamp(x, 0) / clamp(x, min=0) / clamp_min(x, 0) (no upper bound) is relu(x); `rest` excludes x."""
+    if op not in ("clamp", "clampmin"):
+        return False
+    if len(rest) == 1 and not kws:
+        return _is_num(rest[0], 0)
+    if not rest and len(kws) == 1 and kws[0].arg == "min":
+        return _is_num(kws[0].value, 0)
+    return False
+
+
 def _identity_arg(op: str, args: list[ast.expr]) -> int | None:
     """For add(x, 0), mul(x, 1), div(x, 1), sub(x, 0), pow(x, 1), mul(1, x), add(0, x): the index of x."""
     if len(args) != 2:
@@ -491,6 +510,8 @@ class _Normalizer(FastTransformer):
             return left
         if op == "mul" and _is_num(left, 1) or op == "add" and _is_num(left, 0):
             return right
+        if _is_masked(left) and _is_masked(right):
+            return left  # literal arithmetic (`16 * 2`) is one constant
         return _call(op, [left, right])
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -566,6 +587,8 @@ class _Normalizer(FastTransformer):
                 return ast.Call(func=ast.Name(id=f"MOD_{name}", ctx=ast.Load()), args=args, keywords=[])
             if name in _IDENTITY_METHODS and len(args) == 1:
                 return args[0]
+            if raw_args and _is_relu_clamp(name, raw_args[1:], kws):
+                return _call("relu", node.args[:1])
             keep = _identity_arg(name, raw_args)
             if keep is not None and not kws:
                 return node.args[keep]
@@ -601,6 +624,8 @@ class _Normalizer(FastTransformer):
             m = norm_op(func.attr)
             if m in _IDENTITY_METHODS:
                 return recv
+            if _is_relu_clamp(m, raw_args, kws):
+                return _call("relu", [recv])
             if not kws and _identity_arg(m, [func.value, *raw_args]) == 0:
                 return recv  # x.add(0), x.mul(1.0)
             return _call(m, [recv, *args])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import io
 import random
 import re
@@ -394,14 +395,103 @@ def add_noops(code: str, rng: random.Random) -> str:
     return ast.unparse(tree) + "\n"
 
 
+def _const_value(node: ast.AST, known: set[str]) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in known
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_const_value(e, known) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _const_value(node.operand, known)
+    if isinstance(node, ast.BinOp):
+        return _const_value(node.left, known) and _const_value(node.right, known)
+    return False
+
+
+def inline_constants(code: str, rng: random.Random) -> str:
+    """Write module-level constants (`batch_size = 128`) as literals where they are read, and drop them."""
+    tree = ast.parse(code)
+    bound: dict[str, int] = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    bound[n.id] = bound.get(n.id, 0) + 1
+    consts: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and bound.get(t.id) == 1
+                                                for t in stmt.targets) and _const_value(stmt.value, set(consts)):
+            for t in stmt.targets:
+                consts[t.id] = stmt.value
+    if not consts:
+        return code
+
+    class Subst(ast.NodeTransformer):
+        def __init__(self, shadow: set[str]) -> None:
+            self.shadow = shadow
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if isinstance(node.ctx, ast.Load) and node.id in consts and node.id not in self.shadow:
+                return Subst(self.shadow).visit(copy.deepcopy(consts[node.id]))
+            return node
+
+    fns = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    still: set[str] = set()  # constants some function still reads (through a construct not substituted)
+    for fn in fns:
+        shadow = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+        shadow |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        fn.body = [Subst(shadow).visit(st) for st in fn.body]
+        still |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                  and n.id in consts and n.id not in shadow}
+    for st in tree.body:  # class-level statements outside methods
+        if isinstance(st, ast.ClassDef):
+            still |= {n.id for b in st.body if not isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      for n in ast.walk(b) if isinstance(n, ast.Name) and n.id in consts}
+    tree.body = [st for st in tree.body if not (isinstance(st, ast.Assign) and all(
+        isinstance(t, ast.Name) and t.id in consts and t.id not in still for t in st.targets))]
+    return ast.unparse(tree) + "\n"
+
+
+def extract_helper(code: str, rng: random.Random) -> str:
+    """Move one step of forward into a new helper method (`y = self._step(x, w)` with `def _step(self, x, w):
+    return ...`)."""
+    tree = ast.parse(code)
+    fwd = [(c, f) for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+           if isinstance(f, ast.FunctionDef) and f.name == "forward" and f.args.args]
+    if not fwd:
+        return code
+    cls, fn = rng.choice(fwd)
+    me = fn.args.args[0].arg
+    steps = [i for i, st in enumerate(fn.body) if isinstance(st, (ast.Assign, ast.Return)) and
+             isinstance(st.value, (ast.Call, ast.BinOp)) and not any(isinstance(n, ast.Starred) for n in
+                                                                       ast.walk(st.value))]
+    if not steps:
+        return code
+    i = rng.choice(steps)
+    st = fn.body[i]
+    local = {a.arg for a in fn.args.args[1:]} | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                                                  and isinstance(n.ctx, ast.Store)}
+    free = list(dict.fromkeys(n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)
+                              and isinstance(n.ctx, ast.Load) and n.id in local))
+    name = "_" + rng.choice(["step", "apply", "block", "stage", "compute", "op"]) + str(rng.randint(0, 99))
+    helper = ast.parse(f"def {name}({me}{''.join(', ' + v for v in free)}):\n    return 0").body[0]
+    helper.body[0].value = st.value
+    st.value = ast.parse(f"{me}.{name}({', '.join(free)})", mode="eval").body
+    cls.body.insert(cls.body.index(fn) + 1, helper)
+    return ast.unparse(tree) + "\n"
+
+
 TRANSFORMS: dict[str, Callable[[str, random.Random], str]] = {
     "rename": rename_identifiers,
     "class_rename": rename_classes,
     "constants": change_constants,
+    "inline_constants": inline_constants,
     "docs_comments": restyle_docs,
     "formatting": reformat,
     "api_swap": swap_api,
     "reorder": reorder_statements,
+    "extract_helper": extract_helper,
     "noop_lines": add_noops,
 }
 
