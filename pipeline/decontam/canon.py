@@ -56,6 +56,8 @@ _META_OPS = frozenset({"size", "dim", "numel", "item", "tolist", "to", "type", "
                        "abs_", "sorted", "map", "getitem"})
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
+_EXPAND = {"linear": ("matmul", "add")}
+_NOT_HELPERS = frozenset({"forward", "__init__", "get_inputs", "get_init_inputs"})
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
 _TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
 
@@ -183,9 +185,14 @@ class Canonicalizer:
         self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
         tree = _Normalizer(self).visit(tree)
         inline_module_constants(tree)
-        for fn in fns:  # the Normalizer keeps FunctionDef nodes in place
+        # Helpers first: simplified, a helper is often one `return expr`, inlined while its callers still pass
+        # plain names (a parameter read twice must not duplicate a whole computation); then everything else.
+        helpers = [fn for fn in fns if fn.name not in _NOT_HELPERS]
+        for fn in helpers + [None] + [fn for fn in fns if fn.name in _NOT_HELPERS]:
+            if fn is None:
+                inline_helpers(tree)
+                continue
             fn.body = _inline_single_use(*_eliminate_dead(fn.body)) or [ast.Pass()]
-        inline_helpers(tree)  # after the bodies are simplified: a helper is then often one `return expr`
         # Preorder lists of the top-level definitions and methods, walked once and shared by the reordering, the
         # signature, the node types and the renamer (none of them changes the tree's shape after _reorder).
         pre: dict[ast.AST, list[ast.AST]] = {}
@@ -296,7 +303,8 @@ class Canonicalizer:
             self._class_ops(cls.name, out, depth=0)
             if len(out) > len(best):
                 best = out
-        return best
+        # a linear layer is a matmul and a bias add (`x @ w.T + b`, a two-operand einsum plus a bias)
+        return [o for op in best for o in _EXPAND.get(op, (op,))]
 
     def _class_ops(self, cname: str, out: list[str], depth: int) -> None:
         cls = self._norm_classes.get(cname)
@@ -589,6 +597,8 @@ class _Normalizer(FastTransformer):
                 return args[0]
             if raw_args and _is_relu_clamp(name, raw_args[1:], kws):
                 return _call("relu", node.args[:1])
+            if name == "einsum" and len(node.args) == 3 and not kws:
+                return _call("matmul", node.args[1:])  # a two-operand contraction is a (batched) matmul
             keep = _identity_arg(name, raw_args)
             if keep is not None and not kws:
                 return node.args[keep]

@@ -153,6 +153,15 @@ def _single_return(fn: ast.AST) -> ast.expr | None:
     return None
 
 
+def _safe_binding(params: list[str], args: list[ast.expr], expr: ast.expr) -> bool:
+    """A parameter read more than once may only be bound to a name or a constant (no duplicated computation)."""
+    reads: dict[str, int] = {}
+    for n in bfs(expr):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            reads[n.id] = reads.get(n.id, 0) + 1
+    return all(reads.get(p, 0) <= 1 or isinstance(a, (ast.Name, ast.Constant)) for p, a in zip(params, args))
+
+
 class _Bind(FastTransformer):
     def __init__(self, binding: dict[str, ast.expr]) -> None:
         self.binding = binding
@@ -166,9 +175,9 @@ class _Bind(FastTransformer):
 class _InlineCalls(FastTransformer):
     """Calls of single-expression helpers replaced by the helper's expression with its parameters bound."""
 
-    def __init__(self, methods: dict[str, tuple[list[str], ast.expr]], functions: dict[str, tuple[list[str], ast.expr]]
-                 ) -> None:
-        self.methods, self.functions = methods, functions
+    def __init__(self, methods: dict[str, tuple[list[str], ast.expr]], functions: dict[str, tuple[list[str], ast.expr]],
+                 lambdas: dict[str, tuple[list[str], ast.expr]] | None = None) -> None:
+        self.methods, self.functions, self.lambdas = methods, functions, lambdas or {}
         self.self_name: str | None = None
         self.done = 0
 
@@ -187,15 +196,44 @@ class _InlineCalls(FastTransformer):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self.self_name \
                 and f.attr in self.methods:
             params, expr = self.methods[f.attr]
-            if len(params) == len(node.args) + 1:
+            if len(params) == len(node.args) + 1 and _safe_binding(params[1:], node.args, expr):
                 self.done += 1
                 return _Bind({params[0]: f.value, **dict(zip(params[1:], node.args))}).visit(copy.deepcopy(expr))
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self.self_name \
+                and f.attr in self.lambdas:
+            params, expr = self.lambdas[f.attr]
+            if len(params) == len(node.args) and _safe_binding(params, node.args, expr):
+                self.done += 1
+                return _Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
         if isinstance(f, ast.Name) and f.id in self.functions:
             params, expr = self.functions[f.id]
-            if len(params) == len(node.args):
+            if len(params) == len(node.args) and _safe_binding(params, node.args, expr):
                 self.done += 1
                 return _Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
         return node
+
+
+def _self_lambdas(cls: ast.ClassDef) -> tuple[dict[str, tuple[list[str], ast.expr]], list]:
+    """`self.attr = lambda a, b: expr` in a method of the class, attr bound once: {attr: (params, expr)}."""
+    found: dict[str, list] = {}
+    for fn in cls.body:
+        if not isinstance(fn, ast.FunctionDef) or not fn.args.args:
+            continue
+        me = fn.args.args[0].arg
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
+                    and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == me:
+                found.setdefault(stmt.targets[0].attr, []).append((fn, stmt))
+    out, stmts = {}, []
+    for attr, sites in found.items():
+        if len(sites) != 1 or not isinstance(sites[0][1].value, ast.Lambda):
+            continue
+        lam = sites[0][1].value
+        params = _simple_params(lam)  # type: ignore[arg-type]
+        if params is not None and not _calls_itself(attr, lam.body):
+            out[attr] = (params, lam.body)
+            stmts.append((sites[0][0], sites[0][1], attr))
+    return out, stmts
 
 
 _KEEP_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs", "forward", "__init__"})
@@ -223,17 +261,21 @@ def inline_helpers(tree: ast.Module) -> None:
             if params and fn.name not in _KEEP_FUNCTIONS and not fn.name.startswith("__") and \
                     not _calls_itself(fn.name, expr):
                 methods[fn.name] = (params, expr)
-        if not methods and not functions:
+        lambdas, lambda_stmts = _self_lambdas(cls)
+        if not methods and not functions and not lambdas:
             continue
-        inliner = _InlineCalls(methods, functions)
+        inliner = _InlineCalls(methods, functions, lambdas)
         for fn in cls.body:
             if isinstance(fn, ast.FunctionDef) and fn.name not in methods:
                 inliner.visit(fn)
         if inliner.done:
             used = {n.attr for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name not in methods
-                    for n in bfs(fn) if isinstance(n, ast.Attribute)}
+                    for n in bfs(fn) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
             cls.body = [fn for fn in cls.body if not (isinstance(fn, ast.FunctionDef) and fn.name in methods
                                                       and fn.name not in used)] or [ast.Pass()]
+            for fn, stmt, attr in lambda_stmts:  # `self.act = lambda t: ...` once nothing reads self.act
+                if attr not in used and stmt in fn.body:
+                    fn.body.remove(stmt)
     if functions:
         inliner = _InlineCalls({}, functions)
         for s in tree.body:
