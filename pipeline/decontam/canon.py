@@ -38,7 +38,7 @@ _OP_ALIASES = {
     "instancenorm1d": "instancenorm", "instancenorm2d": "instancenorm", "instancenorm3d": "instancenorm",
     "dropout1d": "dropout", "dropout2d": "dropout", "dropout3d": "dropout", "featurealphadropout": "dropout",
     "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
-    "square": "pow2", "rsqrt": "rsqrt", "amax": "max", "amin": "min", "sigmoid": "sigmoid", "expit": "sigmoid",
+    "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid", "expit": "sigmoid",
 }
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
@@ -47,7 +47,7 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
 _IDENTITY_METHODS = frozenset({"contiguous", "clone", "detach", "requires_grad"})
 _IDENTITY_MODULES = frozenset({"identity"})
 # Do not count as operators of the signature: metadata and device/dtype plumbing.
-_META_OPS = frozenset({"size", "dim", "numel", "item", "tolist", "to", "type", "cpu", "cuda", "float", "half",
+_META_OPS = frozenset({"t", "size", "dim", "numel", "item", "tolist", "to", "type", "cpu", "cuda", "float", "half",
                        "double", "bfloat16", "len", "int", "range", "print", "isinstance", "super", "init", "shape",
                        "getattr", "setattr", "hasattr", "list", "tuple", "dict", "zip", "enumerate", "append",
                        "parameters", "modules", "children", "fill", "zero", "normal", "uniform", "kaiminguniform",
@@ -56,7 +56,6 @@ _META_OPS = frozenset({"size", "dim", "numel", "item", "tolist", "to", "type", "
                        "abs_", "sorted", "map", "getitem"})
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
-_EXPAND = {"linear": ("matmul", "add")}
 _NOT_HELPERS = frozenset({"forward", "__init__", "get_inputs", "get_init_inputs"})
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
 _TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
@@ -303,8 +302,15 @@ class Canonicalizer:
             self._class_ops(cls.name, out, depth=0)
             if len(out) > len(best):
                 best = out
-        # a linear layer is a matmul and a bias add (`x @ w.T + b`, a two-operand einsum plus a bias)
-        return [o for op in best for o in _EXPAND.get(op, (op,))]
+        # a matmul followed by an add is a linear layer (`x @ w.T + b`, an einsum plus a bias, `F.linear` and
+        # `nn.Linear` all read `linear`)
+        out: list[str] = []
+        for op in best:
+            if op == "add" and out and out[-1] == "matmul":
+                out[-1] = "linear"
+            else:
+                out.append(op)
+        return out
 
     def _class_ops(self, cname: str, out: list[str], depth: int) -> None:
         cls = self._norm_classes.get(cname)
