@@ -323,3 +323,38 @@ def test_new_disguises_are_flagged_with_their_source(kernelbench_path):
     for row in out:
         assert row["contaminated"], row
         assert row["nearest_ref"] == row["task_id"].split("|")[0], row
+
+
+GEMM_VARIANTS = {
+    "functional_linear": ("self.gemm = nn.Linear(in_features, out_features)",
+                          "self.w = nn.Parameter(torch.randn(out_features, in_features))\n"
+                          "        self.b = nn.Parameter(torch.zeros(out_features))",
+                          "x = self.gemm(x)", "x = torch.nn.functional.linear(x, self.w, self.b)"),
+    "matmul_t_plus_bias": ("self.gemm = nn.Linear(in_features, out_features)",
+                           "self.w = nn.Parameter(torch.randn(out_features, in_features))\n"
+                           "        self.b = nn.Parameter(torch.zeros(out_features))",
+                           "x = self.gemm(x)", "x = x @ self.w.t() + self.b"),
+    "einsum": (None, None, "x = self.gemm(x)",
+               "x = torch.einsum('bi,oi->bo', x, self.gemm.weight) + self.gemm.bias"),
+    "lambda_activation": ("self.leaky_relu = nn.LeakyReLU(negative_slope)",
+                          "self.leaky_relu = lambda t: torch.nn.functional.leaky_relu(t, negative_slope)", None, None),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(GEMM_VARIANTS))
+def test_gemm_rewrites_are_the_same_problem(kernelbench_path, variant):
+    """nn.Linear written as F.linear with explicit weights, `x @ w.t() + b`, a two-operand einsum plus the bias, or
+    an activation stored as a lambda: the same ordered operators as level2/12, flagged with it as nearest."""
+    from pipeline.decontam.settings import DecontamSettings
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import load_reference
+
+    refs = load_reference(kernelbench_path)
+    src = next(r for r in refs if r.ref_id == "level2/12_Gemm_Multiply_LeakyReLU").code
+    a, b, c, d = GEMM_VARIANTS[variant]
+    code = src.replace(a, b) if a else src
+    code = code.replace(c, d) if c else code
+    assert code != src
+    assert canonicalize(code).ops == canonicalize(src).ops == ["linear", "mul", "leakyrelu"]
+    row = decontaminate([("v", code)], refs, DecontamSettings()).to_pylist()[0]
+    assert row["contaminated"] and row["nearest_ref"] == "level2/12_Gemm_Multiply_LeakyReLU", row
