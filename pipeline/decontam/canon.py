@@ -164,6 +164,8 @@ class Canonicalizer:
         self.light = light  # tokens only: no operator signature, no AST node types (dedup)
         self._norm_classes: dict[str, ast.ClassDef] = {}  # filled by the _Normalizer
         self._norm_functions: dict[str, ast.FunctionDef] = {}
+        self.fn_names: dict[ast.AST, list[ast.Name]] = {}  # function -> its plain Name nodes (normalizer)
+        self.mod_calls: list[ast.Call] = []  # module constructors with 2+ arguments (sorted after renaming)
 
     # ---- pass 1: resolve torch spellings into OP_/MOD_ calls ----
     def run(self) -> Canonical:
@@ -183,7 +185,7 @@ class Canonicalizer:
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.minfo = {name: self._module_info(c) for name, c in self.classes.items()}
         tree = _Normalizer(self).visit(tree)
-        inline_module_constants(tree)
+        inline_module_constants(tree, self.fn_names)
         # Helpers first: simplified, a helper is often one `return expr`, inlined while its callers still pass
         # plain names (a parameter read twice must not duplicate a whole computation); then everything else.
         helpers = [fn for fn in fns if fn.name not in _NOT_HELPERS]
@@ -202,7 +204,7 @@ class Canonicalizer:
             type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
             for n in _compose(tree, pre)]  # renaming changes neither the shape nor OP_/MOD_ names
         _Renamer(pre).visit(tree)
-        sort_module_args(tree)
+        sort_module_args(self.mod_calls)
         text = unparse(tree)
         tokens = _TOKEN_RE.findall(text)
         return Canonical(True, "", tokens, ops, types, [], text)
@@ -416,7 +418,12 @@ def _identity_arg(op: str, args: list[ast.expr]) -> int | None:
     return None
 
 
-def _call(op: str, args: list[ast.expr]) -> ast.Call:
+_ARITH = frozenset({"add", "sub", "mul", "div", "floordiv", "pow", "mod", "neg"})
+
+
+def _call(op: str, args: list[ast.expr]) -> ast.expr:
+    if op in _ARITH and args and all(_is_masked(a) for a in args):
+        return args[0]  # arithmetic on literals (`16 * 5`, `torch.mul(16, 5)`) is one constant
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
 
@@ -431,6 +438,7 @@ class _Normalizer(FastTransformer):
         self.c = canon
         self.cls_stack: list[str] = []
         self.self_name: str | None = None
+        self.fn_names: list[list[ast.Name]] = []
 
     # statements ---------------------------------------------------------------
     def _clean_body(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -478,7 +486,9 @@ class _Normalizer(FastTransformer):
         node.decorator_list = []
         for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
             a.annotation = None
+        self.fn_names.append([])
         self.generic_visit(node)
+        self.c.fn_names[node] = self.fn_names.pop()  # its plain names, for inline_module_constants (no re-walk)
         self.self_name = prev
         if not self.cls_stack:
             self.c._norm_functions[node.name] = node
@@ -524,9 +534,7 @@ class _Normalizer(FastTransformer):
             return left
         if op == "mul" and _is_num(left, 1) or op == "add" and _is_num(left, 0):
             return right
-        if _is_masked(left) and _is_masked(right):
-            return left  # literal arithmetic (`16 * 2`) is one constant
-        return _call(op, [left, right])
+        return _call(op, [left, right])  # literal arithmetic folds there
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         op = _BINOPS.get(type(node.op), "binop")
@@ -571,12 +579,16 @@ class _Normalizer(FastTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id.startswith(_RESERVED) and node.id not in self.c.imports.alias:
             node.id = "u" + node.id  # a user's own `P_l` must not read as one of our placeholders
+            if self.fn_names:
+                self.fn_names[-1].append(node)
             return node
         if node.id in self.c.imports.alias:
             path = self.c.imports.alias[node.id]
             op = _torch_op(path)
             name = f"MOD_{op[0]}" if op else "P_" + path.replace(".", "_")
             return ast.copy_location(ast.Name(id=name, ctx=node.ctx), node)
+        if self.fn_names:
+            self.fn_names[-1].append(node)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -598,7 +610,10 @@ class _Normalizer(FastTransformer):
             if is_class:
                 if name in _IDENTITY_MODULES:
                     return ast.Name(id="MOD_identity", ctx=ast.Load())
-                return ast.Call(func=ast.Name(id=f"MOD_{name}", ctx=ast.Load()), args=args, keywords=[])
+                call = ast.Call(func=ast.Name(id=f"MOD_{name}", ctx=ast.Load()), args=args, keywords=[])
+                if len(args) > 1:
+                    self.c.mod_calls.append(call)
+                return call
             if name in _IDENTITY_METHODS and len(args) == 1:
                 return args[0]
             if raw_args and _is_relu_clamp(name, raw_args[1:], kws):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from pipeline.decontam.astwalk import FastTransformer, bfs, unparse
+from pipeline.decontam.astwalk import FastTransformer, bfs
 
 _ARITH = frozenset({"OP_add", "OP_sub", "OP_mul", "OP_div", "OP_floordiv", "OP_pow", "OP_neg", "OP_mod"})
 _NUM = "NUM"
@@ -83,10 +83,11 @@ def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
     return out
 
 
-def inline_module_constants(tree: ast.Module) -> None:
+def inline_module_constants(tree: ast.Module, fn_names: dict[ast.AST, list[ast.Name]] | None = None) -> None:
     """Module-level names bound once to a constant expression are replaced by that expression where functions read
     them (unless the function binds the same name: `def __init__(self, in_channels)` beside a module-level
-    `in_channels = 64`), and their assignments removed; class aliases (`Model = Block`) go too."""
+    `in_channels = 64`), and their assignments removed; class aliases (`Model = Block`) go too. `fn_names`: each
+    function's Name nodes as the normalizer saw them (saves a walk); else they are walked here."""
     counts: dict[str, int] = {}
     for stmt in tree.body:
         for x in _bound_at_module(stmt):
@@ -124,7 +125,9 @@ def inline_module_constants(tree: ast.Module) -> None:
         a = fn.args
         local = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
         local.update(x.arg for x in (a.vararg, a.kwarg) if x is not None)
-        ns = [n for n in bfs(fn) if n.__class__ is ast.Name]
+        ns = fn_names.get(fn) if fn_names is not None else None
+        if ns is None:
+            ns = [n for n in bfs(fn) if n.__class__ is ast.Name]
         local.update(n.id for n in ns if n.ctx.__class__ is not ast.Load)
         other: dict[str, ast.expr] = {}
         for n in ns:
@@ -287,11 +290,15 @@ def inline_helpers(tree: ast.Module) -> None:
                                                   and s.name not in used)]
 
 
-def sort_module_args(tree: ast.AST) -> None:
+def _arg_key(a: ast.expr) -> tuple[int, str]:
+    return (0, a.id) if isinstance(a, ast.Name) else (1, "")
+
+
+def sort_module_args(calls: list[ast.Call]) -> None:
     """Arguments of module constructors (`MOD_conv2d(p1, p2, p3)`) in a canonical order: keyword names are dropped
     by the normalizer, so `in_channels=.., kernel_size=.., out_channels=..` and the positional spelling would
-    otherwise differ in order. Run after renaming (the order is by the renamed text)."""
-    for n in bfs(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id.startswith("MOD_") and \
-                len(n.args) > 1 and not any(isinstance(a, ast.Starred) for a in n.args):
-            n.args.sort(key=unparse)
+    otherwise differ in order. Run after renaming on the calls the normalizer built (no tree walk): renamed names
+    sort by their number-of-appearance names, other arguments keep their place after them (a stable sort)."""
+    for n in calls:
+        if not any(isinstance(a, ast.Starred) for a in n.args):
+            n.args.sort(key=_arg_key)
