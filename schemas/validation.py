@@ -7,6 +7,8 @@ FILTERS = (
     ("syntax", "syntax_error: the code parses"),
     ("structure", "missing_definitions: defines class Model, get_inputs, get_init_inputs"),
     ("imports", "disallowed_import: only allowlisted imports, no open/exec/eval/__import__"),
+    ("patching", "monkey_patching: no assignment to attributes of imported modules (static), none of the torch "
+                 "functions the filters use replaced after the module body ran (runtime)"),
     ("static_stochastic", "stochastic_op_static: no random sampling or stochastic layer in Model"),
     ("sandbox", "the candidate process finished within its limits (reason: timeout, memory_limit, segfault, ...)"),
     ("init", "init_error: the module body, get_init_inputs() and Model(*init) run"),
@@ -32,7 +34,7 @@ FILTERS = (
 
 SCHEMA = table_schema(
     "validation",
-    1,
+    2,
     "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
     "filter's result (null: not run) and the measured values.",
     [

@@ -76,6 +76,13 @@ CASES = {
     "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
                 "network_blocked"),
     "flood_stdout": (task("print('y' * 2_000_000)\nreturn self.lin(x)", init="self.lin = nn.Linear(8, 8)"), ""),
+    # Replacing what the filters compute with (a nondeterministic task that makes allclose always agree):
+    # seen in the source, or, through an alias the static check cannot follow, after the module body / forward.
+    "patch_static": (task("return x * torch.rand_like(x)", header="import torch\nimport torch.nn as nn\n"
+                          "torch.allclose = lambda *a, **k: True"), "monkey_patching"),
+    "patch_alias": (task("return x * 2", header="import torch\nimport torch.nn as nn\nT = torch\n"
+                         "T.equal = lambda *a, **k: False"), "monkey_patching"),
+    "patch_in_forward": (task("T = torch\nT.isnan = torch.isinf\nreturn x * 2"), "monkey_patching"),
 }
 # Only reachable with the static import filter off (the sandbox layers alone must catch them).
 UNCHECKED = {

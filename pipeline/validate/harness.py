@@ -14,12 +14,12 @@ from typing import Any
 
 # Runtime filters, in the order their reasons take precedence.
 RUNTIME_CHECKS = (
-    "init", "inputs", "forward", "output_type", "finite", "output_size", "fresh_inputs", "runtime_stochastic",
+    "patching", "init", "inputs", "forward", "output_type", "finite", "output_size", "fresh_inputs", "runtime_stochastic",
     "deterministic", "non_constant", "input_dependent", "weight_dependent", "unused_parameters", "unused_modules",
     "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
 )
 REASON_OF = {
-    "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
+    "patching": "monkey_patching", "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
     "finite": "nan_or_inf", "output_size": "output_too_large", "fresh_inputs": "fixed_inputs",
     "runtime_stochastic": "stochastic_op", "deterministic": "nondeterministic", "non_constant": "constant_output",
     "input_dependent": "input_independent", "weight_dependent": "weight_independent",
@@ -84,6 +84,23 @@ def _close(a: list, b: list, atol: float, rtol: float) -> bool:
     return True
 
 
+# torch functions the filters compute with: a candidate that replaces them could pass any filter.
+_WATCHED = ("allclose", "equal", "isfinite", "isnan", "get_rng_state", "manual_seed", "randn", "ones_like",
+            "compile", "no_grad")
+
+
+def _integrity(torch: Any) -> dict[str, Any]:
+    out = {f"torch.{k}": getattr(torch, k, None) for k in _WATCHED}
+    out.update({f"torch.Tensor.{k}": v for k, v in vars(torch.Tensor).items() if callable(v)})
+    out.update({f"torch.nn.Module.{k}": v for k, v in vars(torch.nn.Module).items() if callable(v)})
+    return out
+
+
+def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
+    now = _integrity(torch)
+    return sorted(k for k, v in before.items() if now.get(k) is not v)
+
+
 def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
     import torch
 
@@ -140,6 +157,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         checks[name] = True
 
     torch.manual_seed(seed)
+    before = _integrity(torch)
     ns: dict[str, Any] = {"__name__": "candidate"}
     try:
         exec(compile(p["code"], "<candidate>", "exec"), ns)
@@ -150,6 +168,10 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         if _is_oom(e):
             raise
         return _finish(m, "init", f"module body: {type(e).__name__}: {e}")
+    replaced = _replaced(torch, before)
+    if replaced:
+        return _finish(m, "patching", "replaced after the module body: " + ", ".join(replaced[:8]))
+    checks["patching"] = True
 
     import contextlib
 
@@ -306,6 +328,11 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         fail("train_eval", f"max abs diff {te_abs}") if not _close(out_train, out_eval, atol, rtol) else ok(
             "train_eval")
         del out_eval, out_train, out_b
+        # Checked again before torch.compile (which wraps nn.Module.__init__ and torch.manual_seed itself): the
+        # eager filters above ran forward several times, so a replacement made inside forward is in place now.
+        replaced = _replaced(torch, before)
+        if replaced:
+            fail("patching", "replaced while running: " + ", ".join(replaced[:8]), stop=True)
         failed_so_far = any(v is False for v in checks.values())
         # torch.compile must run and agree with eager.
         if p.get("check_compile", True) and (run_all or not failed_so_far):

@@ -75,6 +75,43 @@ def check_imports(tree: ast.Module, allowed: tuple[str, ...] = DEFAULT_ALLOWED_I
     return "", ""
 
 
+def _imported_names(tree: ast.Module) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            out.update(a.asname or a.name for a in node.names)
+    return out
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def check_patching(tree: ast.Module) -> tuple[str, str]:
+    """No assignment to (or deletion of) an attribute of an imported module or class: `torch.allclose = ...`,
+    `torch.Tensor.add = ...`, `F.relu = ...` would change what the filters themselves compute with."""
+    imported = _imported_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        else:
+            continue
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)) and \
+                        _root_name(sub) in imported:
+                    return "monkey_patching", f"assigns {ast.unparse(sub)}"[:300]
+    return "", ""
+
+
 def check_stochastic(tree: ast.Module, names: set[str] = STOCHASTIC_NAMES) -> tuple[str, str]:
     """No random sampling in Model outside __init__ (weights may be drawn there), no stochastic layers at all."""
     for node in tree.body:
@@ -103,5 +140,6 @@ def static_checks(code: str, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED_
         return out
     out.append(("structure",) + check_structure(tree))
     out.append(("imports",) + (check_imports(tree, allowed_imports) if enforce_imports else ("", "not enforced")))
+    out.append(("patching",) + check_patching(tree))
     out.append(("static_stochastic",) + check_stochastic(tree))
     return out
