@@ -83,6 +83,10 @@ CASES = {
     "patch_alias": (task("return x * 2", header="import torch\nimport torch.nn as nn\nT = torch\n"
                          "T.equal = lambda *a, **k: False"), "monkey_patching"),
     "patch_in_forward": (task("T = torch\nT.isnan = torch.isinf\nreturn x * 2"), "monkey_patching"),
+    # Importing transformers makes torch wrap some of its own functions (torch.manual_seed): not a patch.
+    "torch_wraps_itself": (task("return self.act(x)", init="self.act = MishActivation()",
+                                header="import torch\nimport torch.nn as nn\n"
+                                       "from transformers.activations import MishActivation"), ""),
 }
 # Only reachable with the static import filter off (the sandbox layers alone must catch them).
 UNCHECKED = {

@@ -97,8 +97,23 @@ def _integrity(torch: Any) -> dict[str, Any]:
 
 
 def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
+    """Watched names now bound to other objects, except torch's own wrappers: importing parts of torch (dynamo, as
+    `transformers` does) wraps e.g. `torch.manual_seed` with a function whose code lives in torch's package;
+    anything the candidate defines was compiled from "<candidate>", and a builtin has no Python code at all."""
+    import os
+
+    home = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     now = _integrity(torch)
-    return sorted(k for k, v in before.items() if now.get(k) is not v)
+    out = []
+    for k, v in before.items():
+        new = now.get(k)
+        if new is v:
+            continue
+        code = getattr(new, "__code__", None)
+        if code is not None and os.path.abspath(code.co_filename).startswith(home):
+            continue
+        out.append(k)
+    return sorted(out)
 
 
 def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
