@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
                                       unparse)
-from pipeline.decontam.inline import inline_helpers, inline_module_constants, sort_module_args
+from pipeline.decontam.inline import (ARITH_OPS, NOT_HELPERS, inline_helpers, inline_module_constants, is_masked,
+                                     sort_module_args)
 
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
@@ -38,7 +39,8 @@ _OP_ALIASES = {
     "instancenorm1d": "instancenorm", "instancenorm2d": "instancenorm", "instancenorm3d": "instancenorm",
     "dropout1d": "dropout", "dropout2d": "dropout", "dropout3d": "dropout", "featurealphadropout": "dropout",
     "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
-    "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid", "expit": "sigmoid",
+    "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid",
+    "expit": "sigmoid",
 }
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
@@ -56,7 +58,6 @@ _META_OPS = frozenset({"t", "size", "dim", "numel", "item", "tolist", "to", "typ
                        "abs_", "sorted", "map", "getitem"})
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
-_NOT_HELPERS = frozenset({"forward", "__init__", "get_inputs", "get_init_inputs"})
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
 _TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
 
@@ -188,8 +189,8 @@ class Canonicalizer:
         inline_module_constants(tree, self.fn_names)
         # Helpers first: simplified, a helper is often one `return expr`, inlined while its callers still pass
         # plain names (a parameter read twice must not duplicate a whole computation); then everything else.
-        helpers = [fn for fn in fns if fn.name not in _NOT_HELPERS]
-        for fn in helpers + [None] + [fn for fn in fns if fn.name in _NOT_HELPERS]:
+        helpers = [fn for fn in fns if fn.name not in NOT_HELPERS]
+        for fn in helpers + [None] + [fn for fn in fns if fn.name in NOT_HELPERS]:
             if fn is None:
                 inline_helpers(tree)
                 continue
@@ -392,10 +393,6 @@ def _is_num(node: ast.AST, value: float | None = None) -> bool:
     return ok and (value is None or node.value == value)
 
 
-def _is_masked(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "NUM"
-
-
 def _is_relu_clamp(op: str, rest: list[ast.expr], kws: list[ast.keyword]) -> bool:
     """clamp(x, 0) / clamp(x, min=0) / clamp_min(x, 0) (no upper bound) is relu(x); `rest` excludes x."""
     if op not in ("clamp", "clampmin"):
@@ -418,11 +415,8 @@ def _identity_arg(op: str, args: list[ast.expr]) -> int | None:
     return None
 
 
-_ARITH = frozenset({"add", "sub", "mul", "div", "floordiv", "pow", "mod", "neg"})
-
-
 def _call(op: str, args: list[ast.expr]) -> ast.expr:
-    if op in _ARITH and args and all(_is_masked(a) for a in args):
+    if op in ARITH_OPS and args and all(is_masked(a) for a in args):
         return args[0]  # arithmetic on literals (`16 * 5`, `torch.mul(16, 5)`) is one constant
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
@@ -549,7 +543,7 @@ class _Normalizer(FastTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.op, ast.USub):
-            if isinstance(node.operand, ast.Name) and node.operand.id == "NUM":
+            if is_masked(node.operand):
                 return node.operand
             return _call("neg", [node.operand])
         if isinstance(node.op, ast.UAdd):

@@ -15,12 +15,15 @@ import copy
 
 from pipeline.decontam.astwalk import FastTransformer, bfs
 
-_ARITH = frozenset({"OP_add", "OP_sub", "OP_mul", "OP_div", "OP_floordiv", "OP_pow", "OP_neg", "OP_mod"})
-_NUM = "NUM"
+NUM = "NUM"  # a masked numeric literal
+ARITH_OPS = frozenset({"add", "sub", "mul", "div", "floordiv", "pow", "mod", "neg"})  # foldable on literals
+_ARITH = frozenset("OP_" + op for op in ARITH_OPS)
+# Functions of the KernelBench format itself: never inlined as helpers, and simplified after the helpers are.
+NOT_HELPERS = frozenset({"get_inputs", "get_init_inputs", "forward", "__init__"})
 
 
-def _is_num(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == _NUM
+def is_masked(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == NUM
 
 
 class _ConstSubst(FastTransformer):
@@ -37,13 +40,13 @@ class _ConstSubst(FastTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in _ARITH and node.args and \
-                all(_is_num(a) for a in node.args) and not node.keywords:
-            return ast.Name(id=_NUM, ctx=ast.Load())
+                all(is_masked(a) for a in node.args) and not node.keywords:
+            return ast.Name(id=NUM, ctx=ast.Load())
         return node
 
 
 def _const_like(node: ast.AST, consts: dict[str, ast.expr]) -> bool:
-    if _is_num(node) or isinstance(node, ast.Constant):
+    if is_masked(node) or isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.Name):
         return node.id in consts
@@ -134,8 +137,8 @@ def inline_module_constants(tree: ast.Module, fn_names: dict[ast.AST, list[ast.N
             v = consts.get(n.id)
             if v is None or n.id in local or n.ctx.__class__ is not ast.Load:
                 continue
-            if _is_num(v):
-                n.id = _NUM
+            if is_masked(v):
+                n.id = NUM
             else:
                 other[n.id] = v
         if other:
@@ -175,11 +178,14 @@ class _Bind(FastTransformer):
         return node
 
 
+_Helper = tuple[list[str], ast.expr]  # (parameter names, the expression returned)
+
+
 class _InlineCalls(FastTransformer):
     """Calls of single-expression helpers replaced by the helper's expression with its parameters bound."""
 
-    def __init__(self, methods: dict[str, tuple[list[str], ast.expr]], functions: dict[str, tuple[list[str], ast.expr]],
-                 lambdas: dict[str, tuple[list[str], ast.expr]] | None = None) -> None:
+    def __init__(self, methods: dict[str, _Helper], functions: dict[str, _Helper],
+                 lambdas: dict[str, _Helper] | None = None) -> None:
         self.methods, self.functions, self.lambdas = methods, functions, lambdas or {}
         self.self_name: str | None = None
         self.done = 0
@@ -239,9 +245,6 @@ def _self_lambdas(cls: ast.ClassDef) -> tuple[dict[str, tuple[list[str], ast.exp
     return out, stmts
 
 
-_KEEP_FUNCTIONS = frozenset({"get_inputs", "get_init_inputs", "forward", "__init__"})
-
-
 def _calls_itself(name: str, expr: ast.expr) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Name) and n.id == name
                for n in bfs(expr))
@@ -254,14 +257,14 @@ def inline_helpers(tree: ast.Module) -> None:
     for s in tree.body:
         expr = _single_return(s)
         params = _simple_params(s) if expr is not None else None
-        if params is not None and s.name not in _KEEP_FUNCTIONS and not _calls_itself(s.name, expr):
+        if params is not None and s.name not in NOT_HELPERS and not _calls_itself(s.name, expr):
             functions[s.name] = (params, expr)
     for cls in [s for s in tree.body if isinstance(s, ast.ClassDef)]:
         methods = {}
         for fn in cls.body:
             expr = _single_return(fn)
             params = _simple_params(fn) if expr is not None else None
-            if params and fn.name not in _KEEP_FUNCTIONS and not fn.name.startswith("__") and \
+            if params and fn.name not in NOT_HELPERS and not fn.name.startswith("__") and \
                     not _calls_itself(fn.name, expr):
                 methods[fn.name] = (params, expr)
         lambdas, lambda_stmts = _self_lambdas(cls)
