@@ -110,13 +110,13 @@ def scaled(task: str, k: int) -> str:
 
 
 def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
-                        names: list[str] | None = None) -> dict:
+                        names: list[str] | None = None, extra: dict | None = None, keep_raw: bool = False) -> dict:
     from pipeline.evaluate import options
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
     from pipeline.evaluate.runner import run_job
 
-    s = options.resolve({"cache_dir": str(cache)})
+    s = options.resolve({"cache_dir": str(cache), **(extra or {})})
     out = {}
     for name, task_name in A.HONEST_WORKSPACES.items():
         if names and name not in names:
@@ -131,20 +131,30 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
             man["task_sha256"] = W._sha(task)
             (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
         cr = compile_solution(ws, cache)
-        speedups, eager, sol, within = [], [], [], []
+        speedups, eager, sol, within, raw = [], [], [], [], []
         for _ in range(repeats):
             base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
                            arch_list=resolve_arch_list(None))
-            res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False}, compile_result=cr)
+            res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **(extra or {})},
+                           compile_result=cr)
             speedups.append(base["eager_ms"] / res.solution_ms)
             eager.append(round(base["eager_ms"], 5))
             sol.append(round(res.solution_ms, 5))
             run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
             within.append({"cv": round(run.get("stats", {}).get("cv", float("nan")), 4), "warmup": run.get("warmup"),
-                           "warmup_s": run.get("warmup_s")})
+                           "warmup_s": run.get("warmup_s"), "trials": run.get("trials"),
+                           "eager_trials": (base.get("timing") or {}).get("eager", {}).get("trials")})
+            if keep_raw:  # every call's time and when it ran, for studying other statistics offline
+                e_run = (base.get("timing") or {}).get("eager", {})
+                raw.append({k: {"times_ms": r.get("times_ms"), "stream_times_ms": r.get("stream_times_ms"),
+                                "call_at_s": r.get("call_at_s"),
+                                "started_at": r.get("started_at")} for k, r in (("eager", e_run),
+                                                                                          ("solution", run))})
         mean = statistics.fmean(speedups)
         out[name] = {"speedups": [round(x, 4) for x in speedups], "mean": round(mean, 4),
                      "cv": round(statistics.pstdev(speedups) / mean, 4), "eager_ms": eager, "solution_ms": sol, "solution_runs": within}
+        if keep_raw:
+            out[name]["raw"] = raw
         if show:  # partial results survive a cut-off run
             show(f"repeatability_{name}", out[name])
     return out
@@ -153,8 +163,9 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
 def bench_agreement() -> dict:
     import torch
 
+    from pipeline.evaluate.options import DEFAULTS
     from pipeline.evaluate.timing import Timer
-    from pipeline.evaluate.worker import load_module
+    from pipeline.evaluate.worker import load_module, timing_args
 
     dev = torch.device("cuda", 0)
     timer = Timer()
@@ -166,15 +177,13 @@ def bench_agreement() -> dict:
         with torch.device(dev):
             torch.manual_seed(0)
             fixed = list(mod.get_inputs())
-        seeds = list(range(1000, 1100))
-
         def make_args(i, mod=mod):
-            torch.manual_seed(seeds[i])
+            torch.manual_seed(1000 + i)
             with torch.device(dev):
                 return list(mod.get_inputs())
 
         with torch.no_grad():
-            ours = timer.run(model, make_args, warmup=5, trials=50)["stats"]["median"]
+            ours = timer.run(model, make_args, **timing_args(DEFAULTS))["stats"]["median"]  # as the harness times
             # KernelBench's time_execution_with_cuda_event: same inputs every trial, L2 flushed, events around the
             # call, synchronize after the end event.
             kb = []
@@ -229,6 +238,9 @@ def main() -> None:
     ap.add_argument("--only", choices=["repeatability", "agreement"], default="",
                     help="run one GPU phase alone (its own device call: the phases together outlast one call)")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
+    ap.add_argument("--settings", default="", help="JSON evaluation options for repeatability, e.g. "
+                    "'{\"timing_min_ms\": 0}' for the fixed trial count")
+    ap.add_argument("--raw", action="store_true", help="keep every timed call in the repeatability report")
     args = ap.parse_args()
     if args.summarize:
         summarize(args.summarize)
@@ -239,7 +251,8 @@ def main() -> None:
 
     def show(key, value):
         report[key] = value
-        print(f"{key}: {json.dumps(value)}", flush=True)
+        shown = {k: v for k, v in value.items() if k != "raw"} if isinstance(value, dict) else value
+        print(f"{key}: {json.dumps(shown)}", flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=1))
 
@@ -252,7 +265,9 @@ def main() -> None:
     if args.only:
         show("device", torch.cuda.get_device_name(0))
         show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
-                                                 [k for k in args.kernels.split(",") if k]) if args.only == "repeatability"
+                                                 [k for k in args.kernels.split(",") if k],
+                                                 json.loads(args.settings) if args.settings else None, args.raw)
+             if args.only == "repeatability"
              else bench_agreement())
         return
     # Builds are CPU work: the compile benchmark (its own empty cache: a cold build) runs while the GPU measures.

@@ -162,3 +162,14 @@ def test_runtime_monkey_patching_is_recorded(tmp_path):
     rep = _job(tmp_path, "import torch\ntorch.Tensor.__le__ = lambda self, other: torch.ones_like(self, dtype=bool)\n")
     assert "monkey_patching" in rep["violations"]
     assert any("torch.Tensor.__le__" in d for d in rep["details"]["violation_details"])
+
+
+@needs_cpu_only
+def test_runtime_monkey_patching_through_functools_wraps_is_recorded(tmp_path):
+    # functools.wraps gives the candidate's wrapper torch's `__module__` ("torch._tensor") and a `__wrapped__` that
+    # points at the original: only the file its code was compiled from tells it apart from torch's own wrappers.
+    rep = _job(tmp_path, "import functools\nimport torch\norig = torch.Tensor.__rsub__\n\n"
+                         "@functools.wraps(orig)\ndef rsub(self, other):\n    return torch.zeros_like(self)\n\n"
+                         "torch.Tensor.__rsub__ = rsub\n")
+    assert "monkey_patching" in rep["violations"]
+    assert any("torch.Tensor.__rsub__" in d for d in rep["details"]["violation_details"])

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any
@@ -196,10 +197,19 @@ _COMPARE_FUNCS = ("isnan", "isinf", "isfinite", "where", "zeros_like", "allclose
                   "full_like")
 
 
+_TORCH_HOME = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
 def _unwrap(v: Any) -> Any:
-    # torch itself wraps some functions lazily (torch._dynamo's disable wrappers keep __wrapped__); a candidate's
-    # wrapper lives in the candidate's module and is not unwrapped.
-    while getattr(v, "__wrapped__", None) is not None and str(getattr(v, "__module__", "")).startswith("torch"):
+    # torch itself wraps some functions lazily (torch._dynamo's disable wrappers keep __wrapped__). Only a wrapper
+    # whose code lives in torch's package is looked through: functools.wraps copies `__module__` and `__wrapped__`
+    # onto a candidate's wrapper, but its code is compiled from the candidate's file (the rule the task validator's
+    # harness uses too; forging a code object's file name needs exec/compile or `__code__`, which the static checks
+    # reject).
+    while getattr(v, "__wrapped__", None) is not None:
+        code = getattr(v, "__code__", None)
+        if code is None or not os.path.abspath(code.co_filename).startswith(_TORCH_HOME):
+            break
         v = v.__wrapped__
     return v
 

@@ -43,11 +43,16 @@ def cuda_device() -> str | None:
     return None
 
 
+# Every option that changes how a baseline is timed is part of its cache key.
+_TIMING_KEYS = ("timing_trials", "timing_warmup", "timing_warmup_ms", "timing_min_ms", "timing_max_trials",
+                "l2_flush")
+
+
 def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
     import torch
 
     parts = [_task_id(task_code), device, torch.__version__, str(settings["compile_mode"]),
-             f"{settings['timing_trials']}/{settings['timing_warmup']}/{settings['timing_warmup_ms']}/{settings['l2_flush']}"]
+             "/".join(str(settings[k]) for k in _TIMING_KEYS)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 

@@ -25,7 +25,10 @@ DEFAULTS: dict[str, Any] = {
     "timing_trials": 30,  # timed calls kept (one more is run first and discarded)
     "timing_warmup": 5,  # at least this many warm-up calls ...
     "timing_warmup_ms": 250.0,  # ... and at least this much wall time of them (GPU clocks ramp up after idling)
+    "timing_min_ms": 300.0,  # more timed calls for short kernels: until they add up to about this much GPU time ...
+    "timing_max_trials": 3000,  # ... but no more calls than this
     "check_fraction": 0.25,  # share of timed calls whose output is checked against the reference (secret choice)
+    "check_max_calls": 100,  # ... at most this many of them
     "l2_flush": True,
     "max_speedup": 10.0,  # speedups above this are suspicious
     "reject_excessive_speedup": True,

@@ -23,7 +23,11 @@ class EvalSettings(BaseModel):
     timing_warmup: int = Field(DEFAULTS["timing_warmup"], description="Warm-up calls before timing (at least).")
     timing_warmup_ms: float = Field(DEFAULTS["timing_warmup_ms"],
                                     description="Warm-up wall time before timing (at least; GPU clocks ramp up).")
+    timing_min_ms: float = Field(DEFAULTS["timing_min_ms"],
+                                 description="More timed calls for short kernels, until they add up to this (ms).")
+    timing_max_trials: int = Field(DEFAULTS["timing_max_trials"], description="Most timed calls of one run.")
     check_fraction: float = Field(DEFAULTS["check_fraction"], description="Share of timed outputs checked.")
+    check_max_calls: int = Field(DEFAULTS["check_max_calls"], description="Most timed outputs checked.")
     l2_flush: bool = Field(DEFAULTS["l2_flush"], description="Flush L2 before every timed call.")
     max_speedup: float = Field(DEFAULTS["max_speedup"], description="Speedup above which a result is suspect.")
     reject_excessive_speedup: bool = Field(DEFAULTS["reject_excessive_speedup"],

@@ -75,28 +75,42 @@ class Timer:
 
     def run(self, fn: Callable[..., Any], make_args: Callable[[int], list[Any]], *, warmup: int, trials: int,
             after_call: Callable[[int, list[Any], Any], None] | None = None, warmup_ms: float = 0.0,
-            max_warmup_calls: int = 5000) -> dict[str, Any]:
-        """Warm up, then `trials + 1` timed calls (the first discarded). `make_args(i)` builds call i's inputs;
+            max_warmup_calls: int = 5000, min_timed_ms: float = 0.0, max_trials: int | None = None,
+            on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Warm up, then `n + 1` timed calls (the first discarded). `make_args(i)` builds call i's inputs;
         `after_call(i, args, out)` runs outside the timed region (output checks).
 
-        Warm-up is at least `warmup` calls and at least `warmup_ms` of wall time (each call flushed and synchronised
-        like a timed one): a GPU that idled while the process started runs at lower clocks, and a handful of
-        0.1 ms calls does not bring it back up (speedups of short kernels then varied 10-20% between processes).
-        Calls past the first `warmup` reuse those calls' inputs (make_args(-1 .. -warmup))."""
+        Warm-up is at least `warmup` calls and at least `warmup_ms` of wall time (each call flushed, synchronised
+        and timed like a timed one): a GPU that idled while the process started runs at lower clocks, and a handful
+        of 0.1 ms calls does not bring it back up (speedups of short kernels then varied 10-20% between processes).
+        Calls past the first `warmup` reuse those calls' inputs (make_args(-1 .. -warmup)).
+
+        n is `trials`, raised until the timed calls add up to about `min_timed_ms` (judged by the median of the
+        warm-up's last calls), at most `max_trials`: a median of 30 calls of a 0.1 ms kernel, whose single calls
+        vary by 5-13% with host latency inside the timed region, moved by several percent between processes.
+        `on_plan(n)` is told n before the first timed call (the caller picks which calls to check)."""
         keep_alive: list[Any] = []
         warm = max(1, warmup)
         warm_args = [make_args(-1 - i) for i in range(warm)]
-        t0, n = self._clock(), 0
+        t0, n, warm_times, started = self._clock(), 0, [], time.time()
         while n < warm or ((self._clock() - t0) * 1e3 < warmup_ms and n < max_warmup_calls):
-            self.flush()
-            fn(*warm_args[n % warm])
-            self._sync()
+            _, t, _ = self.time_call(fn, warm_args[n % warm])
+            warm_times.append(t)
             n += 1
         del warm_args
         warmup_s = self._clock() - t0
-        times, stream_times = [], []
-        for i in range(trials + 1):
+        estimate = statistics.median(warm_times[-min(len(warm_times), 50):])
+        planned = trials
+        if min_timed_ms > 0 and estimate > 0:
+            planned = max(trials, int(math.ceil(min_timed_ms / estimate)))
+        if max_trials is not None:
+            planned = max(trials, min(planned, int(max_trials)))
+        if on_plan is not None:
+            on_plan(planned)
+        times, stream_times, at = [], [], []
+        for i in range(planned + 1):
             args = make_args(i)
+            t_call = self._clock()
             out, t, ts = self.time_call(fn, args)
             if after_call is not None:
                 after_call(i, args, out)
@@ -108,11 +122,16 @@ class Timer:
                 continue
             times.append(t)
             stream_times.append(ts)
+            at.append(round(t_call - t0, 4))
         del keep_alive
         return {"times_ms": times, "stream_times_ms": stream_times, "stats": stats(times),
-                "stream_stats": stats(stream_times), "warmup": n, "warmup_s": round(warmup_s, 4), "trials": trials,
-                "discarded": 1}
+                "stream_stats": stats(stream_times), "warmup": n, "warmup_s": round(warmup_s, 4),
+                "warmup_estimate_ms": estimate, "warmup_first_ms": statistics.median(warm_times[:20]),
+                "started_at": started,
+                "call_at_s": at, "trials": planned, "min_trials": trials, "discarded": 1}
 
 
 TIMING_METHOD = ("cuda_event: per call, fresh inputs (GPU RNG, new addresses), L2 flushed (2x L2 zeroed), start event, "
-                 "call, end event after a device-wide synchronize; warm-up (>= N calls and >= warmup_ms of wall time), first timed call discarded; median ms")
+                 "call, end event after a device-wide synchronize; warm-up (>= N calls and >= warmup_ms of wall time), "
+                 "then max(timing_trials, timing_min_ms / warm-up estimate) timed calls up to timing_max_trials, the "
+                 "first discarded; median ms")

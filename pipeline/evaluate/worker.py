@@ -490,10 +490,13 @@ class _Job:
             self.finish()
             return
         # ---- profile
-        checked = self.timing_checks(int(s["timing_trials"]))
+        checked: set[int] = set()
         stash: dict[int, list[Any]] = {}
         mismatches: list[str] = []
-        seeds = [self.seed() for _ in range(int(s["timing_trials"]) + int(s["timing_warmup"]) + 1)]
+        seeds = _Seeds(self.seed)
+
+        def plan(n: int) -> None:  # told the number of timed calls once the warm-up has estimated the call time
+            checked.update(self.timing_checks(n))
 
         def make_args(i: int) -> list[Any]:
             args = self.make_inputs(seeds[i])
@@ -518,8 +521,7 @@ class _Job:
 
         try:
             with torch.no_grad():
-                run = self.timer.run(fn, make_args, warmup=int(s["timing_warmup"]), trials=int(s["timing_trials"]),
-                                     after_call=after_call, warmup_ms=float(s["timing_warmup_ms"]))
+                run = self.timer.run(fn, make_args, after_call=after_call, on_plan=plan, **timing_args(s))
         except BaseException as e:  # noqa: BLE001
             self.watch.active = False
             self.res["correct"] = False
@@ -551,9 +553,10 @@ class _Job:
         self.finish()
 
     def timing_checks(self, trials: int) -> set[int]:
-        """A secret subset of timed calls whose outputs are checked (always the last one)."""
+        """A secret subset of timed calls whose outputs are checked (always the last one); at most
+        `check_max_calls`, so that thousands of timed calls of a short kernel do not each cost a reference run."""
         frac = float(self.s.get("check_fraction", 0.25))
-        k = max(2, int(round(frac * trials)))
+        k = min(max(2, int(round(frac * trials))), max(2, int(self.s.get("check_max_calls", 100))))
         idx = set(self._rng.sample(range(1, trials + 1), min(k, trials)))
         idx.add(trials)
         return idx
@@ -580,14 +583,13 @@ class _Job:
             return
         s = self.s
         model = self.build_ref(self.seed())
-        seeds = [self.seed() for _ in range(int(s["timing_trials"]) + int(s["timing_warmup"]) + 1)]
+        seeds = _Seeds(self.seed)
 
         def make_args(i: int) -> list[Any]:
             return self.make_inputs(seeds[i])
 
         with torch.no_grad():
-            eager = self.timer.run(model, make_args, warmup=int(s["timing_warmup"]), trials=int(s["timing_trials"]),
-                                   warmup_ms=float(s["timing_warmup_ms"]))
+            eager = self.timer.run(model, make_args, **timing_args(s))
         self.res["timing"] = {"method": TIMING_METHOD, "eager": eager}
         self.res["eager_ms"] = eager["stats"]["median"]
         self.emit("eager")
@@ -599,14 +601,32 @@ class _Job:
                     compiled(*make_args(0))
                     torch.cuda.synchronize()
                     compile_s = time.perf_counter() - t0
-                    comp = self.timer.run(compiled, make_args, warmup=int(s["timing_warmup"]),
-                                          trials=int(s["timing_trials"]), warmup_ms=float(s["timing_warmup_ms"]))
+                    comp = self.timer.run(compiled, make_args, **timing_args(s))
                 self.res["timing"]["compile"] = comp
                 self.res["timing"]["compile_seconds"] = compile_s
                 self.res["compile_ms"] = comp["stats"]["median"]
             except Exception:  # noqa: BLE001 - a task torch.compile cannot handle: no compile baseline
                 self.res["compile_error"] = _tb()
         self.emit("done")
+
+
+class _Seeds:
+    """Secret per-call seeds drawn on first use: the number of timed calls is known only after the warm-up."""
+
+    def __init__(self, draw: Callable[[], int]) -> None:
+        self._draw, self._seeds = draw, {}
+
+    def __getitem__(self, i: int) -> int:
+        if i not in self._seeds:
+            self._seeds[i] = self._draw()
+        return self._seeds[i]
+
+
+def timing_args(s: dict) -> dict:
+    """Timer.run's arguments from the evaluation options (one place for candidates and baselines alike)."""
+    return {"warmup": int(s["timing_warmup"]), "trials": int(s["timing_trials"]),
+            "warmup_ms": float(s["timing_warmup_ms"]), "min_timed_ms": float(s["timing_min_ms"]),
+            "max_trials": int(s["timing_max_trials"])}
 
 
 def main(payload: dict, emit: Callable[[dict], None]) -> None:
