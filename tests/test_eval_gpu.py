@@ -85,11 +85,14 @@ def test_honest_kernel_accepted(built, name):
     assert res.reward >= 1
     assert res.solution_ms and res.eager_ms and res.compile_ms
     assert res.speedup_vs_eager == pytest.approx(res.eager_ms / res.solution_ms)
-    assert len(res.timing["solution"]["times_ms"]) == 30  # raw times kept, first call discarded
+    sol = res.timing["solution"]  # raw times kept, first call discarded; more calls for short kernels
+    assert len(sol["times_ms"]) == sol["trials"] == len(sol["call_at_s"]) >= 30
+    if res.solution_ms < 1.0:  # a sub-millisecond kernel: calls until ~timing_min_ms of GPU time, capped
+        assert sol["trials"] >= min(3000, int(300 / sol["warmup_estimate_ms"]))
     assert res.details["kernels_launched"] >= 1
     assert res.max_abs_err is not None and res.max_abs_err <= 1e-2
     base = res.timing["baseline"]  # eager + torch.compile, measured the same way, cached per task/GPU/torch/mode
-    assert base["key"] and len(base["eager"]["times_ms"]) == 30 and len(base["compile"]["times_ms"]) == 30
+    assert base["key"] and len(base["eager"]["times_ms"]) >= 30 and len(base["compile"]["times_ms"]) >= 30
     if name == "fused_chain":
         # Six eager kernels against one fused pass over the same memory: "faster than eager" must show.
         assert res.speedup_vs_eager > 2.0 and res.reward >= 2
