@@ -110,13 +110,17 @@ def scaled(task: str, k: int) -> str:
 
 
 def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
-                        names: list[str] | None = None, extra: dict | None = None, keep_raw: bool = False) -> dict:
+                        names: list[str] | None = None, extra: dict | None = None, keep_raw: bool = False,
+                        configs: list[dict] | None = None) -> dict:
+    """CV of the speedup over `repeats` repeats, each a new eager-baseline process and a new candidate process.
+    With several `configs` (evaluation options each), the repeats of the configs are interleaved (A B A B ...), so
+    that the configs see the same machine states and can be compared side by side."""
     from pipeline.evaluate import options
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
     from pipeline.evaluate.runner import run_job
 
-    s = options.resolve({"cache_dir": str(cache), **(extra or {})})
+    configs = configs or [extra or {}]
     out = {}
     for name, task_name in A.HONEST_WORKSPACES.items():
         if names and name not in names:
@@ -131,32 +135,36 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
             man["task_sha256"] = W._sha(task)
             (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
         cr = compile_solution(ws, cache)
-        speedups, eager, sol, within, raw = [], [], [], [], []
+        acc = [{"speedups": [], "eager": [], "sol": [], "within": [], "raw": []} for _ in configs]
         for _ in range(repeats):
-            base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
-                           arch_list=resolve_arch_list(None))
-            res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **(extra or {})},
-                           compile_result=cr)
-            speedups.append(base["eager_ms"] / res.solution_ms)
-            eager.append(round(base["eager_ms"], 5))
-            sol.append(round(res.solution_ms, 5))
-            run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
-            within.append({"cv": round(run.get("stats", {}).get("cv", float("nan")), 4), "warmup": run.get("warmup"),
-                           "warmup_s": run.get("warmup_s"), "trials": run.get("trials"),
-                           "eager_trials": (base.get("timing") or {}).get("eager", {}).get("trials")})
-            if keep_raw:  # every call's time and when it ran, for studying other statistics offline
+            for cfg, a in zip(configs, acc):
+                s = options.resolve({"cache_dir": str(cache), **cfg})
+                base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
+                               arch_list=resolve_arch_list(None))
+                res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **cfg},
+                               compile_result=cr)
+                a["speedups"].append(base["eager_ms"] / res.solution_ms)
+                a["eager"].append(round(base["eager_ms"], 5))
+                a["sol"].append(round(res.solution_ms, 5))
+                run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
                 e_run = (base.get("timing") or {}).get("eager", {})
-                raw.append({k: {"times_ms": r.get("times_ms"), "stream_times_ms": r.get("stream_times_ms"),
-                                "call_at_s": r.get("call_at_s"),
-                                "started_at": r.get("started_at")} for k, r in (("eager", e_run),
-                                                                                          ("solution", run))})
-        mean = statistics.fmean(speedups)
-        out[name] = {"speedups": [round(x, 4) for x in speedups], "mean": round(mean, 4),
-                     "cv": round(statistics.pstdev(speedups) / mean, 4), "eager_ms": eager, "solution_ms": sol, "solution_runs": within}
-        if keep_raw:
-            out[name]["raw"] = raw
-        if show:  # partial results survive a cut-off run
-            show(f"repeatability_{name}", out[name])
+                a["within"].append({"cv": round(run.get("stats", {}).get("cv", float("nan")), 4),
+                                    "warmup": run.get("warmup"), "warmup_s": run.get("warmup_s"),
+                                    "trials": run.get("trials"), "eager_trials": e_run.get("trials")})
+                if keep_raw:  # every call's time and when it ran, for studying other statistics offline
+                    a["raw"].append({k: {f: r.get(f) for f in ("times_ms", "stream_times_ms", "call_at_s", "started_at")}
+                                     for k, r in (("eager", e_run), ("solution", run))})
+        for cfg, a in zip(configs, acc):
+            mean = statistics.fmean(a["speedups"])
+            r = {"speedups": [round(x, 4) for x in a["speedups"]], "mean": round(mean, 4),
+                 "cv": round(statistics.pstdev(a["speedups"]) / mean, 4), "eager_ms": a["eager"],
+                 "solution_ms": a["sol"], "solution_runs": a["within"]}
+            if keep_raw:
+                r["raw"] = a["raw"]
+            key = name if len(configs) == 1 else f"{name} {json.dumps(cfg, sort_keys=True)}"
+            out[key] = r
+            if show:  # partial results survive a cut-off run
+                show(f"repeatability_{key}", r)
     return out
 
 
@@ -241,6 +249,8 @@ def main() -> None:
     ap.add_argument("--settings", default="", help="JSON evaluation options for repeatability, e.g. "
                     "'{\"timing_min_ms\": 0}' for the fixed trial count")
     ap.add_argument("--raw", action="store_true", help="keep every timed call in the repeatability report")
+    ap.add_argument("--configs", default="", help="JSON list of evaluation-option dicts compared side by side in "
+                    "repeatability, repeats interleaved, e.g. '[{}, {\"timing_warmup_ms\": 1000}]'")
     args = ap.parse_args()
     if args.summarize:
         summarize(args.summarize)
@@ -266,7 +276,8 @@ def main() -> None:
         show("device", torch.cuda.get_device_name(0))
         show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
                                                  [k for k in args.kernels.split(",") if k],
-                                                 json.loads(args.settings) if args.settings else None, args.raw)
+                                                 json.loads(args.settings) if args.settings else None, args.raw,
+                                                 json.loads(args.configs) if args.configs else None)
              if args.only == "repeatability"
              else bench_agreement())
         return
