@@ -28,7 +28,7 @@ def compose(n: int, to: str) -> None:
     os.makedirs(to, exist_ok=True)
     root = os.path.dirname(here)
     for src in ("pipeline/sandbox.py", "pipeline/validate/static.py", "pipeline/validate/harness.py",
-                "benchmarks/bench_synth_gpu.py"):
+                "pipeline/patchwatch.py", "benchmarks/bench_synth_gpu.py"):
         shutil.copy(os.path.join(root, src), to)
     i = written = 0
     with open(os.path.join(to, "tasks.jsonl"), "w") as f:
@@ -48,16 +48,18 @@ def compose(n: int, to: str) -> None:
 def measure(device: str, budget: float) -> None:
     if os.path.exists(os.path.join(here, "sandbox.py")):  # the copied, standalone layout
         sys.path.insert(0, here)
+        import patchwatch
         import static
         from sandbox import run_sandboxed
 
         harness_path = os.path.join(here, "harness.py")
     else:
+        from pipeline import patchwatch
         from pipeline.sandbox import run_sandboxed
         from pipeline.validate import static
 
         harness_path = os.path.join(os.path.dirname(here), "pipeline", "validate", "harness.py")
-    harness = open(harness_path).read() + "\n\nmain(PAYLOAD, emit_result)\n"
+    harness = patchwatch.inline_into(open(harness_path).read()) + "\n\nmain(PAYLOAD, emit_result)\n"
     out_dir = os.environ.get("OUT", "/tmp/gpu-out")
     os.makedirs(out_dir, exist_ok=True)
     tasks = [json.loads(line) for line in open(os.path.join(here, "tasks.jsonl"))]

@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from pipeline.patchwatch import replaced, watched
 
 # aten ops that allocate, view, copy or read metadata: allowed inside ModelNew.forward.
 ALLOWED_OPS = {
@@ -197,28 +198,9 @@ _COMPARE_FUNCS = ("isnan", "isinf", "isfinite", "where", "zeros_like", "allclose
                   "full_like")
 
 
-_TORCH_HOME = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-
-
-def _unwrap(v: Any) -> Any:
-    # torch itself wraps some functions lazily (torch._dynamo's disable wrappers keep __wrapped__). Only a wrapper
-    # whose code lives in torch's package is looked through: functools.wraps copies `__module__` and `__wrapped__`
-    # onto a candidate's wrapper, but its code is compiled from the candidate's file (the rule the task validator's
-    # harness uses too; forging a code object's file name needs exec/compile or `__code__`, which the static checks
-    # reject).
-    while getattr(v, "__wrapped__", None) is not None:
-        code = getattr(v, "__code__", None)
-        if code is None or not os.path.abspath(code.co_filename).startswith(_TORCH_HOME):
-            break
-        v = v.__wrapped__
-    return v
-
-
 def _patchable() -> dict[str, Any]:
     """Identities of torch.Tensor's Python-level attributes and of the torch functions the checks use."""
-    out = {f"torch.Tensor.{k}": _unwrap(v) for k, v in vars(torch.Tensor).items() if callable(v)}
-    out.update({f"torch.{k}": _unwrap(getattr(torch, k)) for k in _COMPARE_FUNCS if hasattr(torch, k)})
-    return out
+    return watched(torch, tuple(k for k in _COMPARE_FUNCS if hasattr(torch, k)), (("torch.Tensor", torch.Tensor),))
 
 
 def integrity_violations(before: dict[str, Any]) -> list[tuple[str, str]]:
@@ -231,8 +213,7 @@ def integrity_violations(before: dict[str, Any]) -> list[tuple[str, str]]:
         if now["flags"][k] != v:
             name = "precision_cast" if "tf32" in k or "precision" in k or "reduced" in k else "global_state"
             out.append((name, f"{k}: {v} -> {now['flags'][k]}"))
-    changed = [k for k, v in before["patchable"].items() if now["patchable"].get(k, v) is not v]
-    changed += [k for k in now["patchable"] if k not in before["patchable"]]  # e.g. Tensor.__le__ over the C base
+    changed = replaced(torch, before["patchable"], now["patchable"])  # new names too: Tensor.__le__ over the C base
     if changed:
         out.append(("monkey_patching", f"replaced: {', '.join(sorted(changed)[:8])}"))
     if now["threads"] > before["threads"]:

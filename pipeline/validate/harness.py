@@ -12,6 +12,8 @@ import math
 import time
 from typing import Any
 
+from pipeline.patchwatch import replaced, watched
+
 # Runtime filters, in the order their reasons take precedence.
 RUNTIME_CHECKS = (
     "patching", "init", "inputs", "forward", "output_type", "finite", "output_size", "fresh_inputs", "runtime_stochastic",
@@ -90,30 +92,12 @@ _WATCHED = ("allclose", "equal", "isfinite", "isnan", "get_rng_state", "manual_s
 
 
 def _integrity(torch: Any) -> dict[str, Any]:
-    out = {f"torch.{k}": getattr(torch, k, None) for k in _WATCHED}
-    out.update({f"torch.Tensor.{k}": v for k, v in vars(torch.Tensor).items() if callable(v)})
-    out.update({f"torch.nn.Module.{k}": v for k, v in vars(torch.nn.Module).items() if callable(v)})
-    return out
+    return watched(torch, _WATCHED, (("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module)))
 
 
 def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
-    """Watched names now bound to other objects, except torch's own wrappers: importing parts of torch (dynamo, as
-    `transformers` does) wraps e.g. `torch.manual_seed` with a function whose code lives in torch's package;
-    anything the candidate defines was compiled from "<candidate>", and a builtin has no Python code at all."""
-    import os
-
-    home = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-    now = _integrity(torch)
-    out = []
-    for k, v in before.items():
-        new = now.get(k)
-        if new is v:
-            continue
-        code = getattr(new, "__code__", None)
-        if code is not None and os.path.abspath(code.co_filename).startswith(home):
-            continue
-        out.append(k)
-    return sorted(out)
+    """Watched names now bound to other objects (`pipeline.patchwatch` says which replacements are torch's own)."""
+    return replaced(torch, before, _integrity(torch))
 
 
 def _median_ms(fn, device: str, warmup: int, trials: int) -> float:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipeline import patchwatch
 from pipeline.identity import task_id as compute_task_id
 from pipeline.validate.settings import ValidateSettings
 from schemas.validation import FILTERS
@@ -25,7 +26,7 @@ def harness_source() -> str:
     """The harness module's source plus its entry call: the sandbox runs it without this project on its path."""
     global _HARNESS_SOURCE
     if _HARNESS_SOURCE is None:
-        src = (Path(__file__).parent / "harness.py").read_text()
+        src = patchwatch.inline_into((Path(__file__).parent / "harness.py").read_text())
         _HARNESS_SOURCE = src + "\n\nmain(PAYLOAD, emit_result)\n"
     return _HARNESS_SOURCE
 
