@@ -358,3 +358,55 @@ def test_gemm_rewrites_are_the_same_problem(kernelbench_path, variant):
     assert canonicalize(code).ops == canonicalize(src).ops == ["linear", "mul", "leakyrelu"]
     row = decontaminate([("v", code)], refs, DecontamSettings()).to_pylist()[0]
     assert row["contaminated"] and row["nearest_ref"] == "level2/12_Gemm_Multiply_LeakyReLU", row
+
+
+# Each named activation and formulas a copier would write for it (spelled out in elementary ops).
+FORMULA_SPELLINGS = {
+    "swish": ["F.silu(x)", "nn.SiLU()(x)", "x * torch.sigmoid(x)", "torch.sigmoid(x) * x", "x.sigmoid() * x",
+              "x / (1.0 + torch.exp(-x))", "torch.mul(x, torch.sigmoid(x))"],
+    "sigmoid": ["torch.sigmoid(x)", "1.0 / (1.0 + torch.exp(-x))", "torch.reciprocal(1 + torch.exp(-x))"],
+    "gelu": ["F.gelu(x)", "0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))",
+             "x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))",
+             "0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))"],
+    "softplus": ["F.softplus(x)", "torch.log(1 + torch.exp(x))", "torch.log1p(torch.exp(x))"],
+    "mish": ["F.mish(x)", "x * torch.tanh(F.softplus(x))", "x * torch.tanh(torch.log1p(torch.exp(x)))"],
+    "hardswish": ["F.hardswish(x)", "x * F.relu6(x + 3) / 6", "x * torch.clamp(x + 3, 0, 6) / 6",
+                  "x * F.hardsigmoid(x)"],
+    "hardsigmoid": ["F.hardsigmoid(x)", "F.relu6(x + 3.0) / 6.0", "torch.clamp(x + 3, 0, 6) / 6"],
+    "leakyrelu": ["F.leaky_relu(x, 0.2)", "torch.where(x > 0, x, 0.2 * x)", "torch.where(x > 0, x, x * 0.2)",
+                  "torch.maximum(x, 0.2 * x)"],
+    "relu": ["torch.relu(x)", "torch.where(x > 0, x, 0.0)", "torch.maximum(x, torch.zeros_like(x))"],
+}
+
+
+@pytest.mark.parametrize("op", sorted(FORMULA_SPELLINGS))
+def test_spelled_out_activations_read_as_the_named_op(op):
+    for body in FORMULA_SPELLINGS[op]:
+        code = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+                f"class M(nn.Module):\n    def forward(self, x):\n        return {body}\n")
+        assert canonicalize(code).ops == [op], body
+
+
+@pytest.mark.parametrize("body", [
+    "e = torch.exp(x - x.max(dim=1, keepdim=True)[0])\n        return e / e.sum(dim=1, keepdim=True)",
+    "e = torch.exp(x - torch.amax(x, dim=1, keepdim=True))\n        return e / torch.sum(e, dim=1, keepdim=True)",
+    "return torch.exp(x) / torch.exp(x).sum(dim=1, keepdim=True)"])
+def test_spelled_out_softmax_reads_as_softmax(body):
+    code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        {body}\n"
+    ref = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return torch.softmax(x, dim=1)\n")
+    assert canonicalize(code).ops == ["softmax"]
+    assert canonicalize(code).text == canonicalize(ref).text
+    logsm = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x - torch.logsumexp(x, dim=1, keepdim=True)\n")
+    assert canonicalize(logsm).ops == ["logsoftmax"]
+
+
+def test_formulas_that_are_not_activations_are_left_alone():
+    for body, ops in (("x * torch.sigmoid(y)", ["sigmoid", "mul"]),
+                      ("x / (1.0 + torch.exp(y))", ["exp", "add", "div"]),
+                      ("torch.exp(x) / torch.exp(y).sum()", ["exp", "exp", "sum", "div"]),
+                      ("torch.where(x > 0, y, 0.2 * x)", ["mul", "where"])):  # a comparison is no op
+        code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n        return {body}\n"
+        got = canonicalize(code).ops
+        assert sorted(got) == sorted(ops), (body, got)

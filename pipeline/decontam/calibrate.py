@@ -25,7 +25,7 @@ from pipeline.decontam.negatives import mutate_reference, random_composition
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import RefProblem
 
-HELD_OUT_TRANSFORMS = ("api_swap", "noop_lines", "class_rename", "inline_constants", "extract_helper")
+HELD_OUT_TRANSFORMS = ("api_swap", "noop_lines", "class_rename", "inline_constants", "extract_helper", "spell_out")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
                                       unparse)
+from pipeline.decontam.formulas import fuse_formulas
 from pipeline.decontam.inline import (ARITH_OPS, NOT_HELPERS, inline_helpers, inline_module_constants, is_masked,
                                      sort_module_args)
 
@@ -195,6 +196,9 @@ class Canonicalizer:
                 inline_helpers(tree)
                 continue
             fn.body = _inline_single_use(*_eliminate_dead(fn.body)) or [ast.Pass()]
+        for fn in fns:  # spelled-out activations read as the named op; their temporaries then fall away
+            if fuse_formulas(fn):
+                fn.body = _inline_single_use(*_eliminate_dead(fn.body)) or [ast.Pass()]
         # Preorder lists of the top-level definitions and methods, walked once and shared by the reordering, the
         # signature, the node types and the renamer (none of them changes the tree's shape after _reorder).
         pre: dict[ast.AST, list[ast.AST]] = {}

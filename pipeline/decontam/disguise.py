@@ -238,6 +238,19 @@ def _spellings() -> dict[str, dict[str, str]]:
     return _SPELLINGS
 
 
+def _import_aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> dotted path of what it imports."""
+    aliases = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            for a in n.names:
+                aliases[a.asname or a.name] = f"{n.module}.{a.name}"
+    return aliases
+
+
 def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -321,14 +334,7 @@ class _SwapApi(ast.NodeTransformer):
 def swap_api(code: str, rng: random.Random) -> str:
     """Equivalent spellings: torch.X / F.X / x.X() / nn.X() module attribute; a+b <-> torch.add; @ <-> matmul."""
     tree = ast.parse(code)
-    aliases = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Import):
-            for a in n.names:
-                aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(n, ast.ImportFrom) and n.module:
-            for a in n.names:
-                aliases[a.asname or a.name] = f"{n.module}.{a.name}"
+    aliases = _import_aliases(tree)
     if "torch" not in aliases:
         return code
     for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
@@ -482,6 +488,83 @@ def extract_helper(code: str, rng: random.Random) -> str:
     return ast.unparse(tree) + "\n"
 
 
+# Activations written out in elementary ops ({x}: a plain name, so nothing is computed twice), and one formula
+# KernelBench writes out (Swish) written as the named op.
+_FORMULAS: dict[str, list[str]] = {
+    "sigmoid": ["1.0 / (1.0 + torch.exp(-{x}))", "torch.reciprocal(1 + torch.exp(-{x}))"],
+    "silu": ["{x} * torch.sigmoid({x})", "{x} / (1.0 + torch.exp(-{x}))"],
+    "gelu": ["0.5 * {x} * (1.0 + torch.erf({x} * 0.7071067811865476))",
+             "{x} * 0.5 * (1.0 + torch.tanh(0.7978845608 * ({x} + 0.044715 * torch.pow({x}, 3))))"],
+    "softplus": ["torch.log(1.0 + torch.exp({x}))", "torch.log1p(torch.exp({x}))"],
+    "mish": ["{x} * torch.tanh(torch.nn.functional.softplus({x}))"],
+    "hardswish": ["{x} * torch.nn.functional.relu6({x} + 3.0) / 6.0",
+                  "{x} * torch.clamp({x} + 3, 0, 6) / 6"],
+    "hardsigmoid": ["torch.nn.functional.relu6({x} + 3.0) / 6.0"],
+    "softmax": ["torch.exp({x} - {x}.amax(dim={d}, keepdim=True)) / "
+                "torch.exp({x} - {x}.amax(dim={d}, keepdim=True)).sum(dim={d}, keepdim=True)",
+                "torch.exp({x}) / torch.exp({x}).sum(dim={d}, keepdim=True)"],
+    "logsoftmax": ["{x} - torch.logsumexp({x}, dim={d}, keepdim=True)"],
+    "leakyrelu": ["torch.where({x} > 0, {x}, {s} * {x})"],
+}
+
+
+class _SpellOut(ast.NodeTransformer):
+    def __init__(self, rng: random.Random, aliases: dict[str, str]) -> None:
+        self.rng, self.aliases, self.in_forward = rng, aliases, False
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        prev, self.in_forward = self.in_forward, node.name == "forward"
+        self.generic_visit(node)
+        self.in_forward = prev
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        # x * torch.sigmoid(x) -> F.silu(x)
+        if self.in_forward and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Name) and \
+                isinstance(node.right, ast.Call) and len(node.right.args) == 1 and \
+                isinstance(node.right.args[0], ast.Name) and node.right.args[0].id == node.left.id and \
+                (_resolve(node.right.func, self.aliases) or "").rsplit(".", 1)[-1] == "sigmoid":
+            return ast.parse(f"torch.nn.functional.silu({node.left.id})", mode="eval").body
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not self.in_forward:
+            return node
+        path = _resolve(node.func, self.aliases)
+        if path and path.startswith(("torch.", "torch.nn.functional.")) and node.args:
+            x, rest = node.args[0], node.args[1:]
+        elif isinstance(node.func, ast.Attribute) and path is None and not node.args:
+            x, rest, path = node.func.value, [], node.func.attr  # x.sigmoid()
+        else:
+            return node
+        op = path.rsplit(".", 1)[-1].lower().replace("_", "")
+        if op not in _FORMULAS or not isinstance(x, ast.Name):
+            return node
+        kws = {k.arg: k.value for k in node.keywords}
+        d = kws.pop("dim", rest[0] if op in ("softmax", "logsoftmax") and rest else None)
+        slope = kws.pop("negative_slope", rest[0] if op == "leakyrelu" and rest else ast.Constant(0.01))
+        kws.pop("inplace", None)
+        if op in ("softmax", "logsoftmax") and d is None or kws or len(rest) > 1 or \
+                rest and op not in ("softmax", "logsoftmax", "leakyrelu"):
+            return node  # a form the formulas do not cover (beta, approximate=..., dtype=...)
+        text = self.rng.choice(_FORMULAS[op]).format(x=x.id, d=ast.unparse(d) if d is not None else "",
+                                                     s=ast.unparse(slope))
+        return ast.parse(text, mode="eval").body
+
+
+def spell_out(code: str, rng: random.Random) -> str:
+    """Activations written out (`F.gelu(x)` -> `0.5 * x * (1 + erf(x / sqrt 2))`, `softmax` -> exp / sum, ...),
+    and KernelBench's written-out Swish (`x * torch.sigmoid(x)`) as `F.silu(x)`."""
+    tree = ast.parse(code)
+    aliases = _import_aliases(tree)
+    if "torch" not in aliases:
+        return code
+    tree = _SpellOut(rng, aliases).visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
 TRANSFORMS: dict[str, Callable[[str, random.Random], str]] = {
     "rename": rename_identifiers,
     "class_rename": rename_classes,
@@ -492,6 +575,7 @@ TRANSFORMS: dict[str, Callable[[str, random.Random], str]] = {
     "api_swap": swap_api,
     "reorder": reorder_statements,
     "extract_helper": extract_helper,
+    "spell_out": spell_out,
     "noop_lines": add_noops,
 }
 
