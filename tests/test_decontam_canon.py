@@ -410,3 +410,29 @@ def test_formulas_that_are_not_activations_are_left_alone():
         code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n        return {body}\n"
         got = canonicalize(code).ops
         assert sorted(got) == sorted(ops), (body, got)
+
+
+@pytest.mark.parametrize("op,bodies", [
+    ("rmsnorm", ["x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)",
+                 "x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + self.eps)",
+                 "x / torch.sqrt((x * x).mean(1, keepdim=True) + 1e-5)"]),
+    ("mean", ["torch.mean(x, dim=1)", "torch.sum(x, dim=1) / x.shape[1]", "x.sum(1) / x.size(1)"]),
+    ("layernorm", ["(x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)",
+                   "(x - x.mean(-1, keepdim=True)) / torch.sqrt(((x - x.mean(-1, keepdim=True)) ** 2)"
+                   ".mean(-1, keepdim=True) + 1e-5) * self.w + self.b"]),
+])
+def test_written_out_reductions_and_norms_read_as_one_op(op, bodies):
+    for body in bodies:
+        code = (f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return {body}\n")
+        assert canonicalize(code).ops == [op], body
+
+
+def test_norm_spellings_agree():
+    forms = ["x / torch.norm(x, p=2, dim=1, keepdim=True)", "F.normalize(x, p=2, dim=1)",
+             "x / torch.sqrt(torch.sum(x * x, dim=1, keepdim=True))", "x / torch.linalg.norm(x, dim=1, keepdim=True)",
+             "x / torch.linalg.vector_norm(x, dim=1, keepdim=True)"]
+    for body in forms:
+        code = ("import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n"
+                f"    def forward(self, x):\n        return {body}\n")
+        assert canonicalize(code).ops == ["norm", "div"], body
+

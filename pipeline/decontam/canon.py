@@ -41,7 +41,7 @@ _OP_ALIASES = {
     "dropout1d": "dropout", "dropout2d": "dropout", "dropout3d": "dropout", "featurealphadropout": "dropout",
     "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
     "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid",
-    "expit": "sigmoid",
+    "expit": "sigmoid", "vectornorm": "norm", "matrixnorm": "norm",
 }
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
@@ -60,7 +60,7 @@ _META_OPS = frozenset({"t", "size", "dim", "numel", "item", "tolist", "to", "typ
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
-_TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional")
+_TORCH_ROOTS = ("torch", "torch.nn", "torch.nn.functional", "torch.linalg", "torch.special")
 
 
 def norm_op(name: str) -> str:

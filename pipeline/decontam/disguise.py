@@ -505,6 +505,7 @@ _FORMULAS: dict[str, list[str]] = {
                 "torch.exp({x}) / torch.exp({x}).sum(dim={d}, keepdim=True)"],
     "logsoftmax": ["{x} - torch.logsumexp({x}, dim={d}, keepdim=True)"],
     "leakyrelu": ["torch.where({x} > 0, {x}, {s} * {x})"],
+    "mean": ["torch.sum({x}, dim={d}) / {x}.shape[{d}]", "{x}.sum({d}) / {x}.size({d})"],
 }
 
 
@@ -543,11 +544,13 @@ class _SpellOut(ast.NodeTransformer):
         if op not in _FORMULAS or not isinstance(x, ast.Name):
             return node
         kws = {k.arg: k.value for k in node.keywords}
-        d = kws.pop("dim", rest[0] if op in ("softmax", "logsoftmax") and rest else None)
+        d = kws.pop("dim", rest[0] if op in ("softmax", "logsoftmax", "mean") and rest else None)
+        if op == "mean" and not (isinstance(d, ast.Constant) and isinstance(d.value, int)):
+            return node  # sum / shape[d] needs one integer dimension
         slope = kws.pop("negative_slope", rest[0] if op == "leakyrelu" and rest else ast.Constant(0.01))
         kws.pop("inplace", None)
         if op in ("softmax", "logsoftmax") and d is None or kws or len(rest) > 1 or \
-                rest and op not in ("softmax", "logsoftmax", "leakyrelu"):
+                rest and op not in ("softmax", "logsoftmax", "leakyrelu", "mean"):
             return node  # a form the formulas do not cover (beta, approximate=..., dtype=...)
         text = self.rng.choice(_FORMULAS[op]).format(x=x.id, d=ast.unparse(d) if d is not None else "",
                                                      s=ast.unparse(slope))

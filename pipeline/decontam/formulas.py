@@ -1,8 +1,10 @@
 """Activation functions written out in elementary ops read as the named op, on the normalized tree.
 
 `x * sigmoid(x)` is `silu(x)`, `x / (1 + exp(-x))` too, `0.5 * x * (1 + erf(x / sqrt(2)))` is `gelu(x)`,
-`exp(x - max) / sum(exp(x - max))` is `softmax(x)`: a task that spells an operator out is the same task as one
-that calls it, in either direction (KernelBench itself writes Swish as `x * torch.sigmoid(x)`). Works on the tree
+`exp(x - max) / sum(exp(x - max))` is `softmax(x)`, `sqrt(sum(x * x))` is `norm(x)`, `sum(x, d) / x.shape[d]` is
+`mean(x, d)`, and the normalizations written out (RMSNorm, LayerNorm, `F.normalize`) read as their op: a task
+that spells an operator out is the same task as one that calls it, in either direction (KernelBench itself
+writes Swish as `x * torch.sigmoid(x)` and RMSNorm as `x / sqrt(mean(x ** 2) + eps)`). Works on the tree
 after `_Normalizer` (calls are `OP_<name>(...)`, numbers are `NUM`) and after single-use temporaries were inlined;
 a temporary read twice (`e = exp(..); e / e.sum()`) is looked through when it is assigned once.
 """
@@ -10,13 +12,15 @@ a temporary read twice (`e = exp(..); e / e.sum()`) is looked through when it is
 from __future__ import annotations
 
 import ast
+import copy
 
 from pipeline.decontam.astwalk import FastTransformer, names
 
 # A function is rewritten only if one of these ops occurs in it (most tasks: none, and no second walk).
 TRIGGERS = frozenset({"OP_sigmoid", "OP_exp", "OP_erf", "OP_tanh", "OP_relu6", "OP_hardtanh", "OP_clamp",
                       "OP_where", "OP_logsumexp", "OP_log", "OP_log1p", "OP_softplus", "OP_maximum",
-                      "OP_hardsigmoid", "OP_softmax", "OP_reciprocal"})
+                      "OP_hardsigmoid", "OP_softmax", "OP_reciprocal", "OP_sqrt", "OP_rsqrt", "OP_pow2",
+                      "OP_normalize", "OP_sum", "OP_mean", "OP_var"})
 _LOAD = ast.Load()
 _NOT_COMPUTE = frozenset({"__init__", "get_inputs", "get_init_inputs"})  # where no activation is computed
 
@@ -155,6 +159,19 @@ class _Fuser(FastTransformer):
         return None
 
     def _fuse_product(self, fs: list[ast.expr], divided_by_const: bool) -> ast.expr | None:
+        for i, f in enumerate(fs):
+            if _op(f) == "div" and len(f.args) == 2 and _const(f.args[0]) and len(fs) > 1:
+                rest = fs[:i] + fs[i + 1:]  # a * (1 / z) -> a / z (rsqrt(v) reads 1 / sqrt(v) by now)
+                return _mk("div", [_product(rest), f.args[1]])
+            if _op(f) == "layernorm" and all(isinstance(g, ast.Attribute) for k, g in enumerate(fs) if k != i):
+                return f  # the affine weight of a written-out LayerNorm
+        for i, x in enumerate(fs):
+            if _const(x):
+                continue
+            for j in range(i + 1, len(fs)):
+                if _same(fs[j], x):  # x * x -> x ** 2
+                    rest = [g for k, g in enumerate(fs) if k not in (i, j)]
+                    return _product([_mk("pow", [x, ast.Name(id="NUM", ctx=_LOAD)])] + rest)
         for i, x in enumerate(fs):
             if _const(x):
                 continue
@@ -176,16 +193,21 @@ class _Fuser(FastTransformer):
     # the node --------------------------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        new = self._rewrite(node)
-        if new is not None:
+        for _ in range(4):  # a rewrite can complete a larger pattern at the same node (a * rsqrt(v) -> rmsnorm)
+            new = self._rewrite(node) if isinstance(node, ast.Call) else None
+            if new is None:
+                break
             self.changed = True
-            return new
+            node = new
         return node
 
     def _rewrite(self, n: ast.Call) -> ast.expr | None:
         op = _op(n)
         if op == "mul" and len(n.args) == 2:
             return self._fuse_product(_factors(n), False)
+        norm = self._norms(n, op)
+        if norm is not None:
+            return norm
         if op == "div" and len(n.args) == 2:
             num, den = n.args
             if _const(num) and (x := self._sigmoid_denominator(den)) is not None:
@@ -237,6 +259,67 @@ class _Fuser(FastTransformer):
                     return _mk("relu", [x])
                 if self._scaled(y, x):
                     return _mk("leakyrelu", [x, ast.Name(id="NUM", ctx=_LOAD)])
+        return None
+
+    def _shape_like(self, n: ast.expr) -> bool:
+        """A number or a size read off a tensor: `x.shape[1]`, `x.size(1)`, `x.numel()`."""
+        n = self.r(n)
+        if _const(n) or _op(n) in ("size", "numel"):
+            return True
+        return isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape"
+
+    def _centered(self, n: ast.expr) -> tuple[ast.expr, list[ast.expr]] | None:
+        """x - mean(x, dims) -> (x, dims)."""
+        pair = _args2(self.r(n), "sub")
+        if pair is None:
+            return None
+        m = self.r(pair[1])
+        if _op(m) == "mean" and m.args and _same(self.r(m.args[0]), self.r(pair[0])):
+            return pair[0], list(m.args[1:])
+        return None
+
+    def _norms(self, n: ast.Call, op: str | None) -> ast.expr | None:
+        """Reductions and normalizations written out."""
+        args = n.args
+        if op == "pow2" and len(args) == 1:
+            return _mk("pow", [args[0], ast.Name(id="NUM", ctx=_LOAD)])
+        if op == "rsqrt" and len(args) == 1:
+            return _mk("div", [ast.Name(id="NUM", ctx=_LOAD), _mk("sqrt", [args[0]])])
+        if op == "normalize" and args:  # F.normalize(x, p, dim) = x / norm(x, p, dim)
+            return _mk("div", [args[0], _mk("norm", [copy.deepcopy(args[0]), *args[1:]])])  # a node is used once
+        if op == "sqrt" and len(args) == 1:
+            s = self.r(args[0])
+            if _op(s) == "sum" and s.args and _op(self.r(s.args[0])) == "pow" and self.r(s.args[0]).args:
+                return _mk("norm", [self.r(s.args[0]).args[0], *s.args[1:]])  # sqrt(sum(x ** 2)) = ||x||
+        if op == "mean" and args:  # mean((x - mean(x)) ** 2) = var(x)
+            p = self.r(args[0])
+            if _op(p) == "pow" and p.args and (c := self._centered(p.args[0])) is not None:
+                return _mk("var", [c[0], *c[1]])
+        if op == "div" and len(args) == 2:
+            num, den = args
+            s = self.r(num)
+            if _op(s) == "sum" and s.args and self._shape_like(den):
+                return _mk("mean", list(s.args))  # sum(x, d) / x.shape[d]
+            d = self.r(den)
+            if _op(d) == "sqrt" and d.args:
+                inner = self.r(d.args[0])
+                pair = _args2(inner, "add")  # + eps: a number or a module attribute (`self.eps`)
+                if pair is not None:
+                    for t, e in (pair, pair[::-1]):
+                        if _const(e) or isinstance(e, ast.Attribute):
+                            inner = self.r(t)
+                            break
+                if _op(inner) == "mean" and inner.args and _op(self.r(inner.args[0])) == "pow" and _same(
+                        self.r(self.r(inner.args[0]).args[0]), self.r(num)):
+                    return _mk("rmsnorm", [num])  # x / sqrt(mean(x ** 2) + eps)
+                c = self._centered(num)
+                if _op(inner) == "var" and inner.args and c is not None and _same(self.r(inner.args[0]),
+                                                                                  self.r(c[0])):
+                    return _mk("layernorm", [c[0]])  # (x - mean) / sqrt(var + eps)
+        if op == "add" and len(args) == 2:  # the affine bias of a written-out LayerNorm
+            for a, b in (args, args[::-1]):
+                if _op(a) == "layernorm" and isinstance(b, ast.Attribute):
+                    return a
         return None
 
     def _softmax(self, num: ast.expr, dim: list[ast.expr]) -> ast.expr | None:
