@@ -436,3 +436,15 @@ def test_norm_spellings_agree():
                 f"    def forward(self, x):\n        return {body}\n")
         assert canonicalize(code).ops == ["norm", "div"], body
 
+
+
+def test_torch_linalg_and_special_functions_are_operators():
+    # A fresh-clone run once dropped bessel -> ConvTranspose3d -> cholesky as KernelBench's single ConvTranspose3d:
+    # torch.special / torch.linalg calls were not read as operators.
+    code = ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.c = nn.ConvTranspose3d(4, 8, 3)\n"
+            "    def forward(self, h):\n        h = torch.special.modified_bessel_k1(h)\n        h = self.c(h)\n"
+            "        return torch.linalg.cholesky_ex(h)[0]\n")
+    assert canonicalize(code).ops == ["modifiedbesselk1", "convtranspose3d", "choleskyex"]
+    assert canonicalize(code.replace("torch.special.modified_bessel_k1(h)", "torch.special.expit(h)")).ops[0] == \
+        "sigmoid"
