@@ -448,3 +448,25 @@ def test_torch_linalg_and_special_functions_are_operators():
     assert canonicalize(code).ops == ["modifiedbesselk1", "convtranspose3d", "choleskyex"]
     assert canonicalize(code.replace("torch.special.modified_bessel_k1(h)", "torch.special.expit(h)")).ops[0] == \
         "sigmoid"
+
+
+def test_long_products_stay_cheap():
+    # Hostile code: hundreds of factors in one product. Pairs are searched only in products of <= 16 factors and
+    # each subtree is dumped once, so the rewrite stays a small multiple of canonicalization without it.
+    import time
+
+    import pipeline.decontam.canon as C
+
+    body = "*".join(f"torch.tanh(x + y * {i} - x / {i})" for i in range(300))
+    code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n        return {body}\n"
+    real = C.fuse_formulas
+    try:
+        C.fuse_formulas = lambda fn: False
+        t0 = time.perf_counter()
+        C.canonicalize(code)
+        without = time.perf_counter() - t0
+    finally:
+        C.fuse_formulas = real
+    t0 = time.perf_counter()
+    assert C.canonicalize(code).ok
+    assert time.perf_counter() - t0 < 10 * without + 0.5

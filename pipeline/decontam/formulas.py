@@ -22,6 +22,8 @@ TRIGGERS = frozenset({"OP_sigmoid", "OP_exp", "OP_erf", "OP_tanh", "OP_relu6", "
                       "OP_hardsigmoid", "OP_softmax", "OP_reciprocal", "OP_sqrt", "OP_rsqrt", "OP_pow2",
                       "OP_normalize", "OP_sum", "OP_mean", "OP_var"})
 _LOAD = ast.Load()
+# Longer products are not searched for activation pairs (each pair is compared; hostile code can nest hundreds).
+_MAX_FACTORS = 16
 _NOT_COMPUTE = frozenset({"__init__", "get_inputs", "get_init_inputs"})  # where no activation is computed
 
 
@@ -46,8 +48,18 @@ def _const(n: ast.AST) -> bool:
     return False
 
 
+_DUMPS: dict[int, tuple[ast.AST, str]] = {}  # id -> (node, dump) during one fuse_formulas call (node kept alive)
+
+
+def _dump(n: ast.AST) -> str:
+    hit = _DUMPS.get(id(n))
+    if hit is None or hit[0] is not n:
+        hit = _DUMPS[id(n)] = (n, ast.dump(n))
+    return hit[1]
+
+
 def _same(a: ast.AST, b: ast.AST) -> bool:
-    return a is b or ast.dump(a) == ast.dump(b)
+    return a is b or _dump(a) == _dump(b)
 
 
 def _args2(n: ast.AST, op: str) -> tuple[ast.expr, ast.expr] | None:
@@ -165,11 +177,12 @@ class _Fuser(FastTransformer):
                 return _mk("div", [_product(rest), f.args[1]])
             if _op(f) == "layernorm" and all(isinstance(g, ast.Attribute) for k, g in enumerate(fs) if k != i):
                 return f  # the affine weight of a written-out LayerNorm
+        dumps = [_dump(f) for f in fs]
         for i, x in enumerate(fs):
             if _const(x):
                 continue
             for j in range(i + 1, len(fs)):
-                if _same(fs[j], x):  # x * x -> x ** 2
+                if dumps[j] == dumps[i]:  # x * x -> x ** 2
                     rest = [g for k, g in enumerate(fs) if k not in (i, j)]
                     return _product([_mk("pow", [x, ast.Name(id="NUM", ctx=_LOAD)])] + rest)
         for i, x in enumerate(fs):
@@ -204,7 +217,8 @@ class _Fuser(FastTransformer):
     def _rewrite(self, n: ast.Call) -> ast.expr | None:
         op = _op(n)
         if op == "mul" and len(n.args) == 2:
-            return self._fuse_product(_factors(n), False)
+            fs = _factors(n)
+            return self._fuse_product(fs, False) if len(fs) <= _MAX_FACTORS else None
         norm = self._norms(n, op)
         if norm is not None:
             return norm
@@ -218,7 +232,7 @@ class _Fuser(FastTransformer):
                 if (x := self._hard_ramp(num)) is not None:
                     return _mk("hardsigmoid", [x])
                 fs = _factors(num)
-                if len(fs) > 1:
+                if 1 < len(fs) <= _MAX_FACTORS:
                     return self._fuse_product(fs, True)
             s = self.r(den)
             if _op(s) == "sum" and s.args and _same(s.args[0], num) or _op(s) == "sum" and s.args and _same(
@@ -362,5 +376,8 @@ def fuse_formulas(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if fn.name in _NOT_COMPUTE or TRIGGERS.isdisjoint(n.id for n in names(fn)):
         return False
     f = _Fuser(_once_assigned(fn))
-    fn.body = [f.visit(s) for s in fn.body]
+    try:
+        fn.body = [f.visit(s) for s in fn.body]
+    finally:
+        _DUMPS.clear()  # a node is compared only after its children were rewritten, so a dump stays valid here
     return f.changed
