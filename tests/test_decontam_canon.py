@@ -466,3 +466,12 @@ def test_long_products_are_not_searched_pairwise(monkeypatch):
     short = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
              "        return 2.0 * x * torch.sigmoid(x)\n")
     assert canonicalize(short).ops == ["swish", "mul"]
+
+
+def test_looked_through_temporary_still_read_elsewhere_is_not_shared():
+    # `e` is read twice: the softmax is fused from its value while `e` itself stays; the input must keep one name.
+    code = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+            "        e = torch.exp(x - x.max(dim=1, keepdim=True)[0])\n"
+            "        return e / e.sum(dim=1, keepdim=True), e\n")
+    text = canonicalize(code).text
+    assert "OP_softmax(p1, NUM)" in text and "OP_sub(p1, OP_max(p1," in text

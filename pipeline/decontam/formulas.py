@@ -34,7 +34,9 @@ def _op(n: ast.AST) -> str | None:
 
 
 def _mk(op: str, args: list[ast.expr]) -> ast.Call:
-    return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=_LOAD), args=args, keywords=[])
+    # Copies: an argument can come from a looked-through temporary's value, which stays in the tree when the
+    # temporary is still read elsewhere, and one node in two places would be renamed twice.
+    return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=_LOAD), args=[copy.deepcopy(a) for a in args], keywords=[])
 
 
 def _const(n: ast.AST) -> bool:
@@ -300,7 +302,7 @@ class _Fuser(FastTransformer):
         if op == "rsqrt" and len(args) == 1:
             return _mk("div", [ast.Name(id="NUM", ctx=_LOAD), _mk("sqrt", [args[0]])])
         if op == "normalize" and args:  # F.normalize(x, p, dim) = x / norm(x, p, dim)
-            return _mk("div", [args[0], _mk("norm", [copy.deepcopy(args[0]), *args[1:]])])  # a node is used once
+            return _mk("div", [args[0], _mk("norm", list(args))])
         if op == "sqrt" and len(args) == 1:
             s = self.r(args[0])
             if _op(s) == "sum" and s.args and _op(self.r(s.args[0])) == "pow" and self.r(s.args[0]).args:
