@@ -475,3 +475,14 @@ def test_looked_through_temporary_still_read_elsewhere_is_not_shared():
             "        return e / e.sum(dim=1, keepdim=True), e\n")
     text = canonicalize(code).text
     assert "OP_softmax(p1, NUM)" in text and "OP_sub(p1, OP_max(p1," in text
+
+
+@pytest.mark.parametrize("body", ["x * torch.tanh(F.softplus())", "x / torch.sqrt(torch.mean(torch.pow()) + 1)",
+                                  "torch.exp() / torch.exp().sum()", "torch.where(x > 0)", "F.normalize()",
+                                  "x * torch.rsqrt()", "torch.log(1 + torch.exp())", "torch.sum() / x.shape[1]"])
+def test_malformed_formula_calls_do_not_crash(body):
+    # Candidate code is untrusted: calls with missing arguments parse and must canonicalize (the first two raised
+    # IndexError in the first version of formulas.py; a 4,000-expression random fuzz now raises nothing).
+    code = ("import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n"
+            f"    def forward(self, x):\n        return {body}\n")
+    assert canonicalize(code).ok

@@ -241,3 +241,18 @@ def test_report_renders_in_headless_chromium(tmp_path, refs):
     # per row: contaminated (bool) is the first data-v cell, score the second
     scores = [float(re.findall(r'data-v="([^"]+)"', r)[1]) for r in rows_html]
     assert len(scores) == len(rows) and scores == sorted(scores)
+
+
+def test_a_failing_canonical_rewrite_costs_one_code_its_canonical_views_not_the_run(kernelbench_path, monkeypatch):
+    from pipeline.decontam import canon
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import load_reference
+
+    def broken(fn):
+        raise ValueError("a bug in a rewrite")
+
+    monkeypatch.setattr(canon, "fuse_formulas", broken)
+    code = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n"
+            "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
+    rows = decontaminate([("t1", code)], load_reference(kernelbench_path)[:20]).to_pylist()
+    assert len(rows) == 1 and rows[0]["reason"] == "canon_error" and rows[0]["parse_ok"] is False

@@ -179,6 +179,8 @@ class Canonicalizer:
             return self._run(tree)
         except RecursionError:
             return Canonical(False, "too_deep")
+        except Exception:  # noqa: BLE001 - a rewrite's bug on odd code must not stop a run: the raw views still score it
+            return Canonical(False, "canon_error")
 
     def _run(self, tree: ast.Module) -> Canonical:
         fns: list[ast.FunctionDef | ast.AsyncFunctionDef] = []

@@ -157,8 +157,10 @@ class _Fuser(FastTransformer):
                 return "gelu"  # x * sigmoid(1.702 x): the sigmoid approximation of GELU
         if op == "hardsigmoid" and g.args and _same(g.args[0], x):
             return "hardswish"
-        if op == "tanh" and g.args and _op(self.r(g.args[0])) == "softplus" and _same(self.r(g.args[0]).args[0], x):
-            return "mish"
+        if op == "tanh" and g.args:
+            sp = self.r(g.args[0])
+            if _op(sp) == "softplus" and sp.args and _same(sp.args[0], x):
+                return "mish"
         ramp = self._hard_ramp(g)
         if ramp is not None and _same(ramp, x):
             return "hardswish*6"  # x * relu6(x + 3): hardswish once divided by 6
@@ -325,8 +327,8 @@ class _Fuser(FastTransformer):
                         if _const(e) or isinstance(e, ast.Attribute):
                             inner = self.r(t)
                             break
-                if _op(inner) == "mean" and inner.args and _op(self.r(inner.args[0])) == "pow" and _same(
-                        self.r(self.r(inner.args[0]).args[0]), self.r(num)):
+                sq = self.r(inner.args[0]) if _op(inner) == "mean" and inner.args else None
+                if _op(sq) == "pow" and sq.args and _same(self.r(sq.args[0]), self.r(num)):
                     return _mk("rmsnorm", [num])  # x / sqrt(mean(x ** 2) + eps)
                 c = self._centered(num)
                 if _op(inner) == "var" and inner.args and c is not None and _same(self.r(inner.args[0]),
