@@ -486,3 +486,30 @@ def test_malformed_formula_calls_do_not_crash(body):
     code = ("import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n"
             f"    def forward(self, x):\n        return {body}\n")
     assert canonicalize(code).ok
+
+
+@pytest.mark.parametrize("forward", [
+    "        with torch.no_grad():\n            x = self.conv(x)\n            x = torch.relu(x)\n            x = x + self.bias\n"
+    "        return x\n",
+    "        for _ in range(1):\n            x = self.conv(x)\n            x = torch.relu(x)\n            x = x + self.bias\n"
+    "        return x\n",
+    "        steps = [self.conv, torch.relu, lambda t: t + self.bias]\n        for f in steps:\n            x = f(x)\n"
+    "        return x\n",
+    "        for f in (self.conv, torch.relu):\n            x = f(x)\n        return x + self.bias\n",
+])
+def test_steps_in_with_blocks_and_literal_loops_read_as_steps(forward):
+    code = BASE.split("    def forward(self, x):\n")[0] + "    def forward(self, x):\n" + forward + \
+        "\nbatch_size = 128\nin_channels = 3\nout_channels = 16\nheight, width = 32, 32\nkernel_size = 3\n" \
+        "bias_shape = (out_channels, 1, 1)\n\ndef get_inputs():\n    return [torch.rand(batch_size, in_channels, " \
+        "height, width)]\n\ndef get_init_inputs():\n    return [in_channels, out_channels, kernel_size, bias_shape]\n"
+    assert canonicalize(code).ops == ["conv2d", "relu", "add"]
+    canon, ops = _sim(BASE, code)
+    assert ops == 1.0 and canon >= 0.9, canon
+
+
+def test_loops_that_are_not_plain_sequences_stay_loops():
+    code = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+            "        for f in [torch.relu, torch.tanh]:\n            if x.sum() > 0:\n                break\n"
+            "            x = f(x)\n        for i in range(100):\n            x = x * 2\n        return x\n")
+    text = canonicalize(code).text
+    assert text.count("for ") == 2

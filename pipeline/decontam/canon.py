@@ -427,6 +427,65 @@ def _call(op: str, args: list[ast.expr]) -> ast.expr:
     return ast.Call(func=ast.Name(id=f"OP_{op}", ctx=ast.Load()), args=args, keywords=[])
 
 
+_MAX_UNROLL = 8
+
+
+class _Substitute(ast.NodeTransformer):
+    """Loads of one name replaced by copies of an expression; immediately called lambdas applied to plain names
+    (`(lambda t: t + b)(x)` -> `x + b`)."""
+
+    def __init__(self, name: str, value: ast.expr) -> None:
+        self.name, self.value = name, value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return copy.deepcopy(self.value)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Lambda) and not node.keywords and len(f.args.args) == len(node.args) and \
+                not f.args.vararg and not f.args.kwarg and not f.args.kwonlyargs and \
+                all(isinstance(a, ast.Name) for a in node.args):
+            body = copy.deepcopy(f.body)
+            for p, a in zip(f.args.args, node.args):
+                body = _Substitute(p.arg, a).visit(body)
+            return body
+        return node
+
+
+def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
+    """`for f in [a, b, c]: body` (a literal list or tuple, or a name bound to one just before in the same block)
+    and `for _ in range(k)` with a literal k <= 8, without break/continue/else: the body once per item, so a
+    sequence of steps written as a loop reads as the steps."""
+    if not isinstance(s, ast.For) or s.orelse or not isinstance(s.target, ast.Name):
+        return None
+    if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))):
+        return None
+    it = s.iter
+    if isinstance(it, ast.Name):  # steps = [...] earlier in this block, not rebound since
+        for prev in reversed(before):
+            if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name) \
+                    and prev.targets[0].id == it.id:
+                it = prev.value
+                break
+    if isinstance(it, (ast.List, ast.Tuple)) and 0 < len(it.elts) <= _MAX_UNROLL and \
+            not any(isinstance(e, ast.Starred) for e in it.elts):
+        items: list[ast.expr] = list(it.elts)
+    elif isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
+            len(it.args) == 1 and isinstance(it.args[0], ast.Constant) and isinstance(it.args[0].value, int) and \
+            0 < it.args[0].value <= _MAX_UNROLL:
+        items = [ast.Constant(i) for i in range(it.args[0].value)]
+    else:
+        return None
+    out: list[ast.stmt] = []
+    for item in items:
+        sub = _Substitute(s.target.id, item)
+        out.extend(ast.fix_missing_locations(sub.visit(copy.deepcopy(st))) for st in s.body)
+    return out
+
+
 _HAS_BODY = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)
                       and ("body" in c._fields or "orelse" in c._fields))
 
@@ -456,6 +515,13 @@ class _Normalizer(FastTransformer):
                 continue  # `if __name__ == "__main__":` demo code is not part of the task
             if isinstance(s, ast.If) and isinstance(s.test, ast.Constant):
                 out.extend(self._clean_body(s.body if s.test.value else s.orelse))
+                continue
+            if isinstance(s, (ast.With, ast.AsyncWith)) and not any(i.optional_vars for i in s.items):
+                out.extend(self._clean_body(s.body))  # `with torch.no_grad():` and the like: the body is the step
+                continue
+            unrolled = _unroll(s, out)
+            if unrolled is not None:
+                out.extend(self._clean_body(unrolled))
                 continue
             out.append(s)
         return out
