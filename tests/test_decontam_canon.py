@@ -513,3 +513,16 @@ def test_loops_that_are_not_plain_sequences_stay_loops():
             "            x = f(x)\n        for i in range(100):\n            x = x * 2\n        return x\n")
     text = canonicalize(code).text
     assert text.count("for ") == 2
+
+
+def test_nested_literal_loops_do_not_multiply():
+    # Hostile code: ten nested loops over 8 items each. Only a loop without an inner loop is unrolled, so the
+    # canonical form grows by at most 8x, not 8 ** 10.
+    body, ind = "", 8
+    for d in range(10):
+        body += " " * ind + f"for f{d} in [1, 2, 3, 4, 5, 6, 7, 8]:\n"
+        ind += 4
+    code = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n" + body + " " * ind +
+            "x = torch.relu(x)\n        return x\n")
+    r = canonicalize(code)
+    assert r.ok and r.ops == ["relu"] * 8

@@ -428,6 +428,7 @@ def _call(op: str, args: list[ast.expr]) -> ast.expr:
 
 
 _MAX_UNROLL = 8
+_UNROLL_NODES = 400  # AST nodes of a loop body that may be copied (<= 8 times)
 
 
 class _Substitute(ast.NodeTransformer):
@@ -461,7 +462,10 @@ def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
     sequence of steps written as a loop reads as the steps."""
     if not isinstance(s, ast.For) or s.orelse or not isinstance(s.target, ast.Name):
         return None
-    if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))):
+    inner = list(ast.walk(ast.Module(body=s.body, type_ignores=[])))
+    # No break/continue; no nested loop (nested unrolling would multiply: 8 ** depth); a bounded copy size.
+    if len(inner) > _UNROLL_NODES or any(isinstance(n, (ast.Break, ast.Continue, ast.For, ast.AsyncFor, ast.While))
+                                         for n in inner):
         return None
     it = s.iter
     if isinstance(it, ast.Name):  # steps = [...] earlier in this block, not rebound since
