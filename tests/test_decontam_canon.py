@@ -526,3 +526,9 @@ def test_nested_literal_loops_do_not_multiply():
             "x = torch.relu(x)\n        return x\n")
     r = canonicalize(code)
     assert r.ok and r.ops == ["relu"] * 8
+
+
+def test_a_step_list_changed_before_the_loop_is_not_unrolled():
+    code = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        steps = [torch.relu]\n"
+            "        steps.append(torch.tanh)\n        for f in steps:\n            x = f(x)\n        return x\n")
+    assert "for " in canonicalize(code).text

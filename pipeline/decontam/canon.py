@@ -468,11 +468,14 @@ def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
                                          for n in inner):
         return None
     it = s.iter
-    if isinstance(it, ast.Name):  # steps = [...] earlier in this block, not rebound since
-        for prev in reversed(before):
+    if isinstance(it, ast.Name):  # steps = [...] earlier in this block, not touched since (no append, no rebinding)
+        for k in range(len(before) - 1, -1, -1):
+            prev = before[k]
             if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name) \
                     and prev.targets[0].id == it.id:
-                it = prev.value
+                later = ast.Module(body=before[k + 1:], type_ignores=[])
+                if not any(isinstance(n, ast.Name) and n.id == it.id for n in ast.walk(later)):
+                    it = prev.value
                 break
     if isinstance(it, (ast.List, ast.Tuple)) and 0 < len(it.elts) <= _MAX_UNROLL and \
             not any(isinstance(e, ast.Starred) for e in it.elts):
