@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
                                       unparse)
 from pipeline.decontam.formulas import fuse_formulas
-from pipeline.decontam.inline import (ARITH_OPS, NOT_HELPERS, inline_helpers, inline_module_constants, is_masked,
-                                     sort_module_args)
+from pipeline.decontam.inline import (ARITH_OPS, NOT_HELPERS, Bind, inline_helpers, inline_module_constants,
+                                     is_masked, simple_params, sort_module_args)
 
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
@@ -431,28 +431,17 @@ _MAX_UNROLL = 8
 _UNROLL_NODES = 400  # AST nodes of a loop body that may be copied (<= 8 times)
 
 
-class _Substitute(ast.NodeTransformer):
-    """Loads of one name replaced by copies of an expression; immediately called lambdas applied to plain names
+class _Unrolled(Bind):
+    """One loop item bound to the loop variable; immediately called lambdas applied to plain names
     (`(lambda t: t + b)(x)` -> `x + b`)."""
-
-    def __init__(self, name: str, value: ast.expr) -> None:
-        self.name, self.value = name, value
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == self.name and isinstance(node.ctx, ast.Load):
-            return copy.deepcopy(self.value)
-        return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         f = node.func
-        if isinstance(f, ast.Lambda) and not node.keywords and len(f.args.args) == len(node.args) and \
-                not f.args.vararg and not f.args.kwarg and not f.args.kwonlyargs and \
-                all(isinstance(a, ast.Name) for a in node.args):
-            body = copy.deepcopy(f.body)
-            for p, a in zip(f.args.args, node.args):
-                body = _Substitute(p.arg, a).visit(body)
-            return body
+        if isinstance(f, ast.Lambda) and not node.keywords and all(isinstance(a, ast.Name) for a in node.args):
+            params = simple_params(f)  # type: ignore[arg-type]
+            if params is not None and len(params) == len(node.args):
+                return Bind(dict(zip(params, node.args))).visit(copy.deepcopy(f.body))
         return node
 
 
@@ -488,7 +477,7 @@ def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
         return None
     out: list[ast.stmt] = []
     for item in items:
-        sub = _Substitute(s.target.id, item)
+        sub = _Unrolled({s.target.id: item})
         out.extend(ast.fix_missing_locations(sub.visit(copy.deepcopy(st))) for st in s.body)
     return out
 

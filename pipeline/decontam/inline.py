@@ -26,16 +26,20 @@ def is_masked(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == NUM
 
 
-class _ConstSubst(FastTransformer):
-    """Replace loads of the given module constants by their (non-Name) values; fold constant arithmetic."""
+class Bind(FastTransformer):
+    """Loads of the given names replaced by copies of their expressions (all at once)."""
 
-    def __init__(self, consts: dict[str, ast.expr]) -> None:
-        self.consts = consts
+    def __init__(self, binding: dict[str, ast.expr]) -> None:
+        self.binding = binding
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load) and node.id in self.consts:
-            return copy.deepcopy(self.consts[node.id])
+        if isinstance(node.ctx, ast.Load) and node.id in self.binding:
+            return copy.deepcopy(self.binding[node.id])
         return node
+
+
+class _ConstSubst(Bind):
+    """Module constants bound to their (non-Name) values, and constant arithmetic folded."""
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -145,7 +149,7 @@ def inline_module_constants(tree: ast.Module, fn_names: dict[ast.AST, list[ast.N
             _ConstSubst(other).visit(fn)
 
 
-def _simple_params(fn: ast.FunctionDef) -> list[str] | None:
+def simple_params(fn: ast.FunctionDef) -> list[str] | None:
     a = fn.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         return None
@@ -166,16 +170,6 @@ def _safe_binding(params: list[str], args: list[ast.expr], expr: ast.expr) -> bo
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             reads[n.id] = reads.get(n.id, 0) + 1
     return all(reads.get(p, 0) <= 1 or isinstance(a, (ast.Name, ast.Constant)) for p, a in zip(params, args))
-
-
-class _Bind(FastTransformer):
-    def __init__(self, binding: dict[str, ast.expr]) -> None:
-        self.binding = binding
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load) and node.id in self.binding:
-            return copy.deepcopy(self.binding[node.id])
-        return node
 
 
 _Helper = tuple[list[str], ast.expr]  # (parameter names, the expression returned)
@@ -207,18 +201,18 @@ class _InlineCalls(FastTransformer):
             params, expr = self.methods[f.attr]
             if len(params) == len(node.args) + 1 and _safe_binding(params[1:], node.args, expr):
                 self.done += 1
-                return _Bind({params[0]: f.value, **dict(zip(params[1:], node.args))}).visit(copy.deepcopy(expr))
+                return Bind({params[0]: f.value, **dict(zip(params[1:], node.args))}).visit(copy.deepcopy(expr))
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self.self_name \
                 and f.attr in self.lambdas:
             params, expr = self.lambdas[f.attr]
             if len(params) == len(node.args) and _safe_binding(params, node.args, expr):
                 self.done += 1
-                return _Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
+                return Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
         if isinstance(f, ast.Name) and f.id in self.functions:
             params, expr = self.functions[f.id]
             if len(params) == len(node.args) and _safe_binding(params, node.args, expr):
                 self.done += 1
-                return _Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
+                return Bind(dict(zip(params, node.args))).visit(copy.deepcopy(expr))
         return node
 
 
@@ -238,7 +232,7 @@ def _self_lambdas(cls: ast.ClassDef) -> tuple[dict[str, tuple[list[str], ast.exp
         if len(sites) != 1 or not isinstance(sites[0][1].value, ast.Lambda):
             continue
         lam = sites[0][1].value
-        params = _simple_params(lam)  # type: ignore[arg-type]
+        params = simple_params(lam)  # type: ignore[arg-type]
         if params is not None and not _calls_itself(attr, lam.body):
             out[attr] = (params, lam.body)
             stmts.append((sites[0][0], sites[0][1], attr))
@@ -256,14 +250,14 @@ def inline_helpers(tree: ast.Module) -> None:
     functions = {}
     for s in tree.body:
         expr = _single_return(s)
-        params = _simple_params(s) if expr is not None else None
+        params = simple_params(s) if expr is not None else None
         if params is not None and s.name not in NOT_HELPERS and not _calls_itself(s.name, expr):
             functions[s.name] = (params, expr)
     for cls in [s for s in tree.body if isinstance(s, ast.ClassDef)]:
         methods = {}
         for fn in cls.body:
             expr = _single_return(fn)
-            params = _simple_params(fn) if expr is not None else None
+            params = simple_params(fn) if expr is not None else None
             if params and fn.name not in NOT_HELPERS and not fn.name.startswith("__") and \
                     not _calls_itself(fn.name, expr):
                 methods[fn.name] = (params, expr)
