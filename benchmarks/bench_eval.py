@@ -110,7 +110,7 @@ def scaled(task: str, k: int) -> str:
 
 
 def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
-                        names: list[str] | None = None, extra: dict | None = None, keep_raw: bool = False,
+                        names: list[str] | None = None, keep_raw: bool = False,
                         configs: list[dict] | None = None) -> dict:
     """CV of the speedup over `repeats` repeats, each a new eager-baseline process and a new candidate process.
     With several `configs` (evaluation options each), the repeats of the configs are interleaved (A B A B ...), so
@@ -120,7 +120,7 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
     from pipeline.evaluate.harness import evaluate
     from pipeline.evaluate.runner import run_job
 
-    configs = configs or [extra or {}]
+    configs = configs or [{}]
     out = {}
     for name, task_name in A.HONEST_WORKSPACES.items():
         if names and name not in names:
@@ -276,8 +276,8 @@ def main() -> None:
         show("device", torch.cuda.get_device_name(0))
         show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
                                                  [k for k in args.kernels.split(",") if k],
-                                                 json.loads(args.settings) if args.settings else None, args.raw,
-                                                 json.loads(args.configs) if args.configs else None)
+                                                 args.raw, json.loads(args.configs) if args.configs else
+                                                 [json.loads(args.settings)] if args.settings else None)
              if args.only == "repeatability"
              else bench_agreement())
         return

@@ -50,18 +50,9 @@ def _const(n: ast.AST) -> bool:
     return False
 
 
-_DUMPS: dict[int, tuple[ast.AST, str]] = {}  # id -> (node, dump) during one fuse_formulas call (node kept alive)
-
-
-def _dump(n: ast.AST) -> str:
-    hit = _DUMPS.get(id(n))
-    if hit is None or hit[0] is not n:
-        hit = _DUMPS[id(n)] = (n, ast.dump(n))
-    return hit[1]
-
-
-def _same(a: ast.AST, b: ast.AST) -> bool:
-    return a is b or _dump(a) == _dump(b)
+def _scalar(e: ast.AST, attrs: bool) -> bool:
+    """A number, or with `attrs` also a module attribute (`self.eps`, `self.negative_slope`)."""
+    return _const(e) or attrs and isinstance(e, ast.Attribute)
 
 
 def _args2(n: ast.AST, op: str) -> tuple[ast.expr, ast.expr] | None:
@@ -84,6 +75,18 @@ class _Fuser(FastTransformer):
     def __init__(self, defs: dict[str, ast.expr]) -> None:
         self.defs = defs
         self.changed = False
+        # id -> (node, dump): a node is compared only after its children were rewritten, so its dump stays valid
+        # for this pass; the node is kept so that its id is not reused.
+        self._dumps: dict[int, tuple[ast.AST, str]] = {}
+
+    def _dump(self, n: ast.AST) -> str:
+        hit = self._dumps.get(id(n))
+        if hit is None or hit[0] is not n:
+            hit = self._dumps[id(n)] = (n, ast.dump(n))
+        return hit[1]
+
+    def _same(self, a: ast.AST, b: ast.AST) -> bool:
+        return a is b or self._dump(a) == self._dump(b)
 
     def r(self, n: ast.expr) -> ast.expr:
         """`n`, or the value of the once-assigned temporary it names."""
@@ -95,14 +98,14 @@ class _Fuser(FastTransformer):
         return n
 
     # pieces ----------------------------------------------------------------------------------------------------
-    def _add_const(self, n: ast.expr) -> ast.expr | None:
-        """c + t or t + c -> t."""
+    def _add_const(self, n: ast.expr, attrs: bool = False) -> ast.expr | None:
+        """c + t or t + c -> t; with `attrs`, c may also be a module attribute (`+ self.eps`)."""
         pair = _args2(self.r(n), "add")
         if pair is None:
             return None
-        if _const(pair[0]) and not _const(pair[1]):
+        if _scalar(pair[0], attrs) and not _scalar(pair[1], attrs):
             return pair[1]
-        if _const(pair[1]) and not _const(pair[0]):
+        if _scalar(pair[1], attrs) and not _scalar(pair[0], attrs):
             return pair[0]
         return None
 
@@ -135,15 +138,12 @@ class _Fuser(FastTransformer):
     def _scaled(self, n: ast.expr, x: ast.expr) -> bool:
         """c * x, x * c, x / c, with c a number or a module attribute (`self.negative_slope * x`)."""
         n = self.r(n)
-
-        def scalar(f: ast.expr) -> bool:
-            return _const(f) or isinstance(f, ast.Attribute)
-
         pair = _args2(n, "mul")
         if pair:
-            return scalar(pair[0]) and _same(pair[1], x) or scalar(pair[1]) and _same(pair[0], x)
+            return _scalar(pair[0], True) and self._same(pair[1], x) or _scalar(pair[1], True) and \
+                self._same(pair[0], x)
         pair = _args2(n, "div")
-        return bool(pair) and _same(pair[0], x) and scalar(pair[1])
+        return bool(pair) and self._same(pair[0], x) and _scalar(pair[1], True)
 
     # products --------------------------------------------------------------------------------------------------
     def _pair_op(self, x: ast.expr, g: ast.expr) -> str | None:
@@ -151,18 +151,18 @@ class _Fuser(FastTransformer):
         g = self.r(g)
         op = _op(g)
         if op == "sigmoid" and g.args:
-            if _same(g.args[0], x):
+            if self._same(g.args[0], x):
                 return "swish"
             if self._scaled(g.args[0], x):
                 return "gelu"  # x * sigmoid(1.702 x): the sigmoid approximation of GELU
-        if op == "hardsigmoid" and g.args and _same(g.args[0], x):
+        if op == "hardsigmoid" and g.args and self._same(g.args[0], x):
             return "hardswish"
         if op == "tanh" and g.args:
             sp = self.r(g.args[0])
-            if _op(sp) == "softplus" and sp.args and _same(sp.args[0], x):
+            if _op(sp) == "softplus" and sp.args and self._same(sp.args[0], x):
                 return "mish"
         ramp = self._hard_ramp(g)
-        if ramp is not None and _same(ramp, x):
+        if ramp is not None and self._same(ramp, x):
             return "hardswish*6"  # x * relu6(x + 3): hardswish once divided by 6
         t = self._add_const(g)
         if t is not None:
@@ -170,7 +170,7 @@ class _Fuser(FastTransformer):
             if _op(t) == "erf" and t.args and self._scaled(t.args[0], x):
                 return "gelu"
             if _op(t) == "tanh" and t.args and any(
-                    _op(m) == "pow" and m.args and _same(m.args[0], x) for m in ast.walk(t.args[0])):
+                    _op(m) == "pow" and m.args and self._same(m.args[0], x) for m in ast.walk(t.args[0])):
                 return "gelu"  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         return None
 
@@ -181,7 +181,7 @@ class _Fuser(FastTransformer):
                 return _mk("div", [_product(rest), f.args[1]])
             if _op(f) == "layernorm" and all(isinstance(g, ast.Attribute) for k, g in enumerate(fs) if k != i):
                 return f  # the affine weight of a written-out LayerNorm
-        dumps = [_dump(f) for f in fs]
+        dumps = [self._dump(f) for f in fs]
         for i, x in enumerate(fs):
             if _const(x):
                 continue
@@ -230,7 +230,7 @@ class _Fuser(FastTransformer):
             num, den = n.args
             if _const(num) and (x := self._sigmoid_denominator(den)) is not None:
                 return _mk("sigmoid", [x])
-            if (x := self._sigmoid_denominator(den)) is not None and _same(num, x):
+            if (x := self._sigmoid_denominator(den)) is not None and self._same(num, x):
                 return _mk("swish", [x])
             if _const(den):
                 if (x := self._hard_ramp(num)) is not None:
@@ -239,7 +239,7 @@ class _Fuser(FastTransformer):
                 if 1 < len(fs) <= _MAX_FACTORS:
                     return self._fuse_product(fs, True)
             s = self.r(den)
-            if _op(s) == "sum" and s.args and _same(s.args[0], num) or _op(s) == "sum" and s.args and _same(
+            if _op(s) == "sum" and s.args and self._same(s.args[0], num) or _op(s) == "sum" and s.args and self._same(
                     self.r(s.args[0]), self.r(num)):
                 return self._softmax(num, s.args[1:2])
             return None
@@ -257,12 +257,12 @@ class _Fuser(FastTransformer):
             return None
         if op == "sub" and len(n.args) == 2:
             x, l = n.args[0], self.r(n.args[1])
-            if _op(l) == "logsumexp" and l.args and _same(l.args[0], x):
+            if _op(l) == "logsumexp" and l.args and self._same(l.args[0], x):
                 return _mk("logsoftmax", [x, *l.args[1:2]])
             return None
         if op == "where" and len(n.args) == 3:
             x = self._positive(n.args[0])
-            if x is None or not _same(n.args[1], x):
+            if x is None or not self._same(n.args[1], x):
                 return None
             neg = self.r(n.args[2])
             if _const(neg):
@@ -292,7 +292,7 @@ class _Fuser(FastTransformer):
         if pair is None:
             return None
         m = self.r(pair[1])
-        if _op(m) == "mean" and m.args and _same(self.r(m.args[0]), self.r(pair[0])):
+        if _op(m) == "mean" and m.args and self._same(self.r(m.args[0]), self.r(pair[0])):
             return pair[0], list(m.args[1:])
         return None
 
@@ -320,18 +320,13 @@ class _Fuser(FastTransformer):
                 return _mk("mean", list(s.args))  # sum(x, d) / x.shape[d]
             d = self.r(den)
             if _op(d) == "sqrt" and d.args:
-                inner = self.r(d.args[0])
-                pair = _args2(inner, "add")  # + eps: a number or a module attribute (`self.eps`)
-                if pair is not None:
-                    for t, e in (pair, pair[::-1]):
-                        if _const(e) or isinstance(e, ast.Attribute):
-                            inner = self.r(t)
-                            break
+                t = self._add_const(d.args[0], attrs=True)  # + eps: a number or a module attribute (`self.eps`)
+                inner = self.r(t if t is not None else d.args[0])
                 sq = self.r(inner.args[0]) if _op(inner) == "mean" and inner.args else None
-                if _op(sq) == "pow" and sq.args and _same(self.r(sq.args[0]), self.r(num)):
+                if _op(sq) == "pow" and sq.args and self._same(self.r(sq.args[0]), self.r(num)):
                     return _mk("rmsnorm", [num])  # x / sqrt(mean(x ** 2) + eps)
                 c = self._centered(num)
-                if _op(inner) == "var" and inner.args and c is not None and _same(self.r(inner.args[0]),
+                if _op(inner) == "var" and inner.args and c is not None and self._same(self.r(inner.args[0]),
                                                                                   self.r(c[0])):
                     return _mk("layernorm", [c[0]])  # (x - mean) / sqrt(var + eps)
         if op == "add" and len(args) == 2:  # the affine bias of a written-out LayerNorm
@@ -354,7 +349,7 @@ class _Fuser(FastTransformer):
                 m = m.value
             if isinstance(m, ast.Attribute) and m.attr == "values":
                 m = m.value
-            if _op(m) in ("max", "amax") and m.args and _same(self.r(m.args[0]), self.r(pair[0])):
+            if _op(m) in ("max", "amax") and m.args and self._same(self.r(m.args[0]), self.r(pair[0])):
                 x = pair[0]
         return _mk("softmax", [x, *dim])
 
@@ -380,8 +375,5 @@ def fuse_formulas(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if fn.name in _NOT_COMPUTE or TRIGGERS.isdisjoint(n.id for n in names(fn)):
         return False
     f = _Fuser(_once_assigned(fn))
-    try:
-        fn.body = [f.visit(s) for s in fn.body]
-    finally:
-        _DUMPS.clear()  # a node is compared only after its children were rewritten, so a dump stays valid here
+    fn.body = [f.visit(s) for s in fn.body]
     return f.changed
