@@ -611,7 +611,8 @@ class _Job:
 
 
 class _Seeds:
-    """Secret per-call seeds drawn on first use: the number of timed calls is known only after the warm-up."""
+    """Secret per-call seeds drawn on first use: the number of timed calls is known only after the warm-up.
+    (Not `collections.defaultdict`: candidate code shares this interpreter and can rebind a stdlib attribute.)"""
 
     def __init__(self, draw: Callable[[], int]) -> None:
         self._draw, self._seeds = draw, {}
