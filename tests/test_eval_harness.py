@@ -173,3 +173,26 @@ def test_runtime_monkey_patching_through_functools_wraps_is_recorded(tmp_path):
                          "torch.Tensor.__rsub__ = rsub\n")
     assert "monkey_patching" in rep["violations"]
     assert any("torch.Tensor.__rsub__" in d for d in rep["details"]["violation_details"])
+
+
+def test_speedup_uses_the_median_of_the_raw_times_computed_by_the_evaluator():
+    # The worker's median is computed where candidate code runs (it could rebind statistics.median); the evaluator
+    # recomputes it from the raw event times and names a mismatch.
+    from pipeline.evaluate.harness import _finish, _merge
+    from pipeline.evaluate.result import EvalResult
+
+    s = options.resolve({})
+    base = {"eager_ms": 2.0, "compile_ms": 3.0}
+
+    def merged(reported: float) -> EvalResult:
+        res = EvalResult(compiled=True, eager_ms=2.0, compile_ms=3.0)
+        rep = {"stage": "done", "correct": True, "solution_ms": reported, "violations": [], "warnings": [],
+               "timing": {"solution": {"times_ms": [1.0, 1.1, 0.9, 1.2, 1.05]}}}
+        _merge(res, rep, base, s)
+        return _finish(res, 0.0, float(s["margin"]))
+
+    honest = merged(1.05)
+    assert honest.violations == [] and honest.solution_ms == 1.05 and honest.speedup_vs_eager == 2.0 / 1.05
+    forged = merged(0.1)  # a median shrunk tenfold
+    assert "timer_patching" in forged.violations and forged.reward == -1
+    assert forged.solution_ms == 1.05 and forged.speedup_vs_eager == 2.0 / 1.05

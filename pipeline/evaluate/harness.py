@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
                               "cached": base.get("cached"), "key": base.get("key"),
                               "compile_error": base.get("compile_error", "")}
     res.timing = timing
+    _check_reported_median(res)
     if res.solution_ms and res.eager_ms:
         res.speedup_vs_eager = res.eager_ms / res.solution_ms
     if res.solution_ms and res.compile_ms:
@@ -237,6 +239,23 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     res.correct = bool(res.outputs_match) and not res.violations
     if res.outputs_match and res.violations and not res.reason:
         res.reason = "violation"
+
+
+def _check_reported_median(res: EvalResult) -> None:
+    """The speedup uses the median of the raw times computed here, in the evaluator's own process: the worker's
+    median is computed where candidate code runs, which could rebind e.g. `statistics.median` (the raw times come
+    from the C-level event methods captured before the candidate was loaded). A reported median that differs from
+    the raw times' is named `timer_patching`."""
+    times = ((res.timing or {}).get("solution") or {}).get("times_ms")
+    if not times or res.solution_ms is None:
+        return
+    median = statistics.median(times)
+    if abs(median - res.solution_ms) > 1e-9 * max(1.0, abs(median)):
+        if "timer_patching" not in res.violations:
+            res.violations.append("timer_patching")
+        res.details.setdefault("violation_details", []).append(
+            f"timer_patching: reported median {res.solution_ms!r} ms, raw times give {median!r} ms")
+    res.solution_ms = median
 
 
 def _crash_reason(sb: dict, stage: str) -> str:
