@@ -9,7 +9,8 @@ Prints, each measured here in this run:
   flight (the GPU actor's scheme: CPU-side preparation overlaps, GPU measurement serialised by a lock file):
   evaluations per GPU-hour, and the GPU-busy share = time some worker held the GPU / wall time;
 - repeatability: speedup vs eager of each honest kernel over R repeats, each repeat measuring both the eager
-  baseline and the kernel afresh in new processes: coefficient of variation (target <= 2%);
+  baseline (as the harness does: `baseline_runs` processes, lowest median) and the kernel afresh in new processes:
+  coefficient of variation (target <= 2%); `--scales` sizes each task's inputs (e.g. into the 1-100 ms window);
 - agreement: eager time of each task's reference with our method vs KernelBench's cuda-event method (same inputs,
   per-trial events, L2 flush, synchronize after the end event), median of 50, in this process.
 """
@@ -111,23 +112,23 @@ def scaled(task: str, k: int) -> str:
 
 def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
                         names: list[str] | None = None, keep_raw: bool = False,
-                        configs: list[dict] | None = None) -> dict:
+                        configs: list[dict] | None = None, scales: dict[str, int] | None = None) -> dict:
     """CV of the speedup over `repeats` repeats, each a new eager-baseline process and a new candidate process.
     With several `configs` (evaluation options each), the repeats of the configs are interleaved (A B A B ...), so
     that the configs see the same machine states and can be compared side by side."""
     from pipeline.evaluate import options
     from pipeline.evaluate.build import resolve_arch_list
-    from pipeline.evaluate.harness import evaluate
-    from pipeline.evaluate.runner import run_job
+    from pipeline.evaluate.harness import evaluate, measure_baselines
 
     configs = configs or [{}]
     out = {}
     for name, task_name in A.HONEST_WORKSPACES.items():
         if names and name not in names:
             continue
-        task = scaled(A.task_code(task_name), scale)
-        ws = A.honest_workspace(work / f"rep_{name}", name)
-        if scale != 1:  # the workspace's protected model.py and its manifest hash follow the scaled task
+        k = (scales or {}).get(name, scale)
+        task = scaled(A.task_code(task_name), k)
+        ws = A.honest_workspace(work / f"rep_{name}_x{k}", name)
+        if k != 1:  # the workspace's protected model.py and its manifest hash follow the scaled task
             from pipeline.evaluate import workspace as W
 
             (ws / "model.py").write_text(task)
@@ -135,16 +136,17 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
             man["task_sha256"] = W._sha(task)
             (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
         cr = compile_solution(ws, cache)
-        acc = [{"speedups": [], "eager": [], "sol": [], "within": [], "raw": []} for _ in configs]
+        acc = [{"speedups": [], "eager": [], "eager_runs": [], "sol": [], "within": [], "raw": []} for _ in configs]
         for _ in range(repeats):
             for cfg, a in zip(configs, acc):
                 s = options.resolve({"cache_dir": str(cache), **cfg})
-                base = run_job({"kind": "baseline", "task_code": task, "mode": "eager_only"}, s, timeout_s=300,
-                               arch_list=resolve_arch_list(None))
+                # As the harness measures a baseline (`baseline_runs` processes), without torch.compile.
+                base = measure_baselines(task, s, resolve_arch_list(None), mode="eager_only")
                 res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **cfg},
                                compile_result=cr)
                 a["speedups"].append(base["eager_ms"] / res.solution_ms)
                 a["eager"].append(round(base["eager_ms"], 5))
+                a["eager_runs"].append([r["eager_ms"] and round(r["eager_ms"], 5) for r in base["runs"]])
                 a["sol"].append(round(res.solution_ms, 5))
                 run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
                 e_run = (base.get("timing") or {}).get("eager", {})
@@ -156,8 +158,9 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
                                      for k, r in (("eager", e_run), ("solution", run))})
         for cfg, a in zip(configs, acc):
             mean = statistics.fmean(a["speedups"])
-            r = {"speedups": [round(x, 4) for x in a["speedups"]], "mean": round(mean, 4),
+            r = {"scale": k, "speedups": [round(x, 4) for x in a["speedups"]], "mean": round(mean, 4),
                  "cv": round(statistics.pstdev(a["speedups"]) / mean, 4), "eager_ms": a["eager"],
+                 "eager_runs_ms": a["eager_runs"],
                  "solution_ms": a["sol"], "solution_runs": a["within"]}
             if keep_raw:
                 r["raw"] = a["raw"]
@@ -243,6 +246,8 @@ def main() -> None:
     ap.add_argument("--skip-gpu", action="store_true")
     ap.add_argument("--kernels", default="", help="comma-separated honest kernels for repeatability (default all)")
     ap.add_argument("--scale", type=int, default=1, help="repeatability on inputs this many times larger")
+    ap.add_argument("--scales", default="", help="per-kernel input scales for repeatability, e.g. "
+                    "'add_vec4=10,row_softmax=16' (kernels not named take --scale)")
     ap.add_argument("--only", choices=["repeatability", "agreement"], default="",
                     help="run one GPU phase alone (its own device call: the phases together outlast one call)")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
@@ -277,7 +282,9 @@ def main() -> None:
         show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
                                                  [k for k in args.kernels.split(",") if k],
                                                  args.raw, json.loads(args.configs) if args.configs else
-                                                 [json.loads(args.settings)] if args.settings else None)
+                                                 [json.loads(args.settings)] if args.settings else None,
+                                                 {k: int(v) for k, v in (kv.split("=") for kv in args.scales.split(",")
+                                                                         if kv)})
              if args.only == "repeatability"
              else bench_agreement())
         return

@@ -46,7 +46,7 @@ def cuda_device() -> str | None:
 
 # Every option that changes how a baseline is timed is part of its cache key.
 _TIMING_KEYS = ("timing_trials", "timing_warmup", "timing_warmup_ms", "timing_min_ms", "timing_max_trials",
-                "l2_flush")
+                "l2_flush", "baseline_runs")
 
 
 def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
@@ -57,11 +57,61 @@ def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
-def get_baselines(task_code: str, device: str, settings: dict[str, Any], arch_list: str) -> dict[str, Any]:
-    """Eager and torch.compile timings of the reference, measured like candidates; cached per
-    (task hash, GPU name, torch version, compile mode, timing settings)."""
+def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """One baseline from the reports of several baseline processes, run one after another.
+
+    Each figure (eager, torch.compile) is the lowest of the runs' medians, with the raw times of the run it came
+    from. Why: on a shared host, contention from outside (measured on the H200: stream-ordered GPU times and host
+    latency rising together for 1-3 s) only ever adds time, and a baseline is cached and divides the time of every
+    candidate of its task, so one contended window would inflate all their speedups. The lowest median errs the
+    other way (a speedup a little low), which a reward label can afford. `runs` keeps every run's figures."""
+    ok = [r for r in reports if r.get("stage") == "done" and r.get("eager_ms") is not None]
+    # A run cut short after its eager figure (torch.compile crashed the process) still gives that figure, but the
+    # baseline is then `complete` = False and not cached.
+    usable = ok or [r for r in reports if r.get("eager_ms") is not None]
+    first = (usable or reports or [{}])[0]
+    data: dict[str, Any] = {"eager_ms": None, "compile_ms": None, "timing": {}, "device": first.get("device"),
+                            "torch": first.get("torch"), "compile_error": (first.get("compile_error") or "")[-1500:],
+                            "reason": first.get("reason", ""), "sandbox": first.get("sandbox", {}),
+                            "runs": [{"eager_ms": r.get("eager_ms"), "compile_ms": r.get("compile_ms"),
+                                      "stage": r.get("stage"), "reason": r.get("reason", ""),
+                                      "compile_error": (r.get("compile_error") or "")[-300:],
+                                      "started_at": ((r.get("timing") or {}).get("eager") or {}).get("started_at")}
+                                     for r in reports],
+                            "complete": bool(ok)}
+    for fig, part in (("eager_ms", "eager"), ("compile_ms", "compile")):
+        runs = [r for r in usable if r.get(fig) is not None]
+        if not runs:
+            continue
+        best = min(runs, key=lambda r: r[fig])
+        data[fig] = best[fig]
+        data["timing"][part] = (best.get("timing") or {}).get(part)
+        if part == "eager":
+            data["timing"]["method"] = (best.get("timing") or {}).get("method")
+        if part == "compile":
+            data["timing"]["compile_seconds"] = (best.get("timing") or {}).get("compile_seconds")
+            data["compile_error"] = ""  # another run's torch.compile failure stays in its `runs` entry
+    return data
+
+
+def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, mode: str = "full") -> dict[str, Any]:
+    """`baseline_runs` baseline processes, one after another (separate windows in time), combined. A run that
+    fails ends the series: the same task in a fresh process fails the same way."""
     from pipeline.evaluate.runner import run_job
 
+    reports = []
+    for _ in range(max(1, int(settings["baseline_runs"]))):
+        rep = run_job({"kind": "baseline", "task_code": task_code, "mode": mode}, settings,
+                      timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+        reports.append(rep)
+        if rep.get("stage") != "done" or rep.get("eager_ms") is None:
+            break
+    return combine_baseline_runs(reports)
+
+
+def get_baselines(task_code: str, device: str, settings: dict[str, Any], arch_list: str) -> dict[str, Any]:
+    """Eager and torch.compile timings of the reference, measured like candidates (`measure_baselines`); cached
+    per (task hash, GPU name, torch version, compile mode, timing settings)."""
     key = baseline_key(task_code, device, settings)
     path = Path(settings["cache_dir"]) / "baselines" / f"{key}.json"
     if path.is_file():
@@ -71,13 +121,9 @@ def get_baselines(task_code: str, device: str, settings: dict[str, Any], arch_li
             return data
         except ValueError:
             pass
-    rep = run_job({"kind": "baseline", "task_code": task_code, "mode": "full"}, settings,
-                  timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
-    data = {"key": key, "eager_ms": rep.get("eager_ms"), "compile_ms": rep.get("compile_ms"),
-            "timing": rep.get("timing", {}), "device": rep.get("device", device), "torch": rep.get("torch"),
-            "compile_error": (rep.get("compile_error") or "")[-1500:], "reason": rep.get("reason", ""),
-            "sandbox": rep.get("sandbox", {}), "cached": False}
-    if data["eager_ms"] is not None and rep.get("stage") == "done":
+    data = {"key": key, **measure_baselines(task_code, settings, arch_list), "cached": False}
+    data["device"] = data.get("device") or device
+    if data["complete"]:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps(data))

@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "offstream_min_ms": 0.05,
     "compile_mode": "default",  # torch.compile mode of the compile baseline
     "baselines": True,  # measure eager + torch.compile baselines (cached per task/GPU/torch/mode)
+    "baseline_runs": 3,  # baseline processes per task (one after another); each figure is the lowest of their medians
     "margin": 0.05,  # rewards 2 and 3 need > 5% speedup
     # static checks
     "static_checks": True,

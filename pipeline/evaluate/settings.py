@@ -36,6 +36,8 @@ class EvalSettings(BaseModel):
     offstream_min_ms: float = Field(DEFAULTS["offstream_min_ms"], description="Off-stream detector floor (ms).")
     compile_mode: str = Field(DEFAULTS["compile_mode"], description="torch.compile mode of the baseline.")
     baselines: bool = Field(DEFAULTS["baselines"], description="Measure eager and torch.compile baselines.")
+    baseline_runs: int = Field(DEFAULTS["baseline_runs"], ge=1,
+                               description="Baseline processes per task; each figure is the lowest of their medians.")
     margin: float = Field(DEFAULTS["margin"], description="Speedup margin for rewards 2 and 3.")
     static_checks: bool = Field(DEFAULTS["static_checks"], description="Run the static source checks.")
     warnings_reject: bool = Field(DEFAULTS["warnings_reject"], description="Treat static warnings as violations.")
