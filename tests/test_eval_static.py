@@ -117,6 +117,25 @@ def test_cuda_checks_strip_comments():
     assert check_cpp("__global__ void k(const float* a, float* b) { b[0] = a[0]; }\n") == []
 
 
+def test_l2_persistence_is_rejected_in_every_spelling():
+    # An access-policy window marked persisting keeps a kernel's data in L2 through the per-call flush.
+    runtime = ("void pin(float* w, size_t n, cudaStream_t s) {\n  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, n);\n"
+               "  cudaStreamAttrValue a = {};\n  a.accessPolicyWindow.base_ptr = w;\n"
+               "  a.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
+               "  cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &a);\n}\n")
+    driver = "void pin(CUstream s) { CUstreamAttrValue v; v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING; }\n"
+    libcu = ("#include <cuda/annotated_ptr>\n__global__ void k(float* x) {\n"
+             "  cuda::annotated_ptr<float, cuda::access_property::persisting> p{x};\n  p[0] = 1.f;\n}\n")
+    launch = "void go() { cudaLaunchAttribute at; at.id = cudaLaunchAttributeAccessPolicyWindow; }\n"
+    for src in (runtime, driver, libcu, launch):
+        assert "l2_persistence" in {f.name for f in check_cpp(src)}, src
+        v, _ = summarize(check_cpp(src), False)
+        assert "l2_persistence" in v
+    # Per-access cache hints are ordinary optimisation and pass.
+    hints = "__global__ void k(const float* __restrict__ a, float* b) { b[0] = __ldcs(a) + __ldlu(a + 1); }\n"
+    assert check_cpp(hints) == []
+
+
 def test_cuda_in_python_strings_is_checked():
     code = HEADER + 'src = """\n#include <torch/extension.h>\nvoid f() { std::thread t([]{}); }\n"""\n' + \
         "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"

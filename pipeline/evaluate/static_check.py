@@ -36,6 +36,7 @@ VIOLATIONS: dict[str, tuple[str, str]] = {
     "torch_compile": (STRICT, "torch.compile / dynamo / inductor / triton instead of a CUDA kernel"),
     "host_compute": (STRICT, "moving data to the host (.cpu(), .numpy(), .tolist(), numpy) inside ModelNew.forward"),
     "monkey_patching": (STRICT, "replacing torch.Tensor methods or torch functions at run time (runtime check)"),
+    "l2_persistence": (STRICT, "persisting L2 access policy / set-aside: data kept in L2 across the per-call flush"),
     "global_state": (WARN, "changing torch global flags (TF32, cudnn.benchmark, seeds)"),
     "precision_cast": (WARN, "lower-precision casts (half, bfloat16, TF32) that may trade accuracy for speed"),
 }
@@ -453,6 +454,14 @@ _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
                                     r"batch_norm|gelu|silu|where|clamp|pow|sqrt|einsum|cat|stack|norm|var|std|"
                                     r"argmax|topk|sort|cumsum|baddbmm|dropout|embedding|abs)\s*\(|"
                                     r"\.(?:matmul|mm|relu|sigmoid|softmax|sum|mean|exp|add|mul|sub|div)\s*\(")),
+    # A persisting access-policy window (or L2 set-aside) keeps lines resident through the harness's L2 flush, so
+    # timed calls read from a cache that a real first call would find cold. (Per-access hints such as evict_last do
+    # not outlive a call's own traffic much and stay allowed.)
+    ("l2_persistence", re.compile(r"\b\w*AccessPolicyWindow\b|\baccessPolicyWindow\b|\bcudaAccessPropertyPersisting\b|"
+                                  r"\bcudaLimitPersistingL2CacheSize\b|\bcudaCtxResetPersistingL2Cache\b|"
+                                  r"\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|\bCU_ACCESS_PROPERTY_PERSISTING\b|"
+                                  r"\bCU_\w*ACCESS_POLICY_WINDOW\b|\baccess_property::persisting\b|"
+                                  r"\bpersistingL2CacheMaxSize\b")),
     ("global_state", re.compile(r"\bcudaDeviceSetLimit\b|\bcudaDeviceReset\b|\bcudaSetDevice\b")),
     ("precision_cast", re.compile(r"\b__half2?\b|\b__float2half\w*|\b__nv_bfloat16\w*|\b__float2bfloat16\w*|"
                                   r"\bat::kHalf\b|\bat::kBFloat16\b|\btorch::kHalf\b|\btorch::kBFloat16\b|"
