@@ -136,6 +136,25 @@ def test_l2_persistence_is_rejected_in_every_spelling():
     assert check_cpp(hints) == []
 
 
+def test_direct_library_calls_need_allow_libraries():
+    # The op guard closes cuBLAS/cuDNN at dispatch unless allowed; calling them from the binding directly is the
+    # same thing and follows the same option.
+    gemm = ("#include <cublas_v2.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+            "void mm(const float* a, const float* b, float* c, int n) {\n"
+            "  auto h = at::cuda::getCurrentCUDABlasHandle();\n  float one = 1.f, zero = 0.f;\n"
+            "  cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n);\n}\n")
+    conv = "#include <cudnn.h>\nvoid f() { cudnnHandle_t h; cudnnCreate(&h); }\n"
+    files = {"kernels/mm_binding.cpp": gemm, "kernels/conv.cu": conv}
+    found = check_solution_files(files)
+    assert {f.file for f in found if f.name == "library_call"} == {"kernels/mm_binding.cpp", "kernels/conv.cu"}
+    assert summarize(found)[0] == ["library_call"]
+    only_blas = check_solution_files(files, allow_libraries=["cublas"])
+    assert {f.file for f in only_blas if f.name == "library_call"} == {"kernels/conv.cu"}
+    assert [f for f in check_solution_files(files, allow_libraries=["cublas", "cudnn"]) if f.name == "library_call"] == []
+    # A kernel of one's own that merely mentions the words in a comment or a name passes.
+    assert check_cpp("// unlike cublasSgemm(...)\n__global__ void my_cublas_free_gemm(float* c) { c[0] = 0.f; }\n") == []
+
+
 def test_cuda_in_python_strings_is_checked():
     code = HEADER + 'src = """\n#include <torch/extension.h>\nvoid f() { std::thread t([]{}); }\n"""\n' + \
         "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"

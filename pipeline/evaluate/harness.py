@@ -138,7 +138,8 @@ def static_review(task_code: str, path: Path, s: dict[str, Any], files: dict[str
     warnings: list[str] = []
     findings = []
     if s["static_checks"]:
-        findings = check_solution_files(files, allow_triton=bool(s["allow_triton"]))
+        findings = check_solution_files(files, allow_triton=bool(s["allow_triton"]),
+                                        allow_libraries=list(s["allow_libraries"] or []))
         violations, warnings = summarize(findings, bool(s["warnings_reject"]))
     if is_workspace(path):
         violations += check_protected(path, task_code)

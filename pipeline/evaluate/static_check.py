@@ -36,6 +36,7 @@ VIOLATIONS: dict[str, tuple[str, str]] = {
     "torch_compile": (STRICT, "torch.compile / dynamo / inductor / triton instead of a CUDA kernel"),
     "host_compute": (STRICT, "moving data to the host (.cpu(), .numpy(), .tolist(), numpy) inside ModelNew.forward"),
     "monkey_patching": (STRICT, "replacing torch.Tensor methods or torch functions at run time (runtime check)"),
+    "library_call": (STRICT, "cuBLAS / cuDNN called from the solution's C++ while `allow_libraries` does not name it"),
     "l2_persistence": (STRICT, "persisting L2 access policy / set-aside: data kept in L2 across the per-call flush"),
     "global_state": (WARN, "changing torch global flags (TF32, cudnn.benchmark, seeds)"),
     "precision_cast": (WARN, "lower-precision casts (half, bfloat16, TF32) that may trade accuracy for speed"),
@@ -462,6 +463,10 @@ _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
                                   r"\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|\bCU_ACCESS_PROPERTY_PERSISTING\b|"
                                   r"\bCU_\w*ACCESS_POLICY_WINDOW\b|\baccess_property::persisting\b|"
                                   r"\bpersistingL2CacheMaxSize\b")),
+    # The same libraries the op guard closes at dispatch (`allow_libraries`), called directly instead of through
+    # torch; check_solution_files drops the findings of the libraries allowed.
+    ("library_call", re.compile(r"\bcublas\w*\s*\(|\bgetCurrentCUDABlas\w*Handle\b|#\s*include\s*[<\"]cublas\w*|"
+                                r"\bcudnn\w*\s*\(|\bgetCudnnHandle\b|#\s*include\s*[<\"]cudnn\w*")),
     ("global_state", re.compile(r"\bcudaDeviceSetLimit\b|\bcudaDeviceReset\b|\bcudaSetDevice\b")),
     ("precision_cast", re.compile(r"\b__half2?\b|\b__float2half\w*|\b__nv_bfloat16\w*|\b__float2bfloat16\w*|"
                                   r"\bat::kHalf\b|\bat::kBFloat16\b|\btorch::kHalf\b|\btorch::kBFloat16\b|"
@@ -505,8 +510,14 @@ def summarize(findings: list[Finding], warnings_reject: bool = False) -> tuple[l
     return violations, warnings
 
 
+def library_of(finding: Finding) -> str:
+    """The library ("cublas" | "cudnn") a `library_call` finding names."""
+    return "cudnn" if "cudnn" in finding.detail.lower() else "cublas"
+
+
 def check_solution_files(files: dict[str, str], *, allow_triton: bool = False,
-                         reference_names: set[str] | None = None) -> list[Finding]:
+                         reference_names: set[str] | None = None,
+                         allow_libraries: list[str] | tuple[str, ...] = ()) -> list[Finding]:
     """Check every file of a solution: `{relative path: source}`. The file holding ModelNew must be .py."""
     findings: list[Finding] = []
     for path, src in sorted(files.items()):
@@ -516,4 +527,5 @@ def check_solution_files(files: dict[str, str], *, allow_triton: bool = False,
                                      require_model_new=is_main)
         elif path.endswith((".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".cxx")):
             findings += check_cpp(src, path)
-    return findings
+    allowed = {str(x).lower() for x in allow_libraries}
+    return [f for f in findings if not (f.name == "library_call" and library_of(f) in allowed)]
