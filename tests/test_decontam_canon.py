@@ -404,8 +404,8 @@ def test_spelled_out_softmax_reads_as_softmax(body):
 
 def test_formulas_that_are_not_activations_are_left_alone():
     for body, ops in (("x * torch.sigmoid(y)", ["sigmoid", "mul"]),
-                      ("x / (1.0 + torch.exp(y))", ["exp", "add", "div"]),
-                      ("torch.exp(x) / torch.exp(y).sum()", ["exp", "exp", "sum", "div"]),
+                      ("x / (1.0 + torch.exp(y))", ["exp", "add", "mul"]),  # a division reads `mul` (reciprocal)
+                      ("torch.exp(x) / torch.exp(y).sum()", ["exp", "exp", "sum", "mul"]),
                       ("torch.where(x > 0, y, 0.2 * x)", ["mul", "where"])):  # a comparison is no op
         code = f"import torch\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n        return {body}\n"
         got = canonicalize(code).ops
@@ -434,7 +434,33 @@ def test_norm_spellings_agree():
     for body in forms:
         code = ("import torch\nimport torch.nn.functional as F\nclass M(torch.nn.Module):\n"
                 f"    def forward(self, x):\n        return {body}\n")
-        assert canonicalize(code).ops == ["norm", "div"], body
+        assert canonicalize(code).ops == ["norm", "mul"], body
+
+
+def test_scaling_clamping_and_list_built_layers_read_alike():
+    # Found by hand-disguised copies of level2/100 (ConvTranspose3d_Clamp_Min_Divide) and level3/1 (MLP) that
+    # were missed: a division written as a product with the reciprocal, one-sided clamps written as clamp_min or
+    # as maximum against torch.full_like, and layers collected with `+=` in a loop.
+    def ops(init: str, body: str, params: str = "lo, d") -> list[str]:
+        code = ("import torch\nimport torch.nn as nn\nclass M(nn.Module):\n"
+                f"    def __init__(self, {params}):\n        super().__init__()\n{init}"
+                f"    def forward(self, x):\n        return {body}\n")
+        return canonicalize(code).ops
+
+    keep = "        self.lo, self.d = lo, d\n"
+    want = ops(keep, "torch.clamp(x, min=self.lo) / self.d")
+    assert want == ["clamp", "mul"]
+    assert ops(keep, "x.clamp_min(self.lo) * (1.0 / self.d)") == want
+    assert ops(keep, "torch.div(torch.maximum(x, torch.full_like(x, self.lo)), self.d)") == want
+    assert ops("        self.lo = lo\n        self.s = 1.0 / d\n", "torch.clamp(x, self.lo) * self.s") == want
+    built = {"append": "        for a, b in zip(dims[:-1], dims[1:]):\n            layers.append(nn.Linear(a, b))\n"
+                       "            layers.append(nn.ReLU())\n",
+             "+=": "        for a, b in zip(dims[:-1], dims[1:]):\n            layers += [nn.Linear(a, b), nn.ReLU()]\n",
+             "= +": "        for a, b in zip(dims[:-1], dims[1:]):\n            layers = layers + [nn.Linear(a, b), nn.ReLU()]\n"}
+    seqs = {k: ops("        dims = [n] + list(ws)\n        layers = []\n" + v +
+                   "        layers.append(nn.Linear(dims[-1], m))\n        self.net = nn.Sequential(*layers)\n",
+                   "self.net(x)", "n, ws, m") for k, v in built.items()}
+    assert seqs["append"] == ["linear", "relu", "linear"] and seqs["+="] == seqs["append"] == seqs["= +"]
 
 
 

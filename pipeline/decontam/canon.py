@@ -42,7 +42,13 @@ _OP_ALIASES = {
     "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
     "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid",
     "expit": "sigmoid", "vectornorm": "norm", "matrixnorm": "norm",
+    "clampmin": "clamp", "clampmax": "clamp",  # one-sided clamps
 }
+# Merged only in the finished views (formulas.py reads spelled-out activations by these names first: `div` in
+# sigmoid and softmax, `maximum` in leaky_relu): dividing is multiplying by the reciprocal (`x / d`,
+# `x * self.scale` with scale = 1 / d), and an elementwise max/min against a bound is a clamp.
+_VIEW_CLASS = {"div": "mul", "maximum": "clamp", "minimum": "clamp", "fmax": "clamp", "fmin": "clamp"}
+_VIEW_TOKENS = {"OP_" + k: "OP_" + v for k, v in _VIEW_CLASS.items()}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
            ast.LShift: "lshift", ast.RShift: "rshift"}
@@ -56,7 +62,10 @@ _META_OPS = frozenset({"t", "size", "dim", "numel", "item", "tolist", "to", "typ
                        "parameters", "modules", "children", "fill", "zero", "normal", "uniform", "kaiminguniform",
                        "xavieruniform", "constant", "view", "reshape", "viewas", "reshapeas", "expand", "expandas",
                        "unsqueeze", "squeeze", "flatten", "max_", "device", "dtype", "format", "str", "min_", "round",
-                       "abs_", "sorted", "map", "getitem"})
+                       "abs_", "sorted", "map", "getitem",
+                       # tensors made, not computed: a bound written as torch.full_like(y, v) is the bound
+                       "fulllike", "zeroslike", "oneslike", "emptylike", "full", "zeros", "ones", "empty", "tensor",
+                       "astensor", "scalartensor"})
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
@@ -206,14 +215,14 @@ class Canonicalizer:
         pre: dict[ast.AST, list[ast.AST]] = {}
         tree = _reorder(tree, pre)
         # after _reorder: the signature reads statement order only inside functions, which it does not change
-        ops = [] if self.light else self._signature(tree, pre)
+        ops = [] if self.light else [_VIEW_CLASS.get(o, o) for o in self._signature(tree, pre)]
         types = [] if self.light else [
-            type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else n.id
-            for n in _compose(tree, pre)]  # renaming changes neither the shape nor OP_/MOD_ names
+            type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else
+            _VIEW_TOKENS.get(n.id, n.id) for n in _compose(tree, pre)]  # renaming keeps the shape and OP_/MOD_ names
         _Renamer(pre).visit(tree)
         sort_module_args(self.mod_calls)
         text = unparse(tree)
-        tokens = _TOKEN_RE.findall(text)
+        tokens = [_VIEW_TOKENS.get(t, t) for t in _TOKEN_RE.findall(text)]
         return Canonical(True, "", tokens, ops, types, [], text)
 
     def _module_info(self, cls: ast.ClassDef) -> _ModuleInfo:
@@ -243,8 +252,18 @@ class Canonicalizer:
                     isinstance(node.func.value, ast.Name) and node.func.value.id == name:
                 if node.func.attr == "append" and node.args:
                     out.append(node.args[0])
+                elif node.func.attr == "insert" and len(node.args) == 2:
+                    out.append(node.args[1])
                 elif node.func.attr == "extend" and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
                     out.extend(node.args[0].elts)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
+                    and isinstance(node.op, ast.Add) and isinstance(node.value, (ast.List, ast.Tuple)):
+                out.extend(node.value.elts)  # layers += [nn.Linear(a, b), nn.ReLU()]
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
+                    and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add) \
+                    and isinstance(node.value.left, ast.Name) and node.value.left.id == name \
+                    and isinstance(node.value.right, (ast.List, ast.Tuple)):
+                out.extend(node.value.right.elts)  # layers = layers + [...]
         return out
 
     def _module_ops(self, value: ast.AST, fn: ast.FunctionDef | None = None) -> list[str] | str | None:
