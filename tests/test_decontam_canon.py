@@ -558,3 +558,19 @@ def test_a_step_list_changed_before_the_loop_is_not_unrolled():
     code = ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        steps = [torch.relu]\n"
             "        steps.append(torch.tanh)\n        for f in steps:\n            x = f(x)\n        return x\n")
     assert "for " in canonicalize(code).text
+
+
+def test_comprehension_over_a_container_of_own_modules_runs_their_ops():
+    # A Fire-module-like block: a submodule class used directly and inside an nn.ModuleList that a comprehension
+    # iterates; every branch's ops count, in order, and no class name is taken for an operator.
+    code = ("import torch\nimport torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, i, o, k):\n"
+            "        super().__init__()\n        self.c = nn.Conv2d(i, o, k)\n        self.a = nn.ReLU()\n"
+            "    def forward(self, x):\n        return self.a(self.c(x))\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.r = B(3, 8, 1)\n"
+            "        self.bs = nn.ModuleList([B(8, 16, 1), B(8, 16, 3)])\n"
+            "    def forward(self, x):\n        s = self.r(x)\n        return torch.cat([b(s) for b in self.bs], 1)\n")
+    assert canonicalize(code).ops == ["conv2d", "relu", "conv2d", "relu", "conv2d", "relu", "cat"]
+    loop = code.replace("        return torch.cat([b(s) for b in self.bs], 1)\n",
+                        "        outs = []\n        for b in self.bs:\n            outs.append(b(s))\n"
+                        "        return torch.cat(outs, 1)\n")
+    assert canonicalize(loop).ops == canonicalize(code).ops

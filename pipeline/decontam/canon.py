@@ -364,12 +364,17 @@ class Canonicalizer:
         """Post-order walk of a function body emitting its ops (a method, not a closure: a recursive closure is a
         reference cycle that keeps the whole tree alive until the cyclic GC runs)."""
         cls, me, info, methods, loopvars, out, depth = ctx
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            it = node.iter
+        # `for layer in self.layers:` and `[b(x) for b in self.branches]` call every module of the container
+        loops = [node] if isinstance(node, ast.For) else \
+            node.generators if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)) else []
+        for lp in loops:
+            if not isinstance(lp.target, ast.Name):
+                continue
+            it = lp.iter
             if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == me:
-                loopvars[node.target.id] = it.attr
+                loopvars[lp.target.id] = it.attr
             if isinstance(it, ast.Call) and it.args and isinstance(it.args[0], ast.Attribute):
-                loopvars[node.target.id] = it.args[0].attr  # enumerate(self.layers) etc.
+                loopvars[lp.target.id] = it.args[0].attr  # enumerate(self.layers) etc.
         for child in children(node):
             self._visit_ops(child, ctx)
         if not isinstance(node, ast.Call):
@@ -393,7 +398,10 @@ class Canonicalizer:
             pass  # constructing a module inside forward: its ops run when it is called
 
     def _emit_items(self, item: list[str] | str, out: list[str], depth: int) -> None:
-        for op in ([item] if isinstance(item, str) else item):
+        if isinstance(item, str):  # a container element that is one of the file's module classes
+            self._class_ops(item, out, depth + 1)
+            return
+        for op in item:
             if op.startswith("@"):
                 self._class_ops(op[1:], out, depth + 1)
             elif op not in _META_OPS:
