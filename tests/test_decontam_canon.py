@@ -574,3 +574,34 @@ def test_comprehension_over_a_container_of_own_modules_runs_their_ops():
                         "        outs = []\n        for b in self.bs:\n            outs.append(b(s))\n"
                         "        return torch.cat(outs, 1)\n")
     assert canonicalize(loop).ops == canonicalize(code).ops
+
+
+def test_modules_registered_other_ways_keep_their_ops():
+    # Hand-restructured copies of level2/12 (Gemm_Multiply_LeakyReLU) that lost operators before: modules given
+    # to add_module / register_module / setattr, an nn.Sequential over an OrderedDict, a functools.partial of a
+    # functional op, and a functional op stored as an attribute.
+    def ops(init: str, body: str) -> list[str]:
+        code = ("import functools\nfrom collections import OrderedDict\nimport torch\nimport torch.nn as nn\n"
+                "import torch.nn.functional as F\nclass M(nn.Module):\n    def __init__(self, i, o, k, s):\n"
+                f"        super().__init__()\n        self.k = k\n{init}    def forward(self, x):\n"
+                f"        return {body}\n")
+        return canonicalize(code).ops
+
+    want = ops("        self.fc = nn.Linear(i, o)\n        self.act = nn.LeakyReLU(s)\n", "self.act(self.fc(x) * self.k)")
+    assert want == ["linear", "mul", "leakyrelu"]
+    body = "self.act(self.fc(x) * self.k)"
+    assert ops("        self.add_module('fc', nn.Linear(i, o))\n        self.register_module('act', nn.LeakyReLU(s))\n",
+               body) == want
+    assert ops("        setattr(self, 'fc', nn.Linear(i, o))\n        self.act = nn.LeakyReLU(s)\n", body) == want
+    assert ops("        self.fc = nn.Linear(i, o)\n        self.act = functools.partial(F.leaky_relu, negative_slope=s)\n",
+               body) == want
+    assert ops("        self.fc = nn.Linear(i, o)\n        self.act = F.leaky_relu\n", body) == want
+    for mapping in ("OrderedDict([('fc', nn.Linear(i, o)), ('act', nn.LeakyReLU(s))])",
+                    "OrderedDict(fc=nn.Linear(i, o), act=nn.LeakyReLU(s))"):
+        got = ops(f"        self.seq = nn.Sequential({mapping})\n", "self.seq(x * 1.0) * self.k")
+        assert got == ["linear", "leakyrelu", "mul"], (mapping, got)
+    # a module picked from a ModuleDict by its key runs that module only
+    assert ops("        self.d = nn.ModuleDict({'act': nn.LeakyReLU(s), 'fc': nn.Linear(i, o)})\n",
+               "self.d['act'](self.d['fc'](x) * self.k)") == want
+    assert ops("        self.d = nn.ModuleDict(OrderedDict(act=nn.LeakyReLU(s), fc=nn.Linear(i, o)))\n",
+               "self.d['act'](self.d['fc'](x) * self.k)") == want

@@ -167,6 +167,7 @@ class _ModuleInfo:
         self.attr_ops: dict[str, list[str]] = {}     # attr -> ops it applies when called
         self.attr_class: dict[str, str] = {}         # attr -> local class whose forward it runs
         self.attr_container: dict[str, list[list[str] | str]] = {}  # ModuleList/Sequential items
+        self.attr_keys: dict[str, list[str]] = {}    # ModuleDict attr -> its keys, in the items' order
 
 
 class Canonicalizer:
@@ -237,7 +238,69 @@ class Canonicalizer:
                 for t in targets:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
                         self._describe(info, t.attr, node.value, fn)
+                # self.add_module("fc", m) / self.register_module("fc", m) / setattr(self, "fc", m) is self.fc = m
+                call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+                if call is None or len(call.args) < 2:
+                    continue
+                args = call.args
+                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+                        call.func.value.id == me and call.func.attr in ("add_module", "register_module"):
+                    name, value = args[0], args[1]
+                elif isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(args) == 3 and \
+                        isinstance(args[0], ast.Name) and args[0].id == me:
+                    name, value = args[1], args[2]
+                else:
+                    continue
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    self._describe(info, name.value, value, fn)
         return info
+
+    def _is_mapping(self, arg: ast.AST) -> bool:
+        """A dict literal or an `OrderedDict(...)` / `dict(...)` call (names to modules)."""
+        if isinstance(arg, ast.Dict):
+            return True
+        if not isinstance(arg, ast.Call):
+            return False
+        path = self.imports.resolve(arg.func) or (arg.func.id if isinstance(arg.func, ast.Name) else "")
+        return path in ("collections.OrderedDict", "typing.OrderedDict", "dict")
+
+    def _container_keys(self, arg: ast.AST) -> list[str] | None:
+        """The string keys of a mapping given to a ModuleDict, in the order `_container_elems` lists its values."""
+        def key(k: ast.AST | None) -> str | None:
+            return k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
+
+        if isinstance(arg, ast.Call) and self._is_mapping(arg):
+            if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)):
+                keys = [key(e.elts[0]) for e in arg.args[0].elts if isinstance(e, ast.Tuple) and len(e.elts) == 2]
+            elif arg.args and isinstance(arg.args[0], ast.Dict):
+                arg = arg.args[0]
+                keys = [key(k) for k, v in zip(arg.keys, arg.values) if v is not None]
+            else:
+                keys = [k.arg for k in arg.keywords if k.arg]
+        elif isinstance(arg, ast.Dict):
+            keys = [key(k) for k, v in zip(arg.keys, arg.values) if v is not None]
+        else:
+            return None
+        return keys if all(k is not None for k in keys) else None
+
+    def _container_elems(self, arg: ast.AST, fn: ast.FunctionDef | None) -> list[ast.AST]:
+        """The modules a container constructor is given: a list/tuple, a comprehension's element, a dict's values,
+        `OrderedDict([(name, module), ...])` / `dict(a=module)`, or a local list built up by name."""
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            return list(arg.elts)
+        if isinstance(arg, ast.ListComp):
+            return [arg.elt]
+        if isinstance(arg, ast.Dict):
+            return [v for v in arg.values if v is not None]
+        if isinstance(arg, ast.Name):
+            return self._local_list(fn, arg.id)
+        if isinstance(arg, ast.Call) and self._is_mapping(arg):
+            if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)):
+                return [e.elts[1] for e in arg.args[0].elts if isinstance(e, ast.Tuple) and len(e.elts) == 2]
+            if arg.args and isinstance(arg.args[0], ast.Dict):
+                return [v for v in arg.args[0].values if v is not None]
+            return [k.value for k in arg.keywords if k.arg]
+        return []
 
     def _local_list(self, fn: ast.FunctionDef | None, name: str) -> list[ast.AST]:
         """Module expressions a function puts into its local list `name` (`layers.append(nn.Linear(..))`)."""
@@ -283,7 +346,9 @@ class Canonicalizer:
                     return []
                 if name in _CONTAINERS:
                     items: list[str] = []
-                    for a in value.args:
+                    args = [e for a in value.args for e in (
+                        self._container_elems(a, fn) if self._is_mapping(a) else [a])]
+                    for a in args:
                         sub = self._module_ops(a, fn)
                         if isinstance(sub, list):
                             items.extend(sub)
@@ -293,8 +358,16 @@ class Canonicalizer:
                 return [name]
             if isinstance(value.func, ast.Name) and value.func.id in self.classes:
                 return value.func.id
+            if path == "functools.partial" and value.args:  # partial(F.leaky_relu, negative_slope=s)
+                inner = _torch_op(self.imports.resolve(value.args[0]))
+                if inner:
+                    return [inner[0]]
             if path is not None:  # a module from another library (transformers): its path is the op
                 return ["ext:" + path]
+        elif isinstance(value, (ast.Attribute, ast.Name)):  # self.act = F.gelu: calling it applies the function
+            op = _torch_op(self.imports.resolve(value))
+            if op and not op[1]:
+                return [op[0]]
         return None
 
     def _describe(self, info: _ModuleInfo, attr: str, value: ast.AST, fn: ast.FunctionDef) -> None:
@@ -302,12 +375,11 @@ class Canonicalizer:
             path = self.imports.resolve(value.func)
             op = _torch_op(path)
             if op and op[1] and op[0] in ("modulelist", "moduledict") and value.args:
-                arg = value.args[0]
-                elts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else \
-                    [arg.elt] if isinstance(arg, ast.ListComp) else []
-                if isinstance(arg, ast.Name):
-                    elts = self._local_list(fn, arg.id)
+                elts = self._container_elems(value.args[0], fn)
                 info.attr_container[attr] = [self._module_ops(e, fn) or [] for e in elts]
+                keys = self._container_keys(value.args[0])
+                if keys is not None and len(keys) == len(elts):
+                    info.attr_keys[attr] = keys
                 return
         ops = self._module_ops(value, fn)
         if isinstance(ops, list):
@@ -387,7 +459,12 @@ class Canonicalizer:
         elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me and info:
             self._attr_call(info, f.attr, methods, cls, out, depth)
         elif isinstance(f, ast.Subscript) and isinstance(f.value, ast.Attribute) and info is not None:
-            for item in info.attr_container.get(f.value.attr, []):
+            items = info.attr_container.get(f.value.attr, [])
+            k = f.slice.value if isinstance(f.slice, ast.Constant) else None
+            keys = info.attr_keys.get(f.value.attr)
+            if isinstance(k, str) and keys and k in keys:
+                items = [items[keys.index(k)]]  # self.blocks["act"](x): that module only (numbers are masked by now)
+            for item in items:
                 self._emit_items(item, out, depth)
         elif isinstance(f, ast.Name) and f.id in loopvars and info is not None:
             for item in info.attr_container.get(loopvars[f.id], []) or [info.attr_ops.get(loopvars[f.id], [])]:
