@@ -14,6 +14,7 @@ FILTERS = (
     ("init", "init_error: the module body, get_init_inputs() and Model(*init) run"),
     ("inputs", "bad_inputs: get_inputs() returns a non-empty list holding tensors"),
     ("forward", "forward_error: forward runs"),
+    ("inputs_unchanged", "mutates_inputs: forward leaves its input tensors unchanged"),
     ("output_type", "bad_output: forward returns floating tensors"),
     ("finite", "nan_or_inf: no NaN/Inf in the output"),
     ("output_size", "output_too_large: output bytes within the limit"),
@@ -21,6 +22,7 @@ FILTERS = (
     ("runtime_stochastic", "stochastic_op: forward does not consume the random number generator"),
     ("deterministic", "nondeterministic: same seed, same output"),
     ("non_constant", "constant_output: output elements are not all equal"),
+    ("not_identity", "identity_output: some output is not just an input's values (an identity, reshape or view)"),
     ("input_dependent", "input_independent: different inputs change the output"),
     ("weight_dependent", "weight_independent: re-initialised weights change the output (null: no weights)"),
     ("unused_parameters", "unused_parameters: perturbing each parameter changes the output"),
@@ -34,7 +36,7 @@ FILTERS = (
 
 SCHEMA = table_schema(
     "validation",
-    2,
+    3,
     "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
     "filter's result (null: not run) and the measured values.",
     [

@@ -65,6 +65,13 @@ CASES = {
     "unused_module": (task("return self.lin(x)", init="self.lin = nn.Linear(8, 8)\nself.act = nn.ReLU()"),
                       "unused_modules"),
     "train_eval": (task("return self.bn(x)", init="self.bn = nn.BatchNorm1d(8)"), "train_eval_mismatch"),
+    # Nothing to compute: the output is an input's values (as is, reshaped, or through an op that is the identity
+    # on these inputs); and a forward that writes into its inputs (the evaluator rejects kernels that do).
+    "identity": (task("return x"), "identity_output"),
+    "reshape_only": (task("return x.reshape(8, 4)"), "identity_output"),
+    "relu_of_nonnegative": (task("return torch.relu(x)", inputs="[torch.rand(4, 8)]"), "identity_output"),
+    "inplace_input": (task("x.mul_(2)\nreturn x"), "mutates_inputs"),
+    "inplace_then_new": (task("x.add_(1.0)\nreturn torch.tanh(x) * 2"), "mutates_inputs"),
     # Hostile candidates.
     "infinite_loop": (task("while True:\n    pass"), "timeout"),
     "memory_bomb": (task("return torch.empty(2**40) + x.sum()"), "memory_limit"),

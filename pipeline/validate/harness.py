@@ -16,13 +16,14 @@ from pipeline.patchwatch import replaced, watched
 
 # Runtime filters, in the order their reasons take precedence.
 RUNTIME_CHECKS = (
-    "patching", "init", "inputs", "forward", "output_type", "finite", "output_size", "fresh_inputs", "runtime_stochastic",
-    "deterministic", "non_constant", "input_dependent", "weight_dependent", "unused_parameters", "unused_modules",
+    "patching", "init", "inputs", "forward", "inputs_unchanged", "output_type", "finite", "output_size", "fresh_inputs",
+    "runtime_stochastic", "deterministic", "non_constant", "not_identity", "input_dependent", "weight_dependent", "unused_parameters", "unused_modules",
     "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
 )
 REASON_OF = {
     "patching": "monkey_patching", "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
     "finite": "nan_or_inf", "output_size": "output_too_large", "fresh_inputs": "fixed_inputs",
+    "inputs_unchanged": "mutates_inputs", "not_identity": "identity_output",
     "runtime_stochastic": "stochastic_op", "deterministic": "nondeterministic", "non_constant": "constant_output",
     "input_dependent": "input_independent", "weight_dependent": "weight_independent",
     "unused_parameters": "unused_parameters", "unused_modules": "unused_modules", "train_eval": "train_eval_mismatch",
@@ -89,6 +90,19 @@ def _close(a: list, b: list, atol: float, rtol: float) -> bool:
 # torch functions the filters compute with: a candidate that replaces them could pass any filter.
 _WATCHED = ("allclose", "equal", "isfinite", "isnan", "get_rng_state", "manual_seed", "randn", "ones_like",
             "compile", "no_grad")
+
+
+def _same_values(torch: Any, a: Any, b: Any, any_shape: bool = False) -> bool:
+    """Bitwise the same tensor values (NaN where the other has NaN); `any_shape`: the same values in the same
+    order under any shape (a reshape or view of the other)."""
+    if a.dtype != b.dtype or a.numel() != b.numel() or (not any_shape and a.shape != b.shape):
+        return False
+    a, b = a.reshape(-1), b.reshape(-1)
+    if a.is_floating_point() or a.is_complex():
+        na, nb = torch.isnan(a), torch.isnan(b)
+        return torch.equal(na, nb) and torch.equal(torch.where(na, torch.zeros_like(a), a),
+                                                   torch.where(nb, torch.zeros_like(b), b))
+    return torch.equal(a, b)
 
 
 def _integrity(torch: Any) -> dict[str, Any]:
@@ -220,6 +234,10 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         for name, mod in model.named_modules():
             if name and not list(mod.children()):
                 hooks.append(mod.register_forward_hook(lambda _m, _i, _o, name=name: called.add(name)))
+        # A pristine copy of the inputs: a task whose forward writes into its inputs cannot be a reference (the
+        # kernel evaluator rejects candidates that do, so an honest kernel for it could never pass).
+        # (Made before the peak-memory window opens.)
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else None for x in xs]
         cpu_state = torch.get_rng_state()
         cuda_state = torch.cuda.get_rng_state(dev) if device.startswith("cuda") else None
         if device.startswith("cuda"):
@@ -234,6 +252,11 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             fail("forward", f"{type(e).__name__}: {e}", stop=True)
         for h in hooks:
             h.remove()
+        mutated = [i for i, (x, c) in enumerate(zip(xs, pristine)) if c is not None and not _same_values(torch, x, c)]
+        del pristine
+        if mutated:
+            fail("inputs_unchanged", f"forward changed input(s) {mutated} in place", stop=True)
+        ok("inputs_unchanged")
         rng_used = not torch.equal(cpu_state, torch.get_rng_state()) or (
             cuda_state is not None and not torch.equal(cuda_state, torch.cuda.get_rng_state(dev)))
         try:
@@ -271,6 +294,14 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         const = all(t.numel() > 1 and bool((t == t.reshape(-1)[0]).all()) for t in out) or all(
             t.numel() <= 1 for t in out)
         fail("non_constant", "every output element is equal") if const else ok("non_constant")
+        # Nothing computed: every output is one of the inputs, or a reshape/view of it (an identity, a relu of
+        # inputs that are never negative, a pooling of size 1, ...).
+        tensors = [x for x in xs if isinstance(x, torch.Tensor)]
+        ident = [any(_same_values(torch, t, x, any_shape=True) for x in tensors) for t in out]
+        if out and all(ident):
+            fail("not_identity", "every output holds the values of an input")
+        else:
+            ok("not_identity")
         out_b = run(model, xs_b)
         if same_inputs:
             checks["input_dependent"] = None  # cannot tell with fixed inputs
