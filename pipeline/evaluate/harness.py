@@ -272,7 +272,8 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
                               "compile": (base.get("timing") or {}).get("compile"),
                               "compile_seconds": (base.get("timing") or {}).get("compile_seconds"),
                               "cached": base.get("cached"), "key": base.get("key"),
-                              "compile_error": base.get("compile_error", "")}
+                              "compile_error": base.get("compile_error", ""),
+                              "runs": base.get("runs")}  # every baseline process's figures (lowest median used)
     res.timing = timing
     _check_reported_median(res)
     if res.solution_ms and res.eager_ms:
