@@ -213,3 +213,6 @@ def test_output_comparison_is_chunked_and_exact():
     nan = x.clone()
     nan[0, 0] = float("nan")
     assert harness._close([nan], [nan.clone()], 0.0, 0.0)  # NaN in the same place on both sides is agreement
+    z = torch.complex(x, y)  # complex outputs: the imaginary parts count too
+    assert harness._close([z], [z.clone()], 0.0, 0.0) and not harness._close([z], [torch.complex(x, x)], 0.0, 0.0)
+    assert harness._errors([z], [torch.complex(x, x)])[0] == float(d.max())

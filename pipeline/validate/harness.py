@@ -53,8 +53,16 @@ def _flat(out: Any) -> list:
 
 def _chunks(x: Any, y: Any, n: int = 1 << 24):
     """Matching float64 slices of two same-shape tensors, on their own device: comparing GPU-sized outputs (GBs)
-    on the host took tens of seconds per comparison, and a whole float64 copy would double their memory."""
-    x, y = x.detach().reshape(-1), y.detach().reshape(-1)
+    on the host took tens of seconds per comparison, and a whole float64 copy would double their memory.
+    Complex tensors are compared as (real, imaginary) pairs: `.double()` of a complex tensor drops the imaginary
+    part."""
+    import torch
+
+    x, y = x.detach(), y.detach()
+    if x.is_complex() or y.is_complex():
+        ct = torch.promote_types(x.dtype, y.dtype)
+        x, y = torch.view_as_real(x.to(ct)), torch.view_as_real(y.to(ct))
+    x, y = x.reshape(-1), y.reshape(-1)
     for i in range(0, x.numel(), n):
         yield x[i:i + n].double(), y[i:i + n].to(x.device).double()
 
