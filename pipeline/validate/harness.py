@@ -17,8 +17,8 @@ from pipeline.patchwatch import replaced, watched
 # Runtime filters, in the order their reasons take precedence.
 RUNTIME_CHECKS = (
     "patching", "init", "inputs", "forward", "inputs_unchanged", "output_type", "finite", "output_size", "fresh_inputs",
-    "runtime_stochastic", "deterministic", "non_constant", "not_identity", "input_dependent", "weight_dependent", "unused_parameters", "unused_modules",
-    "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
+    "runtime_stochastic", "deterministic", "non_constant", "not_identity", "input_dependent", "weight_dependent",
+    "unused_parameters", "unused_modules", "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
 )
 REASON_OF = {
     "patching": "monkey_patching", "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
@@ -95,22 +95,18 @@ def _close(a: list, b: list, atol: float, rtol: float) -> bool:
     return True
 
 
+def _identical(a: Any, b: Any) -> bool:
+    """Same dtype, shape and values; NaN matches NaN (floating and complex through `_close`, on the device)."""
+    import torch
+
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return _close([a], [b], 0.0, 0.0) if a.is_floating_point() or a.is_complex() else torch.equal(a, b)
+
+
 # torch functions the filters compute with: a candidate that replaces them could pass any filter.
 _WATCHED = ("allclose", "equal", "isfinite", "isnan", "get_rng_state", "manual_seed", "randn", "ones_like",
             "compile", "no_grad")
-
-
-def _same_values(torch: Any, a: Any, b: Any, any_shape: bool = False) -> bool:
-    """Bitwise the same tensor values (NaN where the other has NaN); `any_shape`: the same values in the same
-    order under any shape (a reshape or view of the other)."""
-    if a.dtype != b.dtype or a.numel() != b.numel() or (not any_shape and a.shape != b.shape):
-        return False
-    a, b = a.reshape(-1), b.reshape(-1)
-    if a.is_floating_point() or a.is_complex():
-        na, nb = torch.isnan(a), torch.isnan(b)
-        return torch.equal(na, nb) and torch.equal(torch.where(na, torch.zeros_like(a), a),
-                                                   torch.where(nb, torch.zeros_like(b), b))
-    return torch.equal(a, b)
 
 
 def _integrity(torch: Any) -> dict[str, Any]:
@@ -260,7 +256,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             fail("forward", f"{type(e).__name__}: {e}", stop=True)
         for h in hooks:
             h.remove()
-        mutated = [i for i, (x, c) in enumerate(zip(xs, pristine)) if c is not None and not _same_values(torch, x, c)]
+        mutated = [i for i, (x, c) in enumerate(zip(xs, pristine)) if c is not None and not _identical(x, c)]
         del pristine
         if mutated:
             fail("inputs_unchanged", f"forward changed input(s) {mutated} in place", stop=True)
@@ -305,7 +301,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         # Nothing computed: every output is one of the inputs, or a reshape/view of it (an identity, a relu of
         # inputs that are never negative, a pooling of size 1, ...).
         tensors = [x for x in xs if isinstance(x, torch.Tensor)]
-        ident = [any(_same_values(torch, t, x, any_shape=True) for x in tensors) for t in out]
+        ident = [any(_identical(t.reshape(-1), x.reshape(-1)) for x in tensors) for t in out]
         if out and all(ident):
             fail("not_identity", "every output holds the values of an input")
         else:
