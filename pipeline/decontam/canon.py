@@ -264,42 +264,28 @@ class Canonicalizer:
         path = self.imports.resolve(arg.func) or (arg.func.id if isinstance(arg.func, ast.Name) else "")
         return path in ("collections.OrderedDict", "typing.OrderedDict", "dict")
 
-    def _container_keys(self, arg: ast.AST) -> list[str] | None:
-        """The string keys of a mapping given to a ModuleDict, in the order `_container_elems` lists its values."""
+    def _container_entries(self, arg: ast.AST, fn: ast.FunctionDef | None) -> list[tuple[str | None, ast.AST]]:
+        """(key, module) for each module a container constructor is given: a list/tuple, a comprehension's element,
+        a local list built up by name (no keys), a dict literal, `OrderedDict([(name, module), ...])`,
+        `OrderedDict({...})` or `dict(a=module)` (string keys where the code has them)."""
         def key(k: ast.AST | None) -> str | None:
             return k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
 
-        if isinstance(arg, ast.Call) and self._is_mapping(arg):
-            if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)):
-                keys = [key(e.elts[0]) for e in arg.args[0].elts if isinstance(e, ast.Tuple) and len(e.elts) == 2]
-            elif arg.args and isinstance(arg.args[0], ast.Dict):
-                arg = arg.args[0]
-                keys = [key(k) for k, v in zip(arg.keys, arg.values) if v is not None]
-            else:
-                keys = [k.arg for k in arg.keywords if k.arg]
-        elif isinstance(arg, ast.Dict):
-            keys = [key(k) for k, v in zip(arg.keys, arg.values) if v is not None]
-        else:
-            return None
-        return keys if all(k is not None for k in keys) else None
-
-    def _container_elems(self, arg: ast.AST, fn: ast.FunctionDef | None) -> list[ast.AST]:
-        """The modules a container constructor is given: a list/tuple, a comprehension's element, a dict's values,
-        `OrderedDict([(name, module), ...])` / `dict(a=module)`, or a local list built up by name."""
         if isinstance(arg, (ast.List, ast.Tuple)):
-            return list(arg.elts)
+            return [(None, e) for e in arg.elts]
         if isinstance(arg, ast.ListComp):
-            return [arg.elt]
-        if isinstance(arg, ast.Dict):
-            return [v for v in arg.values if v is not None]
+            return [(None, arg.elt)]
         if isinstance(arg, ast.Name):
-            return self._local_list(fn, arg.id)
+            return [(None, e) for e in self._local_list(fn, arg.id)]
         if isinstance(arg, ast.Call) and self._is_mapping(arg):
             if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)):
-                return [e.elts[1] for e in arg.args[0].elts if isinstance(e, ast.Tuple) and len(e.elts) == 2]
-            if arg.args and isinstance(arg.args[0], ast.Dict):
-                return [v for v in arg.args[0].values if v is not None]
-            return [k.value for k in arg.keywords if k.arg]
+                return [(key(e.elts[0]), e.elts[1]) for e in arg.args[0].elts
+                        if isinstance(e, ast.Tuple) and len(e.elts) == 2]
+            if not arg.args:
+                return [(k.arg, k.value) for k in arg.keywords if k.arg]
+            arg = arg.args[0]
+        if isinstance(arg, ast.Dict):
+            return [(key(k), v) for k, v in zip(arg.keys, arg.values) if v is not None]
         return []
 
     def _local_list(self, fn: ast.FunctionDef | None, name: str) -> list[ast.AST]:
@@ -347,7 +333,7 @@ class Canonicalizer:
                 if name in _CONTAINERS:
                     items: list[str] = []
                     args = [e for a in value.args for e in (
-                        self._container_elems(a, fn) if self._is_mapping(a) else [a])]
+                        [m for _, m in self._container_entries(a, fn)] if self._is_mapping(a) else [a])]
                     for a in args:
                         sub = self._module_ops(a, fn)
                         if isinstance(sub, list):
@@ -375,11 +361,11 @@ class Canonicalizer:
             path = self.imports.resolve(value.func)
             op = _torch_op(path)
             if op and op[1] and op[0] in ("modulelist", "moduledict") and value.args:
-                elts = self._container_elems(value.args[0], fn)
-                info.attr_container[attr] = [self._module_ops(e, fn) or [] for e in elts]
-                keys = self._container_keys(value.args[0])
-                if keys is not None and len(keys) == len(elts):
-                    info.attr_keys[attr] = keys
+                entries = self._container_entries(value.args[0], fn)
+                info.attr_container[attr] = [self._module_ops(e, fn) or [] for _, e in entries]
+                keys = [k for k, _ in entries]
+                if keys and all(k is not None for k in keys):
+                    info.attr_keys[attr] = keys  # type: ignore[assignment]
                 return
         ops = self._module_ops(value, fn)
         if isinstance(ops, list):

@@ -21,7 +21,7 @@ class DecontamSettings(BaseModel):
     ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
                                                    "this (the same ordered ops: the same problem written anew) and")
     canon_floor: float = Field(0.25, description="... the canonical Jaccard is at least this (a task of the same "
-                                                "kind; restructured copies score 0.3-0.6, unrelated tasks <= 0.3).")
+                                                "kind; restructured copies scored 0.29-0.6 against their source).")
     raw_threshold: float = Field(0.9, description="Code that does not parse is contaminated when its raw "
                                                   "character-shingle Jaccard to a reference reaches this.")
     workers: int = Field(1, description="Processes that compute views when Ray is not running (1: in-process).")
