@@ -57,6 +57,11 @@ def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
+def _complete(report: dict[str, Any]) -> bool:
+    """A baseline process that finished, with an eager figure."""
+    return report.get("stage") == "done" and report.get("eager_ms") is not None
+
+
 def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """One baseline from the reports of several baseline processes, run one after another.
 
@@ -65,7 +70,7 @@ def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
     latency rising together for 1-3 s) only ever adds time, and a baseline is cached and divides the time of every
     candidate of its task, so one contended window would inflate all their speedups. The lowest median errs the
     other way (a speedup a little low), which a reward label can afford. `runs` keeps every run's figures."""
-    ok = [r for r in reports if r.get("stage") == "done" and r.get("eager_ms") is not None]
+    ok = [r for r in reports if _complete(r)]
     # A run cut short after its eager figure (torch.compile crashed the process) still gives that figure, but the
     # baseline is then `complete` = False and not cached.
     usable = ok or [r for r in reports if r.get("eager_ms") is not None]
@@ -104,7 +109,7 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
         rep = run_job({"kind": "baseline", "task_code": task_code, "mode": mode}, settings,
                       timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
         reports.append(rep)
-        if rep.get("stage") != "done" or rep.get("eager_ms") is None:
+        if not _complete(rep):
             break
     return combine_baseline_runs(reports)
 
