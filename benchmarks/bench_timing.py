@@ -22,6 +22,23 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The ops both timing studies time (this one and bench_timing_layout.py): input shapes and the function per op.
+OPS_SRC = r"""
+SHAPES = {"vec_add": [(1 << 26,), (1 << 26,)], "vec_add_small": [(1 << 22,), (1 << 22,)],
+          "row_softmax": [(16384, 2048)], "fused_chain": [(8192, 4096)], "null": []}
+
+def chain(x):
+    y = x * 1.5
+    y = y + 0.25
+    y = torch.relu(y)
+    y = y - 0.1
+    y = torch.tanh(y)
+    return y * 2.0
+
+FNS = {"vec_add": lambda a, b: a + b, "vec_add_small": lambda a, b: a + b,
+       "row_softmax": lambda x: torch.softmax(x, dim=1), "fused_chain": chain, "null": lambda: None}
+"""
+
 CHILD = r"""
 import json, os, statistics, sys
 pin = int(sys.argv[3])
@@ -35,23 +52,13 @@ dev = torch.device("cuda", 0)
 timer = Timer()
 timer.prepare(dev, True)
 gen = torch.Generator(device=dev)
-shapes = {"vec_add": [(1 << 26,), (1 << 26,)], "row_softmax": [(16384, 2048)], "fused_chain": [(8192, 4096)],
-          "null": []}[op]
+""" + OPS_SRC + r"""
+shapes, fn = SHAPES[op], FNS[op]
 
 def make_args(i):
     gen.manual_seed(1000 + i)
     return [torch.randn(*s, device=dev, generator=gen) for s in shapes]
 
-def chain(x):
-    y = x * 1.5
-    y = y + 0.25
-    y = torch.relu(y)
-    y = y - 0.1
-    y = torch.tanh(y)
-    return y * 2.0
-
-fn = {"vec_add": lambda a, b: a + b, "row_softmax": lambda x: torch.softmax(x, dim=1), "fused_chain": chain,
-      "null": lambda: None}[op]
 with torch.no_grad():
     run = timer.run(fn, make_args, warmup=5, trials=calls, warmup_ms=250.0)
 t = run["times_ms"]

@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import sys
 
+from bench_timing import OPS_SRC  # the same ops as the first study (this script's folder is on sys.path)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = r"""
@@ -33,19 +35,7 @@ from pipeline.evaluate.timing import Timer
 ops, epochs, calls = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
 dev = torch.device("cuda", 0)
 rng = random.Random()
-SHAPES = {"vec_add": [(1 << 26,), (1 << 26,)], "row_softmax": [(16384, 2048)], "fused_chain": [(8192, 4096)],
-          "vec_add_small": [(1 << 22,), (1 << 22,)]}
-
-def chain(x):
-    y = x * 1.5
-    y = y + 0.25
-    y = torch.relu(y)
-    y = y - 0.1
-    y = torch.tanh(y)
-    return y * 2.0
-
-FNS = {"vec_add": lambda a, b: a + b, "vec_add_small": lambda a, b: a + b,
-       "row_softmax": lambda x: torch.softmax(x, dim=1), "fused_chain": chain}
+""" + OPS_SRC + r"""
 timer = Timer()
 timer.prepare(dev, True)
 l2_words = timer.flush_buf.numel()
