@@ -20,12 +20,11 @@ from prefect import flow, get_run_logger
 
 from flows import progress, runtime
 from flows.sharded import catalog, record, run_single, run_stage, skip
+from pipeline import __version__ as VERSION
 from pipeline.config import OpforgeConfig, load_config
 from pipeline.executor import Resources
 from pipeline.selection import requirements, select_tasks
 from pipeline.storage import DataStore
-
-VERSION = "0.1.0"
 
 
 class StageUnavailable(RuntimeError):
