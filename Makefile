@@ -9,7 +9,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_DISABLE_TELEMETRY ?= 1
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup run test test-gpu clean
+.PHONY: setup run lint test test-gpu clean
+
+# ruff: lint always; `ruff format --check` (and the line-length and import-order rules it settles) once the code
+# base has been formatted in one commit: `ruff format . && ruff check --fix .`, then RUFF_FORMAT ?= 1 below.
+RUFF_FORMAT ?= 0
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -24,7 +28,15 @@ setup: $(STAMP)
 run: setup
 	$(BIN)/opforge run
 
-test: setup
+lint: setup
+ifeq ($(RUFF_FORMAT),1)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+else
+	$(BIN)/ruff check --extend-ignore E501,I001 .
+endif
+
+test: setup lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-gpu: setup

@@ -87,8 +87,9 @@ def sql(
     if fmt == "json":
         typer.echo(json.dumps(tbl.to_pylist(), default=str, indent=1))
     elif fmt == "csv":
-        import pyarrow.csv as pacsv
         import sys
+
+        import pyarrow.csv as pacsv
 
         pacsv.write_csv(tbl, sys.stdout.buffer)
     else:

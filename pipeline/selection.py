@@ -94,13 +94,11 @@ def latest_by_task(rows: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, 
 
 
 def _decisions(table: str, tbl: pa.Table) -> dict[str, Mapping[str, Any]]:
-    cols = [c for c in ("task_id", "run_id", rule(table).decision, rule(table).reason)
-            if c and c in tbl.column_names]
+    cols = [c for c in ("task_id", "run_id", rule(table).decision, rule(table).reason) if c and c in tbl.column_names]
     return latest_by_task(tbl.select(cols).to_pylist())
 
 
-def select_tasks(tasks: pa.Table, decisions: Mapping[str, pa.Table | None],
-                 required: Iterable[str] = ()) -> pa.Table:
+def select_tasks(tasks: pa.Table, decisions: Mapping[str, pa.Table | None], required: Iterable[str] = ()) -> pa.Table:
     """The tasks that every given decision table lets move on, in input order.
 
     `decisions` maps a table name (validation, contamination, dedup, ...) to that table for these tasks, or None
@@ -123,5 +121,11 @@ def select_tasks(tasks: pa.Table, decisions: Mapping[str, pa.Table | None],
 def requirements(settings: Any) -> list[str]:
     """Decision tables a task must pass to reach the datasets (curation's `require_validation` and
     `require_decontamination`); rollouts select their tasks with the same list."""
-    return [t for t, flag in (("validation", settings.require_validation),
-                              ("contamination", settings.require_decontamination)) if flag]
+    return [
+        t
+        for t, flag in (
+            ("validation", settings.require_validation),
+            ("contamination", settings.require_decontamination),
+        )
+        if flag
+    ]

@@ -29,14 +29,27 @@ CASES = {
 def _tables() -> dict[str, pa.Table]:
     ids = sorted(CASES)
     tasks = [row("tasks", task_id=t, code=CODE.format(n=i), run_id=RUN) for i, t in enumerate(ids)]
-    val = [row("validation", task_id=t, valid=v, reason="" if v else "nan_output")
-           for t, (v, _, _) in CASES.items() if v is not None]
-    con = [row("contamination", task_id=t, contaminated=c, reason="exact_md5" if c else "")
-           for t, (_, c, _) in CASES.items() if c is not None]
-    ded = [row("dedup", task_id=t, removed=d, reason="near_duplicate" if d else "")
-           for t, (_, _, d) in CASES.items() if d is not None]
-    return {"tasks": conform("tasks", tasks), "validation": conform("validation", val),
-            "contamination": conform("contamination", con), "dedup": conform("dedup", ded)}
+    val = [
+        row("validation", task_id=t, valid=v, reason="" if v else "nan_output")
+        for t, (v, _, _) in CASES.items()
+        if v is not None
+    ]
+    con = [
+        row("contamination", task_id=t, contaminated=c, reason="exact_md5" if c else "")
+        for t, (_, c, _) in CASES.items()
+        if c is not None
+    ]
+    ded = [
+        row("dedup", task_id=t, removed=d, reason="near_duplicate" if d else "")
+        for t, (_, _, d) in CASES.items()
+        if d is not None
+    ]
+    return {
+        "tasks": conform("tasks", tasks),
+        "validation": conform("validation", val),
+        "contamination": conform("contamination", con),
+        "dedup": conform("dedup", ded),
+    }
 
 
 def test_decision_and_passes():
@@ -57,8 +70,12 @@ def test_select_tasks_one_answer_for_no_decision():
     assert sorted(kept.column("task_id").to_pylist()) == ["t_clean", "t_no_dedup_row"]
     # Optional checks drop only the tasks they decided against.
     loose = selection.select_tasks(t["tasks"], decisions, required=[])
-    assert sorted(loose.column("task_id").to_pylist()) == ["t_clean", "t_no_contamination_row", "t_no_dedup_row",
-                                                           "t_no_validation_row"]
+    assert sorted(loose.column("task_id").to_pylist()) == [
+        "t_clean",
+        "t_no_contamination_row",
+        "t_no_dedup_row",
+        "t_no_validation_row",
+    ]
     # A required stage that never ran lets nothing through; an optional one filters nothing.
     assert selection.select_tasks(t["tasks"], {"contamination": None}, ["contamination"]).num_rows == 0
     assert selection.select_tasks(t["tasks"], {"contamination": None}).num_rows == len(CASES)
@@ -69,7 +86,10 @@ def test_kept_mask_and_drop_reasons_follow_the_rules():
     assert selection.kept_mask(t["validation"]) == [v for v, _, _ in CASES.values() if v is not None]
     assert selection.drop_reasons(t["contamination"]) == {"exact_md5": 1}
     # The latest run's decision wins; a null decision in it is no decision.
-    rows = [{"task_id": "a", "run_id": "2", "contaminated": None}, {"task_id": "a", "run_id": "1", "contaminated": False}]
+    rows = [
+        {"task_id": "a", "run_id": "2", "contaminated": None},
+        {"task_id": "a", "run_id": "1", "contaminated": False},
+    ]
     assert selection.decision("contamination", selection.latest_by_task(rows)["a"]) is None
 
 
@@ -84,11 +104,19 @@ def test_rollout_input_is_what_curation_keeps(tmp_path: Path):
     rollout_ids = sorted(stages.kept_tasks(cfg).column("task_id").to_pylist())
     t = _tables()
     result = curate(t["tasks"], t["validation"], t["contamination"], None, cfg.curate, RUN, dedup=t["dedup"])
-    assert rollout_ids == sorted(r.removeprefix("warmup:") for r in result.warmup.column("row_id").to_pylist()) == ["t_clean", "t_no_dedup_row"]
+    assert (
+        rollout_ids
+        == sorted(r.removeprefix("warmup:") for r in result.warmup.column("row_id").to_pylist())
+        == ["t_clean", "t_no_dedup_row"]
+    )
     reasons = {r["item_id"]: r["reason"] for r in result.drops.to_pylist() if r["dataset"] == "warmup"}
-    assert reasons == {"t_invalid": "task_invalid", "t_contaminated": "task_contaminated",
-                       "t_no_contamination_row": "not_decontaminated", "t_no_validation_row": "not_validated",
-                       "t_duplicate": "near_duplicate"}
+    assert reasons == {
+        "t_invalid": "task_invalid",
+        "t_contaminated": "task_contaminated",
+        "t_no_contamination_row": "not_decontaminated",
+        "t_no_validation_row": "not_validated",
+        "t_duplicate": "near_duplicate",
+    }
     # Decontamination's input still takes every valid task (a check never starves for want of a decision).
     valid, _ = stages.valid_tasks(cfg)
     assert "t_no_contamination_row" in valid.column("task_id").to_pylist()

@@ -109,7 +109,7 @@ def ops_list(
     catalog: Optional[Path] = typer.Option(None, "--catalog", help="Catalog Parquet (default: the cache)."),
 ) -> None:
     """List seed operators (mined and cached on first use, ~2 min)."""
-    from pipeline.cli import console, print_table
+    from pipeline.cli import print_table
     from pipeline.synth.catalog import load_catalog
 
     ops = load_catalog(catalog)
