@@ -1,6 +1,6 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
-Reason codes, in the order they are checked (README.md (Datasets) lists them with what they mean):
+Reason codes, in the order they are checked (docs/curate.md lists them with what they mean):
 task level:        unknown_task, unreadable_task, near_duplicate, compose_failed, not_validated, task_invalid,
                    not_decontaminated, task_contaminated
 trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
