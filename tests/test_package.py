@@ -92,10 +92,10 @@ def test_wheel_carries_license_version_and_runtime_files(installed):
             "-c",
             """
 import importlib.metadata as md, pipeline, flows.commands, pipeline.publish.card as card
-from flows.deployments import load_deployments
+from flows.deployments import build
 print(pipeline.__file__)
 print(md.version("opforge") == pipeline.__version__, md.metadata("opforge")["License-Expression"])
-print(card.TEMPLATE.is_file(), len(load_deployments(flows.commands.PREFECT_YAML)))
+print(card.TEMPLATE.is_file(), len(build(flows.commands.PREFECT_YAML)))
 """,
         ],
         work,
