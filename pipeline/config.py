@@ -234,6 +234,15 @@ def example_yaml() -> str:
     return EXAMPLE_HEADER + "\n".join(_example_lines(OpforgeConfig, values, 0)) + "\n"
 
 
+SECRET_KEYS = {"api_key"}  # shown masked: `config show` output ends up in logs and bug reports
+
+
+def _masked(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: ("***" if k in SECRET_KEYS and x not in (None, "", "EMPTY") else _masked(x)) for k, x in v.items()}
+    return v
+
+
 def show_yaml(cfg: OpforgeConfig) -> str:
-    """The effective configuration as YAML (what a run would use)."""
-    return yaml.safe_dump(_plain(cfg.model_dump(by_alias=True)), sort_keys=False, width=119)
+    """The effective configuration as YAML (what a run would use), secrets masked."""
+    return yaml.safe_dump(_masked(_plain(cfg.model_dump(by_alias=True))), sort_keys=False, width=119)

@@ -126,6 +126,8 @@ def test_config_show_prints_the_effective_config(tmp_path):
     shown = yaml.safe_load(res.stdout)
     assert shown["synth"]["n"] == 7 and shown["decontam"]["threshold"] == 0.6
     assert OpforgeConfig.model_validate(shown).dump() == load_config(f, ["decontam.threshold=0.6"]).dump()
+    secret = CliRunner().invoke(app, ["config", "show", "--set", "rollout.api_key=sk-123"])
+    assert "sk-123" not in secret.stdout and yaml.safe_load(secret.stdout)["rollout"]["api_key"] == "***"
     bad = CliRunner().invoke(app, ["config", "show", "--set", "synth.nn=3"])
     assert bad.exit_code == 2 and "did you mean 'synth.n'" in bad.output + (bad.stderr or "")
 
