@@ -1,4 +1,3 @@
-import pyarrow as pa
 
 from schemas._base import BOOL, F64, I64, STR, STR_LIST, field, table_schema
 

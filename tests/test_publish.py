@@ -106,7 +106,7 @@ def test_local_folder_is_in_the_hubs_layout_with_a_card(result, tmp_path):
                    'load_dataset("opforge-test/kernels", "sft", revision="v1")', "### `critic` (schema v1)"):
         assert needle in card, needle
     filt = {f["reason"]: f["dropped"] for f in result.summary["filters"]["sft"]}
-    assert f"| `too_long` | " in card and str(filt["too_long"]) in card.split("`too_long`")[1].split("\n")[0]
+    assert "| `too_long` | " in card and str(filt["too_long"]) in card.split("`too_long`")[1].split("\n")[0]
 
     import datasets
 

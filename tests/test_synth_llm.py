@@ -30,7 +30,6 @@ def test_prompt_holds_ops_spec_and_examples():
 
 def test_llm_composer_with_vllm_cpu_engine(tmp_path_factory):
     pytest.importorskip("vllm")
-    import pyarrow as pa
 
     from pipeline.llm.tiny_model import build_tiny_model, shared_tiny_engine
     from pipeline.synth.stage import synthesize

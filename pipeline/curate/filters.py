@@ -1,6 +1,6 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
-Reason codes, in the order they are checked (README.md (Datasets) lists them with what they mean):
+Reason codes, in the order they are checked (docs/curate.md lists them with what they mean):
 task level:        unknown_task, unreadable_task, near_duplicate, compose_failed, not_validated, task_invalid,
                    not_decontaminated, task_contaminated
 trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.curate.inputs import loads_json
 from pipeline.curate.settings import CurateSettings
+from pipeline.selection import decision
 
 TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "compose_failed", "not_validated", "task_invalid",
                 "not_decontaminated", "task_contaminated"]
@@ -57,17 +58,17 @@ def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dic
     out = []
     if tasks[task_id].get("compose_reason"):  # the composer produced no code: `code` is its raw reply
         out.append("compose_failed")
-    v = validation.get(task_id)
+    v = decision("validation", validation.get(task_id))  # None: no decision (pipeline.selection)
     if v is None:
         if settings.require_validation:
             out.append("not_validated")
-    elif not v.get("valid"):
+    elif not v:
         out.append("task_invalid")
-    c = contamination.get(task_id)
+    c = decision("contamination", contamination.get(task_id))
     if c is None:
         if settings.require_decontamination:
             out.append("not_decontaminated")
-    elif c.get("contaminated") is not False:  # None is no decision: never treated as clean
+    elif not c:
         out.append("task_contaminated")
     return out
 

@@ -24,6 +24,7 @@ from pipeline.curate.inputs import TableLike, as_rows, latest_by_task, loads_jso
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.sft import sft_row
 from pipeline.curate.warmup import warmup_rows
+from pipeline.selection import decision
 from pipeline.storage import conform
 
 DATASETS = ("warmup", "sft", "critic")
@@ -165,7 +166,7 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     for t in unreadable_tasks:
         drop("warmup", "task", str(t.get("task_id") or ""), str(t.get("task_id") or ""), ["unreadable_task"],
              "task_id or code missing or not a string")
-    removed = {r["task_id"] for r in as_rows(dedup) if r.get("removed")}
+    removed = {r["task_id"] for r in as_rows(dedup) if decision("dedup", r) is False}
     problems = {tid: (["near_duplicate"] if tid in removed else [])
                 + task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
     clean = [task_by_id[tid] for tid in sorted(task_by_id) if not problems[tid]]

@@ -12,7 +12,7 @@ from typing import Any
 from pipeline.curate.filters import TASK_REASONS, TRAJECTORY_REASONS, rules
 from pipeline.curate.settings import CurateSettings
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "data_cards" / "dataset_card.md"
+TEMPLATE = Path(__file__).with_name("dataset_card.md")  # package data (in a checkout: data_cards/dataset_card.md)
 WHAT = {
     "warmup": "single-turn prompts, one per clean task (verl RL format)",
     "sft": "agent trajectories kept by rejection sampling (TRL conversational format with tools)",
