@@ -95,11 +95,11 @@ def test_malformed_and_loop_detection_general_cases():
     steps = [{"kernel": k, "speedup": 1.3, "reward": 3} for k in ("a", "b", "a", "b", "a", "b", "a")]
     t2 = trajectory("t", steps=steps)
     assert "4 times" in loop(t2, s)
-    t3 = trajectory("t", steps=[{"kernel": "a", "speedup": 1.3, "reward": 3}, {"kernel": "b", "speedup": 1.3,
-                                                                                 "reward": 3}])
-    msg = t3["messages"][4]["tool_calls"][0]["function"]
-    msg["arguments"] = json.dumps(dict(reversed(list(json.loads(
-        t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items()))))
+    t3 = trajectory("t", steps=[{"kernel": k, "speedup": 1.3, "reward": 3} for k in "abc"])
+    for i in (4, 6):
+        msg = t3["messages"][i]["tool_calls"][0]["function"]
+        msg["arguments"] = json.dumps(dict(reversed(list(json.loads(
+            t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items()))))
     assert "in a row" in loop(t3, s)
 
 

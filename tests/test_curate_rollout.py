@@ -33,8 +33,7 @@ def rolled(tmp_path_factory):
     ids = [task_id(c) for c in codes]
     explore = [_turn("Look.", _call("list_files")), _turn("Read.", _call("read_file", path="model.py")),
                _turn("Done.", _call("finish", summary="explored"))]
-    looping = [_turn("Look.", _call("list_files")), _turn("Look.", _call("list_files")),
-               _turn("Done.", _call("finish", summary="x"))]
+    looping = [_turn("Look.", _call("list_files"))] * 3 + [_turn("Done.", _call("finish", summary="x"))]
     garbage = ["I will not call a tool.", "Still no tool.", "Nope."]
     be = ReplayBackend({ids[0]: explore, ids[1]: looping, ids[2]: garbage})
     s = RolloutSettings(backend="replay", concurrency=2, final_eval=False, samples_per_task=2,

@@ -12,10 +12,11 @@ class CurateSettings(BaseModel):
     reward3_min_speedup: float = Field(
         1.05, description="The harness's bar for reward 3 over torch.compile: a final kernel no turn timed passes "
                           "the speedup filter with reward 3 when min_speedup_vs_compile is at most this.")
-    loop_consecutive: int = Field(2, ge=2, description="An identical action (tool + arguments, or reply text) this "
-                                                        "many times in a row is a loop.")
-    max_identical_actions: int = Field(3, ge=1, description="An identical action more often than this anywhere in "
-                                                             "a trajectory is a loop.")
+    loop_consecutive: int = Field(3, ge=2, description="The same step (tool calls and arguments on unchanged "
+                                                        "sources, answered with the same result) this many times "
+                                                        "in a row is a loop.")
+    max_identical_actions: int = Field(3, ge=1, description="The same step (as above) more often than this "
+                                                             "anywhere in a trajectory is a loop.")
     max_turns: int = Field(150, description="Drop trajectories with more assistant turns.")
     max_tokens: int = Field(131072, description="Drop trajectories with more prompt+response tokens (when token "
                                                 "ids were recorded).")
