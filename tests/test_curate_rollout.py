@@ -8,7 +8,9 @@ import json
 import pyarrow as pa
 import pytest
 
+from pipeline.curate.columns import to_rows
 from pipeline.curate.settings import CurateSettings
+from pipeline.curate.sft import chat_messages
 from pipeline.curate.stage import curate
 from pipeline.curate.synthetic import fill_schema, task_code
 from pipeline.identity import task_id
@@ -85,7 +87,7 @@ def test_a_positive_real_trajectory_is_published_verbatim(rolled):
     tbl = conform("trajectories", [row])
     r = curate(rolled["tasks"], rolled["val"], rolled["con"], tbl, CurateSettings(), "cur-real-2")
     assert r.sft.num_rows == 1, r.drops.to_pylist()
-    sft = r.sft.to_pylist()[0]
-    assert sft["messages"] == tbl.column("messages").to_pylist()[0]
-    assert sft["tools"] == row["tools"] and sft["speedup_vs_compile"] == 1.6 and sft["num_turns"] == 3
+    sft = to_rows(r.sft)[0]
+    assert sft["messages"] == chat_messages(tbl.column("messages").to_pylist()[0])
+    assert sft["tools"] == json.loads(row["tools"]) and sft["speedup_vs_compile"] == 1.6 and sft["num_turns"] == 3
     assert r.critic.num_rows == 3 and r.critic.column("return_to_go").to_pylist() == [3.0, 3.0, 3.0]

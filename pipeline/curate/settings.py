@@ -36,4 +36,8 @@ class CurateSettings(BaseModel):
                                 "turn's evaluation reward.")
     gamma: float = Field(1.0, description="Discount for returns and GAE.")
     gae_lambda: float = Field(0.95, description="GAE lambda (used where a value baseline is given).")
+    values_path: str | None = Field(
+        None, description="Value estimates for the critic's GAE columns: a Parquet/CSV/JSON-lines file of (traj_id, "
+                          "turn, value) rows or a JSON file {traj_id: [V_0, ...]} (docs/datasets.md). Without it "
+                          "only the Monte-Carlo returns are filled.")
     warmup_system_prompt: str | None = Field(None, description="Override the warm-up system prompt.")

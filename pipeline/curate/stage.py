@@ -16,7 +16,7 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
-from pipeline.curate.columns import light_rows, messages_array, prefixes, take_lists
+from pipeline.curate.columns import json_lists, light_rows, prefixes, take_lists
 from pipeline.curate.critic import critic_rows
 from pipeline.curate.filters import (DEDUP_REASON, INTEGRITY_REASONS, TASK_REASONS, TRAJECTORY_REASONS,
                                      final_speedups, shape_problem, task_reasons, trajectory_reasons)
@@ -113,6 +113,7 @@ class _Seen:
     sft: dict[str, Any] | None = None
     critic: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    tools: Any = None
 
 
 def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
@@ -177,6 +178,10 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     # -- trajectories: one pass of filters (and row building for those that pass), batch by batch -------------
     traj_tbl = trajectories if isinstance(trajectories, pa.Table) else None
     list_rows = None if traj_tbl is not None else as_rows(trajectories)
+    if values is None and settings.values_path:
+        from pipeline.curate.critic import load_values
+
+        values = load_values(settings.values_path)
     baselines = _values_by_traj(values)
     seen_ids: set[str] = set()
     seen: list[_Seen] = []
@@ -219,17 +224,17 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             else:
                 critic_keep.append(x)
 
-    msgs = messages_array(traj_tbl, list_rows or [])
-
     def messages_of(i: int) -> Any:
         return list_rows[i].get("messages") if list_rows is not None else traj_tbl.column("messages")[i].as_py()
 
     sft_keep.sort(key=lambda x: x.traj_id)
     critic_keep.sort(key=lambda x: x.traj_id)
-    sft = _with_messages("sft", [x.sft for x in sft_keep], msgs, [x.i for x in sft_keep], None, messages_of)
+    sft = _with_chat("sft", [x.sft for x in sft_keep], [x.i for x in sft_keep], None, messages_of,
+                     [x.tools for x in sft_keep])
     crows = [dict(r) for x in critic_keep for r in x.critic]
     src = [x.i for x in critic_keep for _ in x.critic]
-    critic = _with_messages("critic", crows, msgs, src, [r.pop("_prefix_len") for r in crows], messages_of)
+    critic = _with_chat("critic", crows, src, [r.pop("_prefix_len") for r in crows], messages_of,
+                        [x.tools for x in critic_keep for _ in x.critic])
     drops_tbl = conform("curation_drops", drops)
     notes = [f"{x.traj_id}: {x.note}" for x in critic_keep if x.note]
     has_values = bool(baselines) or 0 < critic.num_rows > critic.column("value").null_count
@@ -261,7 +266,7 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
         sp = None
     x = _Seen(i, tr["traj_id"], tid, reasons, details, tr.get("final_kernel_hash"),
               (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"]),
-              sp, tr.get("run_id"), tr.get("model"))
+              sp, tr.get("run_id"), tr.get("model"), tools=tr.get("tools"))
     wants_critic = not reasons if settings.critic_source == "sft" else \
         not any(r in INTEGRITY_REASONS for r in reasons)
     if not reasons or wants_critic:
@@ -280,24 +285,33 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
     return x
 
 
-def _with_messages(name: str, rows: list[dict[str, Any]], msgs: pa.ListArray | None, index: list[int],
-                   prefix: list[int] | None, messages_of: Any) -> pa.Table:
-    """The table `name` from its scalar columns plus `messages` gathered in Arrow (whole, or first `prefix` items)
-    from the trajectories; validated against the schema."""
+def _with_chat(name: str, rows: list[dict[str, Any]], index: list[int], prefix: list[int] | None,
+               messages_of: Any, tools: list[Any]) -> pa.Table:
+    """The table `name` from its scalar columns plus the JSON columns trainers read: `messages` (each source
+    conversation converted once by `chat_messages`, then gathered whole or as its first `prefix` items in Arrow)
+    and `tools` (the tool schemas as objects); validated against the schema."""
+    from pipeline.curate.sft import chat_messages, tool_schemas
     from schemas import get_schema
 
     schema = get_schema(name)
-    if msgs is None:  # conversations that do not fit the published message type: clean them in Python
-        from pipeline.curate.sft import clean_messages
-
-        for r, i, n in zip(rows, index, prefix or [None] * len(rows)):
-            r["messages"] = clean_messages(messages_of(i))[:n]
-        return conform(name, rows)
-    col = take_lists(msgs, index) if prefix is None else prefixes(msgs, index, prefix)
+    sources = sorted(set(index))
+    pos = {i: k for k, i in enumerate(sources)}
+    convos = json_lists([chat_messages(messages_of(i)) for i in sources])
+    at = [pos[i] for i in index]
+    msgs = take_lists(convos, at) if prefix is None else prefixes(convos, at, prefix)
+    parsed: dict[str, list[dict[str, Any]]] = {}
+    tool_lists = []
+    for t in tools:
+        key = t if isinstance(t, str) else json.dumps(t, default=str)
+        if key not in parsed:
+            parsed[key] = tool_schemas(t)
+        tool_lists.append(parsed[key])
     arrays = []
     for f in schema:
         if f.name == "messages":
-            arrays.append(col)
+            arrays.append(msgs)
+        elif f.name == "tools":
+            arrays.append(json_lists(tool_lists))
         else:
             arrays.append(pa.array([r[f.name] for r in rows], type=f.type))
     return conform(name, pa.Table.from_arrays(arrays, schema=schema))
