@@ -41,3 +41,9 @@ class CurateSettings(BaseModel):
                           "turn, value) rows or a JSON file {traj_id: [V_0, ...]} (docs/datasets.md). Without it "
                           "only the Monte-Carlo returns are filled.")
     warmup_system_prompt: str | None = Field(None, description="Override the warm-up system prompt.")
+    rs_min_reward: int = Field(1, description="rejection_sampled: keep single-turn answers whose reward is at least "
+                                              "this (1 correct, 2 faster than eager, 3 also than torch.compile).")
+    scope: Literal["pool", "run"] = Field(
+        "pool", description="What curation reads: 'pool', every run's tasks, decisions, trajectories and samples "
+                            "under the data root (tasks accumulate across scheduled runs, deduplicated across "
+                            "runs), or 'run', only the curation run's own partitions.")

@@ -18,15 +18,23 @@ import pyarrow as pa
 
 from pipeline.curate.columns import json_lists, light_rows, prefixes, take_lists
 from pipeline.curate.critic import critic_rows
-from pipeline.curate.filters import (DEDUP_REASON, INTEGRITY_REASONS, TASK_REASONS, TRAJECTORY_REASONS,
-                                     final_speedups, shape_problem, task_reasons, trajectory_reasons)
+from pipeline.curate.filters import (
+    DEDUP_REASON,
+    INTEGRITY_REASONS,
+    TASK_REASONS,
+    TRAJECTORY_REASONS,
+    final_speedups,
+    shape_problem,
+    task_reasons,
+    trajectory_reasons,
+)
 from pipeline.curate.inputs import TableLike, as_rows, latest_by_task, loads_json
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.sft import sft_row
 from pipeline.curate.warmup import warmup_rows
 from pipeline.storage import conform
 
-DATASETS = ("warmup", "sft", "critic")
+DATASETS = ("warmup", "sft", "critic", "rejection_sampled")
 
 
 @dataclass
@@ -39,9 +47,11 @@ class CurationResult:
     critic: pa.Table
     drops: pa.Table
     summary: dict[str, Any] = field(default_factory=dict)
+    rejection_sampled: pa.Table = field(default_factory=lambda: conform("rejection_sampled", []))
 
     def tables(self) -> dict[str, pa.Table]:
-        return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic, "curation_drops": self.drops}
+        return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic,
+                "rejection_sampled": self.rejection_sampled, "curation_drops": self.drops}
 
 
 def _values_by_traj(values: Any) -> dict[str, list[float]]:
@@ -89,11 +99,12 @@ def _gc_paused() -> Iterator[None]:
 
 def curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
            settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None,
-           dedup: TableLike = None, batch_size: int = 4096) -> CurationResult:
-    """Build the warm-up, SFT and critic datasets (see `_curate`); an Arrow table of trajectories is read
-    `batch_size` rows at a time."""
+           dedup: TableLike = None, batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
+    """Build the warm-up, SFT, critic and rejection-sampled datasets (see `_curate`); an Arrow table of
+    trajectories is read `batch_size` rows at a time."""
     with _gc_paused():
-        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size)
+        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size,
+                       single_turn)
 
 
 @dataclass
@@ -132,7 +143,7 @@ def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dic
 
 def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
             settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None,
-            batch_size: int = 4096) -> CurationResult:
+            batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
     """Build the warm-up, SFT and critic datasets.
 
     Args:
@@ -144,6 +155,8 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             traj_id, turn, value); trajectories may also carry a `values` list column.
         dedup: optional `dedup` table; tasks it removed (near/exact duplicates of a kept task) are dropped with
             reason `near_duplicate`, and so are their trajectories.
+        single_turn: optional `single_turn` table (k scored answers per warm-up prompt); the rewarded ones become
+            the rejection_sampled dataset.
     """
     settings = settings or CurateSettings()
     task_rows = as_rows(tasks)
@@ -174,6 +187,16 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
         if problems[tid]:
             drop("warmup", "task", tid, tid, problems[tid])
     warmup = conform("warmup", warmup_rows(clean, con, settings, run_id))
+
+    # -- rejection-sampled single-turn answers -------------------------------------------------------------------
+    from pipeline.curate.rejection import rejection_rows
+
+    samples = as_rows(single_turn)
+    rs_rows, rs_drops = rejection_rows(samples, task_by_id, problems, settings, run_id)
+    for smp, reasons, detail in rs_drops:
+        drop("rejection_sampled", "sample", str(smp.get("sample_id") or ""), str(smp.get("task_id") or ""), reasons,
+             detail)
+    rejection = conform("rejection_sampled", rs_rows)
 
     # -- trajectories: one pass of filters (and row building for those that pass), batch by batch -------------
     traj_tbl = trajectories if isinstance(trajectories, pa.Table) else None
@@ -239,8 +262,8 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     notes = [f"{x.traj_id}: {x.note}" for x in critic_keep if x.note]
     has_values = bool(baselines) or 0 < critic.num_rows > critic.column("value").null_count
     summary = _summary(task_by_id, task_rows, val, con, seen, sft_keep, warmup, sft, critic, drops, settings, notes,
-                       has_values, sorted(gpus))
-    return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary)
+                       has_values, sorted(gpus), rejection, len(samples))
+    return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary, rejection)
 
 
 def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str, list[str]],
@@ -322,14 +345,18 @@ def _split_counts(tbl: pa.Table) -> dict[str, int]:
 
 
 def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[_Seen], warmup, sft, critic, drops,
-             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str]) -> dict[str, Any]:
+             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str],
+             rejection: pa.Table | None = None, n_samples: int = 0) -> dict[str, Any]:
+    from pipeline.curate.rejection import RS_REASONS
+
     filters: dict[str, dict[str, int]] = {}
     failing: dict[str, dict[str, int]] = {}
     for d in drops:
         filters.setdefault(d["dataset"], Counter())[d["reason"]] += 1
         for r in d["reasons"]:
             failing.setdefault(d["dataset"], Counter())[r] += 1
-    order = {"warmup": TASK_REASONS, "sft": TRAJECTORY_REASONS, "critic": TRAJECTORY_REASONS}
+    order = {"warmup": TASK_REASONS, "sft": TRAJECTORY_REASONS, "critic": TRAJECTORY_REASONS,
+             "rejection_sampled": RS_REASONS}
     filter_table = {ds: [{"reason": r, "dropped": (filters.get(ds) or {}).get(r, 0),
                           "failing": (failing.get(ds) or {}).get(r, 0)} for r in order[ds]] for ds in DATASETS}
     decided = [c for tid, c in con.items() if tid in task_by_id]
@@ -347,9 +374,11 @@ def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[
     sp_kept = [x.speedup for x in sft_keep if x.speedup is not None and x.speedup == x.speedup]
     return {
         "inputs": {"task_rows": len(task_rows), "tasks": len(task_by_id), "validation_verdicts": len(val),
-                   "contamination_decisions": len(con), "trajectories": len(seen)},
-        "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic)},
-        "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows},
+                   "contamination_decisions": len(con), "trajectories": len(seen), "single_turn_samples": n_samples},
+        "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic),
+                   "rejection_sampled": _split_counts(rejection) if rejection is not None else {}},
+        "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows,
+                 "rejection_sampled": rejection.num_rows if rejection is not None else 0},
         "filters": filter_table,
         "contamination": {
             "tasks_decided": len(decided), "contaminated": len(contaminated),
@@ -413,7 +442,8 @@ def load_result(data_root: Path, run_id: str) -> CurationResult:
     from pipeline.storage import DataStore
 
     store = DataStore(Path(data_root))
-    tbl = {n: store.read(n, run_id) for n in ("warmup", "sft", "critic", "curation_drops")}
+    tbl = {n: store.read(n, run_id) for n in ("warmup", "sft", "critic", "curation_drops", "rejection_sampled")}
     sp = summary_path(data_root, run_id)
     summary = json.loads(sp.read_text()) if sp.exists() else {}
-    return CurationResult(run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary)
+    return CurationResult(run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary,
+                          tbl["rejection_sampled"])
