@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's pipeline, not an installed one
 
 
 class Counting:
