@@ -336,13 +336,14 @@ def do_evaluate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, 
 def do_curate(cfg: OpforgeConfig) -> dict[str, Any]:
     curate = stage_fn("pipeline.curate.stage", "curate")
     save_result = stage_fn("pipeline.curate.stage", "save_result")
-    if not _has(cfg, "tasks"):
+    curation_inputs = stage_fn("pipeline.curate.pool", "curation_inputs")
+    # The task pool of every run (curate.scope=pool) or this run's partitions: the same reader as `opforge curate`.
+    ins = curation_inputs(cfg.data_root, cfg.run_id, cfg.curate.scope, cfg.decontam)
+    tasks = ins["tasks"]
+    if tasks is None:
         return skip(cfg, cfg.run_id, "curate", "no tasks for this run")
-    opt = _decisions(cfg, VALIDATION_TABLE, CONTAMINATION_TABLE, "dedup", "trajectories")
-    tasks = _table(cfg, "tasks")
-    # curate() selects with pipeline.selection's rules and keeps a drop row (near_duplicate, ...) per task left out
-    result = curate(tasks, opt[VALIDATION_TABLE], opt[CONTAMINATION_TABLE], opt["trajectories"], cfg.curate,
-                    cfg.run_id, dedup=opt["dedup"])
+    result = curate(tasks, ins[VALIDATION_TABLE], ins[CONTAMINATION_TABLE], ins["trajectories"], cfg.curate,
+                    cfg.run_id, dedup=ins["dedup"], single_turn=ins["single_turn"])
     # save_result writes the tables atomically and records the stage and its files in the catalog.
     paths = save_result(result, cfg.data_root, catalog(cfg))
     reasons = dict(sorted(_count(result.drops.column("reason").to_pylist()).items())) if result.drops.num_rows else {}

@@ -103,7 +103,7 @@ def test_setns_into_the_parents_namespaces_and_connect_out(tmp_path, listener):
 def test_native_connect_to_localhost_reaches_nothing(tmp_path, listener):
     port, hits = listener
     code = LIBC + ("import struct\ns = libc.socket(2, 1, 0)\n"
-                   f"addr = struct.pack('<HH4s8x', 2, socket_port, bytes([127, 0, 0, 1]))\n"
+                   "addr = struct.pack('<HH4s8x', 2, socket_port, bytes([127, 0, 0, 1]))\n"
                    "rc = libc.connect(s, addr, 16)\nemit_result([rc, ctypes.get_errno()])")
     code = code.replace("socket_port", f"__import__('socket').htons({port})")
     r = _run(code, tmp_path)

@@ -17,6 +17,8 @@ WHAT = {
     "warmup": "single-turn prompts, one per clean task (verl RL format)",
     "sft": "agent trajectories kept by rejection sampling (TRL conversational format with tools)",
     "critic": "one row per assistant turn with returns and GAE targets (critic pretraining)",
+    "rejection_sampled": "single-turn answers to the warm-up prompts kept by reward, k sampled per task (TRL "
+                         "prompt-completion format)",
 }
 
 
