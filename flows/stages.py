@@ -373,6 +373,13 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
         return skip(cfg, cfg.run_id, "publish", "nothing curated in this run (run curate first)")
     result = load_result(cfg.data_root, cfg.run_id)
     ps = cfg.publish
+    from pipeline.publish.jail_check import unsafe_tasks
+
+    unsafe = unsafe_tasks(cfg.data_root, result)
+    if unsafe and not ps.allow_unsafe:
+        raise ValueError(f"{len(unsafe)} task(s) of this release were validated outside the jail "
+                         f"(sandbox.mode=unsafe), e.g. {unsafe[0]}; refusing to publish "
+                         "(set publish.allow_unsafe=true to force)")
     folder = Path(ps.out_dir) if ps.out_dir else Path(cfg.data_root) / "published" / cfg.run_id
     repo_id = ps.repo_id or ps.repo_prefix
     from pipeline.kernelbench import fingerprint, load_reference, resolve_source

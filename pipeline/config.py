@@ -10,7 +10,7 @@ import secrets
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
@@ -30,6 +30,13 @@ class RaySettings(BaseModel):
     object_store_mb: int = Field(1024, description="Object store size for a local Ray.")
 
 
+class SandboxSettings(BaseModel):
+    mode: Literal["jail", "unsafe"] = Field(
+        "jail", description="jail: untrusted code runs only inside the jail (docs/jail.md), else not at all; "
+                            "unsafe: development opt-out, unconfined, logged loudly and recorded in every row; "
+                            "`opforge publish` refuses such tasks unless publish.allow_unsafe.")
+
+
 class PrefectSettings(BaseModel):
     api_url: str | None = Field(None, description="Prefect API; None runs flows against a temporary local server.")
 
@@ -41,6 +48,7 @@ class OpforgeConfig(BaseModel):
     device: str = Field("auto", description="auto | cpu | cuda")
     ray: RaySettings = Field(default_factory=RaySettings)
     prefect: PrefectSettings = Field(default_factory=PrefectSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     synth: SynthSettings = Field(default_factory=SynthSettings)
     validate_: ValidateSettings = Field(default_factory=ValidateSettings, alias="validate")
     decontam: DecontamSettings = Field(default_factory=DecontamSettings)
@@ -173,12 +181,19 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     data: dict[str, Any] = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     try:
-        return OpforgeConfig.model_validate(data)
+        cfg = OpforgeConfig.model_validate(data)
     except ValidationError as e:
         where = f"{path}: " if path is not None else ""
         lines = [f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
                  for err in e.errors()]
         raise ConfigError(where + "; ".join(lines)) from None
+    if cfg.sandbox.mode == "unsafe":
+        # The jail reads its mode from the environment, which Ray workers inherit (pipeline.executor).
+        from pipeline.sandbox import MODE_ENV, _warn_unsafe
+
+        os.environ[MODE_ENV] = "unsafe"
+        _warn_unsafe()
+    return cfg
 
 
 EXAMPLE_HEADER = """\

@@ -39,6 +39,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_s
     for k, v in _RAY_ENV_DEFAULTS.items():
         os.environ.setdefault(k, v)
     runtime_env = {"env_vars": dict(env_vars or {})}
+    if os.environ.get("OPFORGE_SANDBOX_MODE"):  # the jail's mode (docs/jail.md) holds on every worker too
+        runtime_env["env_vars"].setdefault("OPFORGE_SANDBOX_MODE", os.environ["OPFORGE_SANDBOX_MODE"])
     # Workers must find this project's packages wherever they start.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pp = os.environ.get("PYTHONPATH", "")

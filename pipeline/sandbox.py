@@ -242,9 +242,13 @@ def _python_roots() -> list[str]:
     """Read-only dirs the interpreter needs: its prefixes, site dirs, and the dir holding this project's package."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     roots |= {os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if p and os.path.isdir(p):
-            roots.add(p)
+    checkout = os.path.dirname(_package_dir())
+    # Site dirs added by .pth files or PYTHONPATH, but never the checkout around the package (data, secrets).
+    for p in list(sys.path) + os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p and os.path.isabs(p) and os.path.isdir(p):
+            rp = os.path.realpath(p)
+            if not (checkout == rp or checkout.startswith(rp.rstrip("/") + "/") or rp.startswith(checkout + "/")):
+                roots.add(rp)
     return sorted({os.path.realpath(r) for r in roots if r and os.path.exists(r)})
 
 

@@ -316,3 +316,32 @@ def test_as_an_unprivileged_user_attacks_are_contained_or_refused():
         else:
             # the host path does not exist in the jail (its /tmp is private): a plain exception, nothing written
             assert reason in ("seccomp_violation", "file_access_blocked", "exception"), (name, reason)
+
+
+def test_unsafe_config_is_recorded_and_publish_refuses_its_tasks(tmp_path, monkeypatch):
+    """`sandbox.mode=unsafe` sets the mode for this process and its Ray workers; a release holding a task whose
+    validation ran unjailed is refused unless forced."""
+    import pyarrow as pa
+
+    from pipeline.config import load_config
+    from pipeline.curate.stage import CurationResult
+    from pipeline.publish.jail_check import unsafe_tasks
+    from pipeline.storage import conform, write_table
+
+    monkeypatch.delenv("OPFORGE_SANDBOX_MODE", raising=False)
+    cfg = load_config(overrides=["sandbox.mode=unsafe"])
+    assert cfg.sandbox.mode == "unsafe" and os.environ["OPFORGE_SANDBOX_MODE"] == "unsafe"
+    assert cfg.dump()["sandbox"]["mode"] == "unsafe"  # what the run's config in the catalog records
+    monkeypatch.delenv("OPFORGE_SANDBOX_MODE")
+    from pipeline.validate.stage import _empty_row
+
+    rows = [{**_empty_row("t-jailed", "cpu"), "valid": True, "jail": "bwrap"},
+            {**_empty_row("t-unsafe", "cpu"), "valid": True, "jail": "unsafe"}]
+    vdir = tmp_path / "tables" / "validation" / "run_id=r1"
+    vdir.mkdir(parents=True)
+    write_table("validation", rows, vdir / "shard-x.parquet")
+    warm = conform("warmup", [])
+    result = CurationResult("r1", pa.table({"task_id": ["t-jailed"]}), warm, warm, warm)
+    assert unsafe_tasks(tmp_path, result) == []
+    result = CurationResult("r1", pa.table({"task_id": ["t-jailed", "t-unsafe"]}), warm, warm, warm)
+    assert unsafe_tasks(tmp_path, result) == ["t-unsafe"]

@@ -26,3 +26,5 @@ class ValidateSettings(BaseModel):
     inductor_cache_dir: str | None = Field(None, description="TORCHINDUCTOR_CACHE_DIR for candidates; None: "
                                                              "$TORCHINDUCTOR_CACHE_DIR or ~/.cache/opforge/inductor.")
     threads: int = Field(1, description="Intra-op threads per candidate process.")
+    jobs_per_gpu: int = Field(4, ge=1, description="Candidates validated at once on one GPU (compilation and checks "
+                                                   "overlap; their timed regions take turns through a lock).")

@@ -87,6 +87,17 @@ def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
     return ok
 
 
+def gpu_lock_file() -> str:
+    """The lock file that serialises the timed region of candidates on this worker's GPU (one per GPU index)."""
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+    d = Path(tempfile.gettempdir()) / "opforge-gpu-locks"
+    d.mkdir(mode=0o755, exist_ok=True)
+    path = d / f"gpu-{gpu}.lock"
+    if not path.exists():
+        path.touch(mode=0o644)
+    return str(path)
+
+
 def private_cache(shared: str, dest: Path) -> str:
     """A candidate's own inductor cache: hard links to the trusted warm-up's entries (read-only to the candidate:
     they belong to another uid), in a dir only it writes. A shared writable cache would let one candidate plant
@@ -165,8 +176,14 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         inductor = private_cache(shared, job / "inductor")
         env["TORCHINDUCTOR_CACHE_DIR"] = env["TRITON_CACHE_DIR"] = inductor
         payload["sealed_path"] = str(work / "sealed.pt")
+        reads = []
+        if device.startswith("cuda"):
+            lock = gpu_lock_file()
+            payload["gpu_lock"] = lock
+            reads.append(str(Path(lock).parent))
         res = run_sandboxed(harness_source(), payload=payload, timeout_s=s["timeout_s"], memory_mb=mem,
-                            workdir=work, exec_dirs=[inductor], env=env, gpu=device.startswith("cuda"))
+                            workdir=work, exec_dirs=[inductor], read_dirs=reads, env=env,
+                            gpu=device.startswith("cuda"))
         sealed = load_sealed(work / "sealed.pt")
     finally:
         shutil.rmtree(job, ignore_errors=True)
@@ -277,7 +294,8 @@ def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *
     s = settings_dict(settings)
     items = [{"task_id": tid or compute_task_id(code or ""), "code": code, "settings": s, "device": device,
               "compose_reason": cr or ""} for code, tid, cr in zip(codes, ids, compose)]
-    res = Resources(cpus=1.0, gpus=1.0 if device.startswith("cuda") else 0.0)
+    # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
+    res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
     rows = map_items(check_candidate, items, res, on_result=on_result)
     return conform("validation", rows)
 

@@ -1,0 +1,95 @@
+"""Validation throughput on a GPU node, in the jail, with every filter (torch.compile agreement and the 1-100 ms
+eager runtime window included), on composed gpu-profile tasks: validated tasks per hour and the projection for
+6,000 candidates.
+
+Here (CPU):      python benchmarks/bench_validate_gpu.py --compose 500 --to .gpu/validate
+On the GPU node: python benchmarks/bench_validate_gpu.py --tasks .gpu/validate/tasks.jsonl --workers 8 --budget 420
+(the GPU node needs the project's `pipeline` package, torch, pyarrow and pydantic; the jail needs bubblewrap)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures as cf
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def compose(n: int, to: str) -> None:
+    from pipeline.identity import task_id
+    from pipeline.synth.catalog import load_catalog
+    from pipeline.synth.composer import compose_task, profile
+    from pipeline.synth.settings import SynthSettings
+    from pipeline.synth.stage import task_seed
+
+    ops, prof, mix = load_catalog(), profile("gpu", (2.0, 40.0)), SynthSettings().op_mix
+    Path(to).mkdir(parents=True, exist_ok=True)
+    i = written = 0
+    with open(Path(to) / "tasks.jsonl", "w") as f:
+        while written < n:
+            i += 1
+            try:
+                c = compose_task(ops, task_seed(17, i), mix, prof)
+            except Exception:  # noqa: BLE001 - the composer's own rejects
+                continue
+            f.write(json.dumps({"task_id": task_id(c.code), "code": c.code}) + "\n")
+            written += 1
+    print(f"wrote {written} tasks to {to}")
+
+
+def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
+    from pipeline.validate.settings import ValidateSettings
+    from pipeline.validate.stage import check_candidate, settings_dict
+
+    tasks = [json.loads(line) for line in open(path)][: limit or None]
+    s = settings_dict(ValidateSettings(memory_mb=0, timeout_s=300))
+    items = [{"task_id": t["task_id"], "code": t["code"], "settings": s, "device": "cuda", "compose_reason": ""}
+             for t in tasks]
+    t0 = time.perf_counter()
+    done: list[dict] = []
+    with cf.ThreadPoolExecutor(workers) as pool:  # each task runs in its own jailed process: threads only wait
+        futs = {pool.submit(check_candidate, it): it for it in items}
+        try:
+            for f in cf.as_completed(futs, timeout=budget):
+                done.append(f.result())
+        except cf.TimeoutError:
+            pass
+        for f in futs:
+            f.cancel()
+        elapsed = time.perf_counter() - t0
+        # Finished tasks only count; those still running are cut off at the budget.
+    reasons = collections.Counter(r["reason"] or "valid" for r in done)
+    jails = collections.Counter(r.get("jail") or "-" for r in done)
+    per_hour = 3600 * len(done) / elapsed if elapsed else 0.0
+    eager = sorted(r["eager_ms"] for r in done if r.get("eager_ms"))
+    out = {"workers": workers, "tasks_done": len(done), "seconds": round(elapsed, 1),
+           "validated_per_hour": round(per_hour), "hours_for_6000": round(6000 / per_hour, 2) if per_hour else None,
+           "reasons": dict(reasons.most_common()), "jail": dict(jails), "cpus": os.cpu_count(),
+           "eager_ms_median": eager[len(eager) // 2] if eager else None,
+           "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done)}
+    print(json.dumps(out, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compose", type=int)
+    ap.add_argument("--to", default=".gpu/validate")
+    ap.add_argument("--tasks")
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--budget", type=float, default=420.0)
+    ap.add_argument("--limit", type=int)
+    a = ap.parse_args()
+    if a.compose:
+        compose(a.compose, a.to)
+    if a.tasks:
+        measure(a.tasks, a.workers, a.budget, a.limit)
+
+
+if __name__ == "__main__":
+    main()
