@@ -81,8 +81,8 @@ def _candidates(refs) -> list[tuple[str, str, bool, str]]:
     for tid, code in CLEAN_BY_HAND.items():
         rows.append((tid, code, False, ""))
     rows.append(("clean:composed", compose(["hardswish", "cumsum", "mul"], "conv3d", rng), False, ""))
-    rows.append(("bad:unparseable", "class Model(:\n  pass\n", False, ""))
-    rows.append(("bad:empty", "", False, ""))
+    rows.append(("bad:unparseable", "class Model(:\n  pass\n", True, ""))  # never judged clean
+    rows.append(("bad:empty", "", True, ""))
     return rows
 
 
@@ -111,7 +111,7 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
         r = got[tid]
         assert r["contaminated"] is label, (tid, r)
         assert 0.0 <= r["score"] <= 1.0
-        if label:  # the source, or a problem no view can tell from it once constants change (level3 1 vs 2)
+        if source:  # the source, or a problem no view can tell from it once constants change (level3 1 vs 2)
             assert r["nearest_ref"] == source or r["nearest_ref"] in equiv.get(source, set()), \
                 (tid, r["nearest_ref"])
     assert got["copy:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "exact_md5"
@@ -145,7 +145,7 @@ def test_table_input_and_duplicate_codes(refs):
     tbl = pa.table({"task_id": ["a", "b", "c"], "code": [code, code, None]})
     out = decontaminate(tbl, refs[:20], DecontamSettings())
     assert out.column("task_id").to_pylist() == ["a", "b", "c"]
-    assert out.column("contaminated").to_pylist() == [True, True, False]
+    assert out.column("contaminated").to_pylist() == [True, True, True]  # no code: never clean
     assert out.column("reason")[2].as_py() == "empty_code"
 
 
