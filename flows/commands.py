@@ -106,6 +106,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None
         from pipeline import runlock
+        from pipeline.executor import RayUnreachable
         from pipeline.kernelbench import resolve_source
 
         held = runlock.holder(cfg.data_root, cfg.run_id)
@@ -117,6 +118,9 @@ def register(app: typer.Typer) -> None:
         try:
             with interrupt_on_signals():
                 _run_pipeline(cfg, config, set_, no_ray, t0)
+        except RayUnreachable as e:
+            console.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from None
         except KeyboardInterrupt as e:
             console.print(f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are kept: "
                           f"rerun with --set run_id={cfg.run_id} to resume")

@@ -9,6 +9,7 @@ A stage whose code or hardware is missing is recorded as skipped with what it ne
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import traceback
@@ -63,7 +64,9 @@ def ensure_run(cfg: OpforgeConfig, note: str) -> None:
     again."""
     cat = catalog(cfg)
     if not cat.sql("SELECT 1 FROM runs WHERE run_id = ?", [cfg.run_id]).num_rows:
-        cat.start_run(cfg.run_id, cfg.dump(), VERSION, note=note)
+        from pipeline.provenance import version
+
+        cat.start_run(cfg.run_id, cfg.dump(), version(), note=note)
     else:
         cat.mark_running(cfg.run_id)
 
@@ -181,31 +184,45 @@ def valid_tasks(cfg: OpforgeConfig) -> tuple[pa.Table, str]:
 
 def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
     decontaminate = stage_fn("pipeline.decontam.stage", "decontaminate")
-    from pipeline.kernelbench import KernelBenchNotFound, fingerprint, load_reference, resolve_source
+    from pipeline import provenance
+    from pipeline.kernelbench import KernelBenchNotFound, choose_source, load_reference, pin
 
     if not _has(cfg, "tasks"):
         return skip(cfg, cfg.run_id, "decontaminate", "no tasks for this run (run synthesize first)")
+    source, _why = choose_source(cfg.kernelbench)
     try:
-        reference = load_reference(resolve_source(cfg.kernelbench))
+        reference = load_reference(source)
     except KernelBenchNotFound as e:
         return skip(cfg, cfg.run_id, "decontaminate", str(e))
+    ref_pin = pin(reference, cfg.kernelbench)
     candidates, note = valid_tasks(cfg)
+    # What this decision is pinned to, on the record before any shard runs: the reference (source, why it was
+    # chosen, checksum), the candidates' checksum, the code version and the command line.
+    facts = {"reference_source": ref_pin.source, "reference_chosen_by": ref_pin.chosen_by,
+             "reference_fingerprint": ref_pin.fingerprint, "reference_problems": str(ref_pin.problems),
+             "candidates": str(candidates.num_rows),
+             "candidates_checksum": provenance.checksum(zip(candidates.column("task_id").to_pylist(),
+                                                            candidates.column("code").to_pylist())),
+             "opforge_version": provenance.version(), "command_line": provenance.command_line()}
+    catalog(cfg).record_facts(cfg.run_id, "decontaminate", facts)
     # The reference's checksum is part of every shard's key: a new KernelBench version recomputes everything.
-    key = {"settings": cfg.decontam, "reference": fingerprint(reference)}
+    key = {"settings": cfg.decontam, "reference": ref_pin.fingerprint}
     # The index over the reference is built once per process (seconds; kept for the next flow run of a serving
     # process) and shipped to every shard (it pickles to ~2.5 MB).
     index = _reference_index(reference, cfg.decontam)
     out = run_stage(cfg, cfg.run_id, "decontaminate", CONTAMINATION_TABLE, candidates, "task_id",
                     _PerShard(decontaminate, index, cfg.decontam), key, shard_size or SHARD_SIZE["decontaminate"],
-                    detail=note or f"against {len(reference)} KernelBench problems")
+                    detail=note or f"against {len(reference)} KernelBench problems, {ref_pin.describe()}")
     summary = _summary("decontaminate", out)
-    # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables.
+    # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables,
+    # with the pin beside it (provenance.json).
+    report_dir = Path(cfg.data_root) / "reports" / "decontam" / f"run_id={cfg.run_id}"
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "provenance.json").write_text(json.dumps({"run_id": cfg.run_id, **facts}, indent=1))
     try:
         write_report = stage_fn("pipeline.decontam.report", "write_report")
-        report_dir = Path(cfg.data_root) / "reports" / "decontam" / f"run_id={cfg.run_id}"
         summary["report"] = str(write_report(out.data, candidates.select(["task_id", "code"]), reference,
-                                             cfg.decontam, report_dir, reference_source=resolve_source(
-                                                 cfg.kernelbench)))
+                                             cfg.decontam, report_dir, reference_source=ref_pin.describe()))
     except Exception as e:  # the decisions are stored already; a report that cannot be drawn must not undo them
         get_run_logger().warning("decontamination report not written: %s: %s", type(e).__name__, e)
         summary["report_error"] = f"{type(e).__name__}: {e}"
@@ -390,8 +407,10 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
     repo_id = ps.repo_id or ps.repo_prefix
     from pipeline.kernelbench import fingerprint, load_reference, resolve_source
 
+    from pipeline.publish.lineage import card_provenance
+
     ctx = {"repo_id": repo_id or "ORG/NAME", "revision": cfg.run_id, "license": ps.license,
-           "pretty_name": ps.pretty_name, "tags": ps.tags, "pipeline_version": VERSION}
+           "pretty_name": ps.pretty_name, "tags": ps.tags, "provenance": card_provenance(catalog(cfg), cfg.run_id)}
     try:
         ref = load_reference(resolve_source(cfg.kernelbench))
         ctx["kernelbench"] = f"sha256:{fingerprint(ref)} ({len(ref)} problems)"

@@ -37,7 +37,15 @@ CREATE TABLE IF NOT EXISTS stages (
 CREATE TABLE IF NOT EXISTS table_files (
     run_id VARCHAR, table_name VARCHAR, path VARCHAR, row_count BIGINT, schema_version INTEGER,
     written_at TIMESTAMPTZ, PRIMARY KEY (path));
+CREATE TABLE IF NOT EXISTS facts (
+    run_id VARCHAR, stage VARCHAR, key VARCHAR, value VARCHAR, recorded_at TIMESTAMPTZ,
+    PRIMARY KEY (run_id, stage, key));
+CREATE TABLE IF NOT EXISTS releases (
+    run_id VARCHAR, repo_id VARCHAR, tag VARCHAR, commit_oid VARCHAR, endpoint VARCHAR, files BIGINT,
+    published_at TIMESTAMPTZ, PRIMARY KEY (repo_id, tag));
 """
+# Registry tables a read-only snapshot copies (`query_readonly`).
+_REGISTRY = ("runs", "stages", "table_files", "facts", "releases")
 
 
 RUN_STATUSES = ("running", "completed", "failed", "interrupted")
@@ -190,6 +198,27 @@ class Catalog:
             )
         self.refresh_views()
 
+    # -- provenance and releases -----------------------------------------------------------------------------
+    def record_facts(self, run_id: str, stage: str, facts: dict[str, Any]) -> None:
+        """Key/value facts a stage wants on the record (reference checksum, command line, ...); secrets redacted."""
+        with self.connect() as con:
+            for k, v in redact(dict(facts)).items():
+                con.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?)",
+                            [run_id, stage, k, v if isinstance(v, str) else json.dumps(v, default=str), _now()])
+
+    def facts(self, run_id: str) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for r in self.sql("SELECT stage, key, value FROM facts WHERE run_id = ? ORDER BY stage, key",
+                          [run_id]).to_pylist():
+            out.setdefault(r["stage"], {})[r["key"]] = r["value"]
+        return out
+
+    def record_release(self, run_id: str, repo_id: str, tag: str, commit_oid: str, endpoint: str,
+                       files: int) -> None:
+        with self.connect() as con:
+            con.execute("INSERT OR REPLACE INTO releases VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, repo_id, tag, commit_oid, endpoint, files, _now()])
+
     # -- views and queries -----------------------------------------------------------------------------------
     def refresh_views(self) -> list[str]:
         """(Re)create one view per table: `SELECT * FROM tasks` reads every run's shards (an empty view with the
@@ -218,7 +247,7 @@ class Catalog:
                 try:
                     have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
                                                       "WHERE table_type = 'BASE TABLE'").fetchall()}
-                    for t in ("runs", "stages", "table_files"):
+                    for t in _REGISTRY:
                         if t in have:
                             registry[t] = con.sql(f"SELECT * FROM {t}").to_arrow_table()
                 finally:
