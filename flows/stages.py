@@ -424,6 +424,9 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
         publish_hub = stage_fn("pipeline.publish.stage", "publish_hub")
         report = publish_hub(path, repo_id, private=ps.private, tag=cfg.run_id, dry_run=ps.dry_run)
         detail += f"; Hub {repo_id}@{report.tag}" + (" (dry run)" if report.dry_run else "")
+        if not report.dry_run:  # only a tagged commit is a release
+            catalog(cfg).record_release(cfg.run_id, repo_id, report.tag or "", report.commit_oid or "",
+                                        report.endpoint, len(report.files))
     else:
         detail += "; no Hub repo configured (publish.repo_id)"
     record(cfg, cfg.run_id, "publish", rows_in=rows_in, rows_out=rows_in, reasons={}, detail=detail)

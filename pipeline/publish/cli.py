@@ -35,6 +35,7 @@ def register(app: typer.Typer) -> None:
         Hugging Face Hub in one commit and tag it. The token comes from HF_TOKEN; HF_ENDPOINT picks the Hub."""
         from pipeline.catalog import Catalog
         from pipeline.curate.stage import load_result
+        from pipeline.publish.hub import ReleaseConflict
         from pipeline.publish.stage import publish_hub, publish_local
 
         cfg = load_cli_config(config, set_)
@@ -70,11 +71,13 @@ def register(app: typer.Typer) -> None:
         try:
             report = publish_hub(path, repo_id, private=ps.private and not public, tag=tag or run,
                                  dry_run=dry_run or ps.dry_run)
-        except PermissionError as e:
+        except (PermissionError, ReleaseConflict) as e:
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None
         typer.echo(report.plan())
         if not report.dry_run:
+            cat.record_release(run, repo_id, report.tag or "", report.commit_oid or "", report.endpoint,
+                               len(report.files))
             cat.record_stage(run, "publish", rows_in=sum(result.summary.get("rows", {}).values()),
                              rows_out=len(report.files), detail=json.dumps({"repo_id": repo_id, "tag": report.tag,
                                                                              "commit": report.commit_oid}))
