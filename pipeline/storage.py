@@ -252,3 +252,32 @@ class DataStore:
         if not files:
             return schema.empty_table()
         return pa.concat_tables([read_parquet(f, table) for f in files])
+
+
+def as_code_column(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A `code` column from a file someone handed us, as strings: text stays text, binary that is valid UTF-8
+    becomes text, anything else (integers, undecodable bytes, other types) becomes null, so that the stage gives
+    that row its reason (empty code) instead of the whole run crashing on a cast."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    if pa.types.is_string(t):
+        return col
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return col.cast(pa.string())
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        out = []
+        for v in col.to_pylist():
+            try:
+                out.append(v.decode("utf-8") if v is not None else None)
+            except UnicodeDecodeError:
+                out.append(None)
+        return pa.array(out, pa.string())
+    return pa.nulls(len(col), pa.string())
+
+
+def with_code_column(tbl: pa.Table, name: str = "code") -> pa.Table:
+    """`tbl` with its `name` column made strings by `as_code_column` (other columns unchanged)."""
+    if name not in tbl.column_names:
+        return tbl
+    i = tbl.schema.get_field_index(name)
+    return tbl.set_column(i, pa.field(name, pa.string()), as_code_column(tbl.column(name)))
