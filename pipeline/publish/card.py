@@ -53,6 +53,13 @@ def pipeline_version() -> str:
     return version()
 
 
+def _unchecked(summary: dict[str, Any]) -> list[str]:
+    """What the curation summary says was not checked (when the catalog's provenance is not at hand)."""
+    n = summary.get("runtime_window_unchecked") or 0
+    return [f"{n} valid tasks were validated without a GPU: small shapes, and the 1-100 ms eager runtime window was "
+            "never checked"] if n else []
+
+
 def _created() -> _dt.datetime:
     """Now, or $SOURCE_DATE_EPOCH (the reproducible-builds convention), so that a rerun can give identical bytes."""
     import os
@@ -124,7 +131,7 @@ def render_card(summary: dict[str, Any], run_id: str, configs: list[dict[str, An
         datasets=datasets, skipped=summary.get("skipped") or [], repo_id=ctx.repo_id, revision=ctx.revision,
         pipeline_version=ctx.pipeline_version or pipeline_version(), run_id=run_id,
         run_versions=", ".join(made_by) or "not recorded", funnel=pv.get("funnel", []),
-        unchecked=pv.get("unchecked", []),
+        unchecked=pv.get("unchecked") or _unchecked(summary),
         run_status=", ".join(f"{r['status']}" if r["status"] != "running" else "publishing is its last stage"
                              for r in pv.get("runs", [])) or "not in the catalog",
         task_runs=_fmt_list(prov.get("task_runs", [])), rollout_runs=_fmt_list(prov.get("rollout_runs", [])),
