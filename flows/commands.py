@@ -122,8 +122,15 @@ def register(app: typer.Typer) -> None:
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None
         except KeyboardInterrupt as e:
-            console.print(f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are kept: "
-                          f"rerun with --set run_id={cfg.run_id} to resume")
+            from pipeline.catalog import Catalog
+
+            status = Catalog(cfg.catalog_path, cfg.data_root).query_readonly(
+                "SELECT status FROM runs WHERE run_id = ?", [cfg.run_id]).to_pylist()
+            if status == [{"status": "completed"}]:  # the signal came after the last stage: say what is true
+                console.print(f"run {cfg.run_id} completed; the command was stopped afterwards ({e or 'Ctrl-C'})")
+            else:
+                console.print(f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are "
+                              f"kept: rerun with --set run_id={cfg.run_id} to resume")
             raise typer.Exit(130) from None
 
     def _run_pipeline(cfg, config, set_, no_ray: bool, t0: float) -> None:

@@ -457,12 +457,12 @@ def _run_stages(stages: list[tuple[str, Callable]], config, overrides, run_id, n
     cfg = load(config, overrides, run_id)
     with run_lock(cfg.data_root, cfg.run_id):
         cat = catalog(cfg)
-        cat.sweep_interrupted()  # runs whose process died without a word (kill -9) say so
-        ensure_run(cfg, note=note)
         fid = _flow_run_id()
-        if fid:
-            _ACTIVE[fid] = (cat, cfg.run_id)
         try:
+            cat.sweep_interrupted()  # runs whose process died without a word (kill -9) say so
+            ensure_run(cfg, note=note)
+            if fid:
+                _ACTIVE[fid] = (cat, cfg.run_id)
             results, status = _stage_loop(cfg, stages)
         except BaseException:
             cat.finish_run(cfg.run_id, "interrupted")
