@@ -30,10 +30,26 @@ def version() -> str:
     return f"{v} (git {described})" if described else v
 
 
-def command_line() -> str:
-    """This process's command line, as a shell would take it back."""
-    argv = [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]
-    return shlex.join(argv)[:2000]
+def command_line(argv: list[str] | None = None) -> str:
+    """This process's command line, as a shell would take it back, with secrets redacted (`--set
+    rollout.api_key=...`, `--token ...`): it is stored in the catalog."""
+    from pipeline.catalog import REDACTED, _SECRET_KEY
+
+    args = list(sys.argv if argv is None else argv) or ["python"]
+    out = [Path(args[0]).name]
+    hide_next = False
+    for a in args[1:]:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        key, eq, _ = a.partition("=")
+        if eq and _SECRET_KEY.search(key):
+            out.append(f"{key}={REDACTED}")
+        else:
+            out.append(a)
+            hide_next = a.startswith("-") and not eq and bool(_SECRET_KEY.search(a))
+    return shlex.join(out)[:2000]
 
 
 def checksum(pairs: Iterable[tuple[str, str]]) -> str:

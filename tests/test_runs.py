@@ -202,3 +202,11 @@ def test_sigterm_handler_unwinds_like_ctrl_c():
             os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next statement
             raise AssertionError("not interrupted")
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_command_line_on_record_hides_secrets():
+    from pipeline.provenance import command_line
+
+    line = command_line(["/venv/bin/opforge", "run", "--set", "rollout.api_key=sk-1", "--hf-token", "hf_x",
+                         "--set", "synth.n=4"])
+    assert line == "opforge run --set 'rollout.api_key=<redacted>' --hf-token '<redacted>' --set synth.n=4"
