@@ -222,7 +222,11 @@ def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[
     try:
         write_report = stage_fn("pipeline.decontam.report", "write_report")
         summary["report"] = str(write_report(out.data, candidates.select(["task_id", "code"]), reference,
-                                             cfg.decontam, report_dir, reference_source=ref_pin.describe()))
+                                             cfg.decontam, report_dir, reference_source=(
+                                                 f"{ref_pin.source} ({ref_pin.chosen_by}); opforge "
+                                                 f"{facts['opforge_version']}; {facts['candidates']} candidates, "
+                                                 f"sha256 {facts['candidates_checksum']}; command: "
+                                                 f"{facts['command_line']}")))
     except Exception as e:  # the decisions are stored already; a report that cannot be drawn must not undo them
         get_run_logger().warning("decontamination report not written: %s: %s", type(e).__name__, e)
         summary["report_error"] = f"{type(e).__name__}: {e}"

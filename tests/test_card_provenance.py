@@ -80,7 +80,10 @@ def test_decontaminate_stage_pins_reference_and_candidates(prefect_harness, data
     assert facts["reference_fingerprint"] == fingerprint(load_reference(kernelbench_path))
     assert facts["reference_chosen_by"].startswith("environment") and len(facts["candidates_checksum"]) == 64
     assert "0.1.0" in facts["opforge_version"] and facts["command_line"]
-    pinned = json.loads((data_root / "reports" / "decontam" / "run_id=p1" / "provenance.json").read_text())
+    report = data_root / "reports" / "decontam" / "run_id=p1"
+    pinned = json.loads((report / "provenance.json").read_text())
+    html = (report / "report.html").read_text()
+    assert facts["candidates_checksum"] in html and facts["opforge_version"] in html and "command:" in html
     assert pinned["reference_fingerprint"] == facts["reference_fingerprint"]
     con = {r["task_id"]: r for r in DataStore(data_root).read("contamination", "p1").to_pylist()}
     assert con["empty"]["contaminated"] and con["empty"]["reason"] == "empty_code"
