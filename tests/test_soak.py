@@ -49,6 +49,10 @@ def _published(data_root: Path) -> dict[str, str]:
             for p in sorted(base.rglob("*")) if p.is_file()}
 
 
+def _table_files(data_root: Path) -> list[Path]:
+    return list((data_root / "tables").glob("*/run_id=*/*.parquet"))
+
+
 def _wait_until_writing(p: subprocess.Popen, data_root: Path) -> bool:
     """True once the run holds its lock (it is inside the flow), False if it ended first."""
     while p.poll() is None:
@@ -119,19 +123,22 @@ def test_kill_9_at_random_points_then_rerun_publishes_identical_files(prefect_ha
             assert status == "completed", out[-3000:]
         sigterm_interrupted = "interrupted" in out
         points = []
+        n_ref = len(_table_files(ref_root))
         for i in range(KILLS):
             p = _start(root, env)
+            # A random point of what is left, as an event: the run has written its k-th table file (k drawn from
+            # the files still to come; files accumulate over attempts), or, for k past the last, it is publishing.
+            k = rng.randint(len(_table_files(root)) + 1, n_ref + 1)
             if _wait_until_writing(p, root):
-                # A random point of what is left (each attempt resumes, so the windows shrink).
-                time.sleep(rng.uniform(0, 0.6 * t_ref / (i + 1)))
+                while p.poll() is None and len(_table_files(root)) < k and not (root / "published").exists():
+                    time.sleep(0.02)  # polling an event
             killed = p.poll() is None
             if killed:
                 os.killpg(p.pid, signal.SIGKILL)
                 kills += 1
             p.communicate(timeout=600)
             assert holder(root, RUN) is None  # the kernel dropped the dead writer's lock
-            done = cat.query_readonly(f"SELECT count(*) FROM stages WHERE run_id = '{RUN}' AND status <> 'failed'")
-            points.append(done[0][0].as_py())
+            points.append(f"{k}/{n_ref}")
             status = cat.query_readonly(f"SELECT status FROM runs WHERE run_id = '{RUN}'")[0][0].as_py()
             if killed and status != "completed":  # (killed after its last stage: it did complete)
                 assert status == "running"  # what kill -9 leaves, until the next start sweeps it
@@ -149,6 +156,6 @@ def test_kill_9_at_random_points_then_rerun_publishes_identical_files(prefect_ha
     assert cat.resolve_run_id("latest") == RUN
     assert cat.query_readonly("SELECT status FROM runs")[0][0].as_py() == "completed"
     assert not [p for p in (root / "tables").rglob(".*tmp-*")]  # no temporary file left in any table
-    print(f"soak: seed {seed}, {kills} kill -9 (stages recorded at each: {points}), 1 SIGTERM (interrupted: "
+    print(f"soak: seed {seed}, {kills} kill -9 (at table file k/n: {points}), 1 SIGTERM (interrupted: "
           f"{sigterm_interrupted}), {reads} sql reads (0 failed), reference run {t_ref:.1f} s, total "
           f"{time.monotonic() - t0:.1f} s, {len(reference)} published files identical")
