@@ -18,7 +18,15 @@ _register_flow_commands()
 
 
 def main() -> None:
-    app()
+    from pipeline.executor import RayUnreachable
+
+    try:
+        app()
+    except RayUnreachable as e:  # a configuration problem: one line, not a traceback
+        import sys
+
+        print(f"opforge: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

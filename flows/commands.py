@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -63,6 +65,24 @@ def _where(cfg, run_id: str, result: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the run is, so that it unwinds like Ctrl-C: the run is marked interrupted,
+    its lock released, Ray and the temporary Prefect server stopped."""
+
+
+@contextmanager
+def interrupt_on_signals(signals=(signal.SIGTERM, signal.SIGHUP)):
+    def handler(signum, _frame):
+        raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -78,14 +98,44 @@ def register(app: typer.Typer) -> None:
         # Progress bars and the summary tell the story; Prefect's per-task log lines would scroll them away.
         # (Prefect reads its settings at import: this must come first.)
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-        from flows import progress, runtime
         from flows.stages import load
         base = load_cli_config(config, set_)  # validates the config and overrides before anything starts
-        cfg = load(str(config) if config else None, set_, base.run_id)
+        try:
+            cfg = load(str(config) if config else None, set_, base.run_id)
+        except ValueError as e:  # run_id latest with no completed run
+            console.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from None
+        from pipeline import runlock
+        from pipeline.executor import RayUnreachable
         from pipeline.kernelbench import resolve_source
 
+        held = runlock.holder(cfg.data_root, cfg.run_id)
+        if held is not None:  # checked again, under the lock, by the flow itself
+            console.print(f"[red]run {cfg.run_id} is being written by {runlock.describe(held)}[/red]")
+            raise typer.Exit(2)
         console.print(f"[bold]opforge run[/bold] {cfg.run_id}  data root: {cfg.data_root}  "
                       f"KernelBench: {resolve_source(cfg.kernelbench)}")
+        try:
+            with interrupt_on_signals():
+                _run_pipeline(cfg, config, set_, no_ray, t0)
+        except RayUnreachable as e:
+            console.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt as e:
+            from pipeline.catalog import Catalog
+
+            status = Catalog(cfg.catalog_path, cfg.data_root).query_readonly(
+                "SELECT status FROM runs WHERE run_id = ?", [cfg.run_id]).to_pylist()
+            if status == [{"status": "completed"}]:  # the signal came after the last stage: say what is true
+                console.print(f"run {cfg.run_id} completed; the command was stopped afterwards ({e or 'Ctrl-C'})")
+            else:
+                console.print(f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are "
+                              f"kept: rerun with --set run_id={cfg.run_id} to resume")
+            raise typer.Exit(130) from None
+
+    def _run_pipeline(cfg, config, set_, no_ray: bool, t0: float) -> None:
+        from flows import progress, runtime
+
         runtime.set_env_defaults()
         api = runtime.plan_prefect_api(cfg)
         result, error = None, None

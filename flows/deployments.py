@@ -23,6 +23,18 @@ def load_deployments(prefect_yaml: Path) -> list[dict[str, Any]]:
     return deps
 
 
+def concurrency_limit(deployment: dict[str, Any]):
+    """prefect.yaml's `concurrency_limit` (an int, or {limit, collision_strategy}) as Prefect takes it; every
+    deployment has one (1 when the file says nothing): two runs of a flow never overlap."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+
+    spec = deployment.get("concurrency_limit", 1)
+    if isinstance(spec, dict):
+        return ConcurrencyLimitConfig(limit=int(spec.get("limit", 1)),
+                                      collision_strategy=spec.get("collision_strategy", "ENQUEUE"))
+    return ConcurrencyLimitConfig(limit=int(spec), collision_strategy="ENQUEUE")
+
+
 def _flow(entrypoint: str):
     path, name = entrypoint.split(":")
     module = Path(path).with_suffix("").as_posix().replace("/", ".")
@@ -46,7 +58,7 @@ def build(prefect_yaml: Path, config: str | None = None, overrides: list[str] | 
         schedules = [Cron(s["cron"], timezone=s.get("timezone", "UTC")) for s in d.get("schedules") or []]
         out.append(_flow(d["entrypoint"]).to_deployment(
             name=d["name"], schedules=schedules or None, parameters=params, description=d.get("description"),
-            tags=d.get("tags")))
+            tags=d.get("tags"), concurrency_limit=concurrency_limit(d)))
     if not out:
         raise ValueError(f"no deployment of {prefect_yaml} matches {only}")
     return out

@@ -1,7 +1,7 @@
 """One Prefect flow per stage, and the end-to-end flow: thin wrappers over the library's stage functions.
 
 Every flow takes the same parameters: `config` (a YAML path), `overrides` (`["synth.n=50", ...]`) and `run_id`
-(a new one when empty; "latest" for the newest run in the catalog). Stages exchange data through Parquet tables
+(a new one when empty; "latest" for the last completed run in the catalog). Stages exchange data through Parquet tables
 under the data root, keyed by run id, so each flow can run alone (from a schedule) or inside the end-to-end flow.
 A stage whose code or hardware is missing is recorded as skipped with what it needs; it is never faked.
 """
@@ -9,6 +9,8 @@ A stage whose code or hardware is missing is recorded as skipped with what it ne
 from __future__ import annotations
 
 import importlib
+import json
+import logging
 import os
 import traceback
 from pathlib import Path
@@ -20,11 +22,13 @@ from prefect import flow, get_run_logger
 
 from flows import progress, runtime
 from flows.sharded import catalog, record, run_single, run_stage, skip
-from pipeline import __version__ as VERSION
+from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig, load_config
 from pipeline.executor import Resources
 from pipeline.selection import requirements, select_tasks
 from pipeline.storage import DataStore
+
+log = logging.getLogger("opforge.flows")
 
 
 class StageUnavailable(RuntimeError):
@@ -44,13 +48,11 @@ def stage_fn(module: str, name: str) -> Callable[..., Any]:
 
 
 def load(config: str | None, overrides: list[str] | None, run_id: str | None) -> OpforgeConfig:
-    """The typed config for a flow run; `run_id="latest"` picks the newest run in the catalog."""
+    """The typed config for a flow run; `run_id="latest"` picks the last completed run in the catalog (never a
+    running, failed or interrupted one)."""
     cfg = load_config(config, list(overrides or []))
-    if run_id == "latest":
-        rows = catalog(cfg).sql("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").to_pylist()
-        if not rows:
-            raise ValueError(f"no runs in {cfg.catalog_path}; run the synthesize flow first")
-        run_id = rows[0]["run_id"]
+    if run_id == "latest" or (not run_id and cfg.run_id == "latest"):
+        run_id = catalog(cfg).resolve_run_id("latest")
     if run_id:
         cfg = cfg.model_copy(update={"run_id": run_id})
     cfg = cfg.with_run_id()
@@ -58,10 +60,15 @@ def load(config: str | None, overrides: list[str] | None, run_id: str | None) ->
 
 
 def ensure_run(cfg: OpforgeConfig, note: str) -> None:
-    """Register the run once (a stage flow started alone opens the run it writes to)."""
+    """Register the run once (a stage flow started alone opens the run it writes to); a resumed run is running
+    again."""
     cat = catalog(cfg)
     if not cat.sql("SELECT 1 FROM runs WHERE run_id = ?", [cfg.run_id]).num_rows:
-        cat.start_run(cfg.run_id, cfg.dump(), VERSION, note=note)
+        from pipeline.provenance import version
+
+        cat.start_run(cfg.run_id, cfg.dump(), version(), note=note)
+    else:
+        cat.mark_running(cfg.run_id)
 
 
 def device(cfg: OpforgeConfig) -> str:
@@ -179,31 +186,49 @@ def _decisions(cfg: OpforgeConfig, *names: str) -> dict[str, pa.Table | None]:
 
 def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
     decontaminate = stage_fn("pipeline.decontam.stage", "decontaminate")
-    from pipeline.kernelbench import KernelBenchNotFound, fingerprint, load_reference, resolve_source
+    from pipeline import provenance
+    from pipeline.kernelbench import KernelBenchNotFound, choose_source, load_reference, pin
 
     if not _has(cfg, "tasks"):
         return skip(cfg, cfg.run_id, "decontaminate", "no tasks for this run (run synthesize first)")
+    source, _why = choose_source(cfg.kernelbench)
     try:
-        reference = load_reference(resolve_source(cfg.kernelbench))
+        reference = load_reference(source)
     except KernelBenchNotFound as e:
         return skip(cfg, cfg.run_id, "decontaminate", str(e))
+    ref_pin = pin(reference, cfg.kernelbench)
     candidates, note = valid_tasks(cfg)
+    # What this decision is pinned to, on the record before any shard runs: the reference (source, why it was
+    # chosen, checksum), the candidates' checksum, the code version and the command line.
+    facts = {"reference_source": ref_pin.source, "reference_chosen_by": ref_pin.chosen_by,
+             "reference_fingerprint": ref_pin.fingerprint, "reference_problems": str(ref_pin.problems),
+             "candidates": str(candidates.num_rows),
+             "candidates_checksum": provenance.checksum(zip(candidates.column("task_id").to_pylist(),
+                                                            candidates.column("code").to_pylist())),
+             "opforge_version": provenance.version(), "command_line": provenance.command_line()}
+    catalog(cfg).record_facts(cfg.run_id, "decontaminate", facts)
     # The reference's checksum is part of every shard's key: a new KernelBench version recomputes everything.
-    key = {"settings": cfg.decontam, "reference": fingerprint(reference)}
+    key = {"settings": cfg.decontam, "reference": ref_pin.fingerprint}
     # The index over the reference is built once per process (seconds; kept for the next flow run of a serving
     # process) and shipped to every shard (it pickles to ~2.5 MB).
     index = _reference_index(reference, cfg.decontam)
     out = run_stage(cfg, cfg.run_id, "decontaminate", CONTAMINATION_TABLE, candidates, "task_id",
                     _PerShard(decontaminate, index, cfg.decontam), key, shard_size or SHARD_SIZE["decontaminate"],
-                    detail=note or f"against {len(reference)} KernelBench problems")
+                    detail=note or f"against {len(reference)} KernelBench problems, {ref_pin.describe()}")
     summary = _summary("decontaminate", out)
-    # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables.
+    # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables,
+    # with the pin beside it (provenance.json).
+    report_dir = Path(cfg.data_root) / "reports" / "decontam" / f"run_id={cfg.run_id}"
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "provenance.json").write_text(json.dumps({"run_id": cfg.run_id, **facts}, indent=1))
     try:
         write_report = stage_fn("pipeline.decontam.report", "write_report")
-        report_dir = Path(cfg.data_root) / "reports" / "decontam" / f"run_id={cfg.run_id}"
         summary["report"] = str(write_report(out.data, candidates.select(["task_id", "code"]), reference,
-                                             cfg.decontam, report_dir, reference_source=resolve_source(
-                                                 cfg.kernelbench)))
+                                             cfg.decontam, report_dir, reference_source=(
+                                                 f"{ref_pin.source} ({ref_pin.chosen_by}); opforge "
+                                                 f"{facts['opforge_version']}; {facts['candidates']} candidates, "
+                                                 f"sha256 {facts['candidates_checksum']}; command: "
+                                                 f"{facts['command_line']}")))
     except Exception as e:  # the decisions are stored already; a report that cannot be drawn must not undo them
         get_run_logger().warning("decontamination report not written: %s: %s", type(e).__name__, e)
         summary["report_error"] = f"{type(e).__name__}: {e}"
@@ -384,8 +409,10 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
     repo_id = ps.repo_id or ps.repo_prefix
     from pipeline.kernelbench import fingerprint, load_reference, resolve_source
 
+    from pipeline.publish.lineage import card_provenance
+
     ctx = {"repo_id": repo_id or "ORG/NAME", "revision": cfg.run_id, "license": ps.license,
-           "pretty_name": ps.pretty_name, "tags": ps.tags, "pipeline_version": VERSION}
+           "pretty_name": ps.pretty_name, "tags": ps.tags, "provenance": card_provenance(catalog(cfg), cfg.run_id)}
     try:
         ref = load_reference(resolve_source(cfg.kernelbench))
         ctx["kernelbench"] = f"sha256:{fingerprint(ref)} ({len(ref)} problems)"
@@ -399,11 +426,92 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
         publish_hub = stage_fn("pipeline.publish.stage", "publish_hub")
         report = publish_hub(path, repo_id, private=ps.private, tag=cfg.run_id, dry_run=ps.dry_run)
         detail += f"; Hub {repo_id}@{report.tag}" + (" (dry run)" if report.dry_run else "")
+        if not report.dry_run:  # only a tagged commit is a release
+            catalog(cfg).record_release(cfg.run_id, repo_id, report.tag or "", report.commit_oid or "",
+                                        report.endpoint, len(report.files))
     else:
         detail += "; no Hub repo configured (publish.repo_id)"
     record(cfg, cfg.run_id, "publish", rows_in=rows_in, rows_out=rows_in, reasons={}, detail=detail)
     return {"stage": "publish", "status": "completed", "rows_in": rows_in, "rows_out": rows_in,
             "out_dir": str(path), "card": str(Path(path) / "README.md"), "parquet_files": n_files}
+
+
+# -- run lifecycle ---------------------------------------------------------------------------------------------
+
+# Flow run id -> (catalog, run id) of the runs this process is writing, for the Prefect state hooks below.
+_ACTIVE: dict[str, tuple[Catalog, str]] = {}
+
+
+def _flow_run_id() -> str | None:
+    try:
+        from prefect.runtime import flow_run
+
+        return str(flow_run.id) if flow_run.id else None
+    except Exception:  # outside a flow run
+        return None
+
+
+def _run_stages(stages: list[tuple[str, Callable]], config, overrides, run_id, note: str) -> dict[str, Any]:
+    """Run `stages` on one run id under its run lock: completed, failed (a stage raised) or interrupted (a signal,
+    Ctrl-C, a cancellation: any BaseException). A second writer of the same run id is refused (RunLocked)."""
+    from pipeline.runlock import run_lock
+
+    cfg = load(config, overrides, run_id)
+    with run_lock(cfg.data_root, cfg.run_id):
+        cat = catalog(cfg)
+        fid = _flow_run_id()
+        try:
+            cat.sweep_interrupted()  # runs whose process died without a word (kill -9) say so
+            ensure_run(cfg, note=note)
+            if fid:
+                _ACTIVE[fid] = (cat, cfg.run_id)
+            results, status = _stage_loop(cfg, stages)
+        except BaseException:
+            cat.finish_run(cfg.run_id, "interrupted")
+            raise
+        finally:
+            _ACTIVE.pop(fid or "", None)
+        cat.finish_run(cfg.run_id, status)
+    if status == "failed":
+        raise RuntimeError(f"run {cfg.run_id}: stage {results[-1]['stage']} failed: {results[-1]['detail']}")
+    return {"run_id": cfg.run_id, "data_root": str(cfg.data_root), "stages": results}
+
+
+def _stage_loop(cfg: OpforgeConfig, stages: list[tuple[str, Callable]]) -> tuple[list[dict[str, Any]], str]:
+    if runtime.use_ray(cfg):
+        runtime.start_ray(cfg)
+    get_run_logger().info("run %s: %s (data root %s)", cfg.run_id, ", ".join(n for n, _ in stages), cfg.data_root)
+    results: list[dict[str, Any]] = []
+    for name, body in stages:
+        try:
+            results.append(_guard(cfg, name, lambda b=body: b(cfg)))
+        except Exception as e:
+            get_run_logger().error("stage %s failed:\n%s", name, traceback.format_exc())
+            record(cfg, cfg.run_id, name, rows_in=0, rows_out=0, reasons={}, status="failed",
+                   detail=f"{type(e).__name__}: {e}"[:500])
+            results.append({"stage": name, "status": "failed", "detail": f"{type(e).__name__}: {e}"})
+            return results, "failed"
+    return results, "completed"
+
+
+def mark_interrupted(flow, flow_run, state) -> None:
+    """Prefect on_crashed / on_cancellation hook: the run this flow run was writing is interrupted, and so is
+    any run whose writer died (its lock is free). Runs in the process that ran the flow, or in the runner that
+    cancelled it (then only the sweep applies)."""
+    try:
+        active = _ACTIVE.pop(str(flow_run.id), None)
+        if active:
+            cat, rid = active
+            if cat.sql("SELECT status FROM runs WHERE run_id = ?", [rid]).to_pylist() == [{"status": "running"}]:
+                cat.finish_run(rid, "interrupted")
+        params = dict(flow_run.parameters or {})
+        cfg = load_config(params.get("config"), list(params.get("overrides") or []))
+        catalog(cfg).sweep_interrupted()
+    except Exception as e:  # a hook must never turn a crash report into another crash
+        log.warning("could not mark the run interrupted: %s: %s", type(e).__name__, e)
+
+
+HOOKS = {"on_crashed": [mark_interrupted], "on_cancellation": [mark_interrupted]}
 
 
 # -- flows -----------------------------------------------------------------------------------------------------
@@ -412,21 +520,21 @@ def _stage_flow(stage: str, body: Callable[[OpforgeConfig], dict[str, Any]], con
     return _run_stages([(stage, body)], config, overrides, run_id, f"{stage} flow")
 
 
-@flow(name="synthesize", log_prints=True)
+@flow(**HOOKS, name="synthesize", log_prints=True)
 def synthesize_flow(config: str | None = None, overrides: list[str] | None = None,
                     run_id: str | None = None) -> dict[str, Any]:
     """Compose candidate operator tasks (KernelBench format) into the run's `tasks` table."""
     return _stage_flow("synthesize", do_synthesize, config, overrides, run_id)
 
 
-@flow(name="validate", log_prints=True)
+@flow(**HOOKS, name="validate", log_prints=True)
 def validate_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
     """Run every task in a sandbox (eager and torch.compile) and record a verdict with a reason per task."""
     return _stage_flow("validate", lambda c: do_validate(c, shard_size), config, overrides, run_id)
 
 
-@flow(name="decontaminate", log_prints=True)
+@flow(**HOOKS, name="decontaminate", log_prints=True)
 def decontaminate_flow(config: str | None = None, overrides: list[str] | None = None,
                        run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
     """Check the run's valid tasks against KernelBench in resumable shards (one decision per task), then remove
@@ -435,14 +543,14 @@ def decontaminate_flow(config: str | None = None, overrides: list[str] | None = 
                        config, overrides, run_id, "decontaminate flow")
 
 
-@flow(name="rollout", log_prints=True)
+@flow(**HOOKS, name="rollout", log_prints=True)
 def rollout_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Agent rollouts on the clean tasks (needs a model and GPU workers)."""
     return _stage_flow("rollout", do_rollout, config, overrides, run_id)
 
 
-@flow(name="evaluate", log_prints=True)
+@flow(**HOOKS, name="evaluate", log_prints=True)
 def evaluate_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
     """Re-evaluate the final kernel of every trajectory of the run (compile, correctness, timing -> reward), one GPU
@@ -450,41 +558,18 @@ def evaluate_flow(config: str | None = None, overrides: list[str] | None = None,
     return _stage_flow("evaluate", do_evaluate, config, overrides, run_id)
 
 
-@flow(name="curate", log_prints=True)
+@flow(**HOOKS, name="curate", log_prints=True)
 def curate_flow(config: str | None = None, overrides: list[str] | None = None,
                 run_id: str | None = None) -> dict[str, Any]:
     """Build the warm-up, SFT and critic datasets from the run's tables, each drop with a reason."""
     return _stage_flow("curate", do_curate, config, overrides, run_id)
 
 
-@flow(name="publish", log_prints=True)
+@flow(**HOOKS, name="publish", log_prints=True)
 def publish_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Write the curated datasets and their data card to a Hub-layout folder (and the Hub when configured)."""
     return _stage_flow("publish", do_publish, config, overrides, run_id)
-
-
-def _run_stages(stages: list[tuple[str, Callable]], config, overrides, run_id, note: str) -> dict[str, Any]:
-    cfg = load(config, overrides, run_id)
-    ensure_run(cfg, note=note)
-    if runtime.use_ray(cfg):
-        runtime.start_ray(cfg)
-    get_run_logger().info("run %s: %s (data root %s)", cfg.run_id, ", ".join(n for n, _ in stages), cfg.data_root)
-    results, status = [], "completed"
-    for name, body in stages:
-        try:
-            results.append(_guard(cfg, name, lambda b=body: b(cfg)))
-        except Exception as e:
-            status = "failed"
-            get_run_logger().error("stage %s failed:\n%s", name, traceback.format_exc())
-            record(cfg, cfg.run_id, name, rows_in=0, rows_out=0, reasons={}, status="failed",
-                   detail=f"{type(e).__name__}: {e}"[:500])
-            results.append({"stage": name, "status": "failed", "detail": f"{type(e).__name__}: {e}"})
-            break
-    catalog(cfg).finish_run(cfg.run_id, status)
-    if status == "failed":
-        raise RuntimeError(f"run {cfg.run_id}: stage {results[-1]['stage']} failed: {results[-1]['detail']}")
-    return {"run_id": cfg.run_id, "data_root": str(cfg.data_root), "stages": results}
 
 
 END_TO_END = [("synthesize", do_synthesize), ("validate", do_validate), ("decontaminate", do_decontaminate),
@@ -492,21 +577,21 @@ END_TO_END = [("synthesize", do_synthesize), ("validate", do_validate), ("decont
               ("publish", do_publish)]
 
 
-@flow(name="opforge-pipeline", log_prints=True)
+@flow(**HOOKS, name="opforge-pipeline", log_prints=True)
 def pipeline_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
     """End to end: synthesize -> validate -> decontaminate -> dedup -> rollout -> evaluate -> curate -> publish."""
     return _run_stages(END_TO_END, config, overrides, run_id, "end-to-end")
 
 
-@flow(name="nightly-synthesize-decontaminate", log_prints=True)
+@flow(**HOOKS, name="nightly-synthesize-decontaminate", log_prints=True)
 def nightly_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Nightly: a fresh run that synthesizes, validates and decontaminates new tasks."""
     return _run_stages(END_TO_END[:4], config, overrides, run_id, "nightly")
 
 
-@flow(name="weekly-publish", log_prints=True)
+@flow(**HOOKS, name="weekly-publish", log_prints=True)
 def weekly_publish_flow(config: str | None = None, overrides: list[str] | None = None,
                         run_id: str | None = "latest") -> dict[str, Any]:
     """Weekly: curate and publish the newest run."""

@@ -74,13 +74,16 @@ def sql(
     set_: Optional[list[str]] = SetOpt,
     fmt: str = typer.Option("table", "--format", help="table | json | csv"),
 ) -> None:
-    """Query every stage's tables (DuckDB views over the Parquet files) and the run registry."""
+    """Query every stage's tables (DuckDB views over the Parquet files) and the run registry, read-only.
+
+    The query runs on a read-only snapshot (the catalog is never opened for writing, so it works while a run
+    writes, and DELETE/DROP fail); every table has a view, empty until it has files."""
     from pipeline.catalog import Catalog
 
     cfg = load_cli_config(config, set_)
     cat = Catalog(cfg.catalog_path, cfg.data_root)
     try:
-        tbl = cat.sql(query)
+        tbl = cat.query_readonly(query)
     except Exception as e:  # duckdb raises many error types; show the message, not a traceback
         console.print(f"[red]query failed:[/red] {e}")
         raise typer.Exit(1) from None

@@ -29,9 +29,36 @@ class Resources:
 _RAY_ENV_DEFAULTS = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
+class RayUnreachable(ConnectionError):
+    """`ray.address` names a cluster that does not answer. The message says which and what to do."""
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, in one line, when an explicit host:port (or ray://host:port) does not accept connections; Ray's
+    own connect retries for a minute and then raises a long traceback."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" or another form Ray resolves itself
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise RayUnreachable(f"Ray cluster at ray.address={address!r} is unreachable ({e.strerror or e}); start "
+                             "it, fix ray.address, or leave ray.address unset for a local Ray") from None
+
+
 def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_store_mb: int = 1024,
                env_vars: dict[str, str] | None = None) -> None:
-    """Connect to `address`, or start a local Ray (no dashboard) once per process."""
+    """Join the cluster at `address` (the config's `ray.address`), or start this process's own local Ray (no
+    dashboard) when it is unset; once per process.
+
+    Whether opforge joins a cluster is explicit: without `address` it never picks one up from $RAY_ADDRESS or
+    from a `ray start` cluster's leftover `ray_current_cluster` file (a stale one made every command crash with
+    "When connecting to an existing cluster, object_store_memory must not be provided"). An unreachable explicit
+    address is a one-line RayUnreachable."""
     import ray
 
     if ray.is_initialized():
@@ -45,11 +72,17 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_s
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pp = os.environ.get("PYTHONPATH", "")
     runtime_env["env_vars"].setdefault("PYTHONPATH", root + (os.pathsep + pp if pp else ""))
-    if address:
-        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+    if address and address != "local":
+        _probe(address)
+        try:
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
+        except ConnectionError as e:
+            raise RayUnreachable(f"could not join the Ray cluster at ray.address={address!r}: "
+                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, object_store_memory=object_store_mb * 2**20,
-                 runtime_env=runtime_env, log_to_driver=False)
+        # "local": a new local instance, whatever RAY_ADDRESS or /tmp/ray/ray_current_cluster say.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                 object_store_memory=object_store_mb * 2**20, runtime_env=runtime_env, log_to_driver=False)
 
 
 def ray_available() -> bool:

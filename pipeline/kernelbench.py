@@ -1,4 +1,5 @@
-"""KernelBench as a reference set: from a directory, a Parquet file or the HF dataset. Never copied into the project."""
+"""KernelBench as a reference set: from a directory, a Parquet file or the HF dataset. Never copied into the
+project."""
 
 from __future__ import annotations
 
@@ -66,16 +67,41 @@ def _from_hf(dataset_id: str) -> list[RefProblem]:
     return _from_rows(rows)
 
 
-def resolve_source(source: str | os.PathLike | None = None) -> str:
-    """Explicit source, else ../shared/kernelbench (if present), else $KERNELBENCH_PATH, else the HF dataset."""
+def choose_source(source: str | os.PathLike | None = None) -> tuple[str, str]:
+    """(source, why): the explicit source (config `kernelbench`, --reference) first, then $KERNELBENCH_PATH, then
+    discovery (../shared/kernelbench beside the project, then the HF dataset). An explicit or environment choice
+    is never overridden by a folder that happens to exist."""
     if source:
-        return str(source)
+        return str(source), "explicit (config kernelbench / --reference)"
+    if os.environ.get("KERNELBENCH_PATH"):
+        return os.environ["KERNELBENCH_PATH"], "environment (KERNELBENCH_PATH)"
     for cand in DEFAULT_CANDIDATES:
         if cand.is_dir():
-            return str(cand.resolve())
-    if os.environ.get("KERNELBENCH_PATH"):
-        return os.environ["KERNELBENCH_PATH"]
-    return HF_DATASET
+            return str(cand.resolve()), f"discovered ({cand})"
+    return HF_DATASET, "discovered (HF dataset; no local copy found)"
+
+
+def resolve_source(source: str | os.PathLike | None = None) -> str:
+    """Explicit source, else $KERNELBENCH_PATH, else ../shared/kernelbench (if present), else the HF dataset."""
+    return choose_source(source)[0]
+
+
+@dataclass(frozen=True)
+class ReferencePin:
+    """What pins a contamination check to its reference: where it came from, why that one, and its checksum."""
+
+    source: str
+    chosen_by: str
+    fingerprint: str
+    problems: int
+
+    def describe(self) -> str:
+        return f"sha256:{self.fingerprint} ({self.problems} problems, {self.source}; {self.chosen_by})"
+
+
+def pin(problems: list[RefProblem], source: str | os.PathLike | None = None) -> ReferencePin:
+    src, why = choose_source(source)
+    return ReferencePin(src, why, fingerprint(problems), len(problems))
 
 
 def load_reference(source: str | os.PathLike | None = None) -> list[RefProblem]:

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from pipeline.identity import content_hash
 from pipeline.selection import drop_reasons, kept_mask  # which rows a stage kept: one rule per table
-from pipeline.storage import DataStore, write_table
+from pipeline.storage import DataStore, read_parquet, write_table
 from schemas import get_schema, schema_version
 
 
@@ -144,10 +144,11 @@ def single_shard(stage: str, table: str, settings: Any, run_id: str, store: Data
 
 
 def is_complete(path: Path, table: str) -> bool:
-    """A shard is finished when its final file exists, carries this table's schema version and has a footer.
+    """A shard is finished when its final file exists, carries this table's schema version and reads back whole.
 
-    Renames are atomic, so existence alone suffices on a POSIX filesystem; the footer check also catches files
-    copied in by hand or left by a filesystem without atomic rename, which are moved aside and recomputed.
+    Renames are atomic, so existence alone suffices on a POSIX filesystem; the full verified read (page CRCs, row
+    count, strict schema) also catches files copied in by hand, left by a filesystem without atomic rename or
+    damaged on disk, which are moved aside and recomputed.
     """
     if not path.exists():
         return False
@@ -156,7 +157,7 @@ def is_complete(path: Path, table: str) -> bool:
         if meta.get(b"opforge.table", b"").decode() != table or \
                 int(meta.get(b"opforge.version", b"0")) != schema_version(table):
             raise ValueError("other table or schema version")
-        pq.read_metadata(path)
+        read_parquet(path, table)
         return True
     except Exception:  # unreadable for any reason: keep the bytes for inspection, recompute the shard
         path.rename(path.with_name(f".{path.name}.corrupt-{int(time.time())}"))
@@ -175,8 +176,8 @@ def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping
     t0 = time.monotonic()
     path = Path(spec.path)
     if is_complete(path, spec.table):
-        tbl = pq.read_table(path)
-        return ShardResult(spec, pq.read_metadata(path).num_rows, True, 0, time.monotonic() - t0, drop_reasons(tbl))
+        tbl = read_parquet(path, spec.table)
+        return ShardResult(spec, tbl.num_rows, True, 0, time.monotonic() - t0, drop_reasons(tbl))
 
     def attempt() -> pa.Table:
         _remove_partial_writes(path)
@@ -188,9 +189,8 @@ def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping
 
 def read_shards(table: str, specs: Sequence[ShardSpec]) -> pa.Table:
     """The stage's output: every planned shard's rows, in shard order, in the table's schema."""
-    schema = get_schema(table)
-    parts = [pq.read_table(s.path, schema=schema) for s in specs]
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    parts = [read_parquet(Path(s.path), table) for s in specs]
+    return pa.concat_tables(parts) if parts else get_schema(table).empty_table()
 
 
 def supersede_stale(store: DataStore, table: str, run_id: str, specs: Sequence[ShardSpec]) -> list[Path]:

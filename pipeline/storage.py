@@ -1,11 +1,19 @@
 """Parquet storage: every table is validated against its schema in `schemas/` and written atomically.
 
 Layout: `<data_root>/tables/<table>/run_id=<run_id>/<shard>.parquet`. A shard is written to a hidden temporary
-file, fsynced and renamed into place, so a killed or disk-full writer never leaves a file read as valid.
+file, fsynced, renamed into place and its directory fsynced, so a killed or disk-full writer (or a power cut) never
+leaves a file read as valid.
+
+Integrity: every page carries a CRC (`write_page_checksum`) that reads verify, the row count is repeated in the
+file's metadata (`opforge.rows`, so a flipped footer byte cannot shorten a table) and reads are strict: a missing
+non-nullable column or a column whose type changed is an error naming the file and the column, never nulls or a
+silent cast.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import os
 import secrets
 from dataclasses import dataclass
@@ -100,19 +108,111 @@ def conform(table: str, data: pa.Table | Iterable[Mapping[str, Any]]) -> pa.Tabl
     return out
 
 
+class CorruptFileError(OSError):
+    """A Parquet file whose bytes do not check out (page CRC, footer, row count). The message names the file."""
+
+
+ROWS_KEY = b"opforge.rows"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename (or a new file) in `path` durable: the directory entry is data too."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # a filesystem that cannot open directories (rare): the file itself is synced already
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def atomic_write_parquet(tbl: pa.Table, path: Path, compression: str = "zstd") -> Path:
-    """Write then rename: the final name appears only once the file is complete and synced."""
+    """Write then rename: the final name appears only once the file is complete and synced (file, then dir)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    meta = dict(tbl.schema.metadata or {})
+    meta[ROWS_KEY] = str(tbl.num_rows).encode()
     try:
-        pq.write_table(tbl, tmp, compression=compression)
+        pq.write_table(tbl.replace_schema_metadata(meta), tmp, compression=compression, write_page_checksum=True)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        fsync_dir(path.parent)
     finally:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+@functools.lru_cache(maxsize=None)
+def _physical_columns(table: str) -> dict[str, tuple]:
+    """How Parquet stores each leaf column of `table` (type, logical type, levels), from an empty file."""
+    buf = io.BytesIO()
+    pq.write_table(get_schema(table).empty_table(), buf)
+    return _leaves(pq.ParquetFile(io.BytesIO(buf.getvalue())).schema)
+
+
+def _leaves(schema: pq.ParquetSchema) -> dict[str, tuple]:
+    cols = (schema.column(i) for i in range(len(schema)))
+    return {c.path: (c.physical_type, str(c.logical_type), c.converted_type, c.max_definition_level,
+                     c.max_repetition_level) for c in cols}
+
+
+def _check_physical(path: Path, table: str) -> None:
+    # The Arrow schema in the footer is only a hint: Arrow reads the physical columns and casts them to it, so a
+    # flipped byte in a column's physical type would decode the pages as other values with valid checksums.
+    try:
+        got = _leaves(pq.ParquetFile(path).schema)
+    except (OSError, pa.ArrowException) as e:
+        raise CorruptFileError(f"{path}: unreadable Parquet footer ({type(e).__name__}: {e})") from None
+    expected = _physical_columns(table)
+    unknown = sorted(set(got) - set(expected))
+    if unknown:
+        raise SchemaError(f"{path}: table {table!r}: unknown column(s) {unknown}")
+    for name, want in expected.items():
+        if name in got and got[name] != want:
+            raise SchemaError(f"{path}: table {table!r}, column {name!r} is stored as {got[name]}, the schema "
+                              f"stores {want} (a changed type or a damaged footer)")
+
+
+def read_parquet(path: Path, table: str | None = None) -> pa.Table:
+    """Read one file, verifying page checksums and the recorded row count; with `table`, strictly in its schema.
+
+    Strict: a column of the schema missing from the file is an error when it is non-nullable (a nullable one reads
+    as nulls: a column added by a later schema version); a column of another type, or one the schema does not
+    know, is an error (nothing is cast or dropped)."""
+    path = Path(path)
+    try:
+        data = pq.read_table(path, page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as e:
+        raise CorruptFileError(f"{path}: unreadable Parquet ({type(e).__name__}: {e})") from None
+    if table is not None:
+        _check_physical(path, table)
+    rows = (data.schema.metadata or {}).get(ROWS_KEY)
+    if rows is not None and (not rows.isdigit() or int(rows) != data.num_rows):
+        raise CorruptFileError(f"{path}: {data.num_rows} rows read, the file's metadata records {rows.decode()!r}")
+    if table is None:
+        return data
+    schema = get_schema(table)
+    arrays = []
+    for f in schema:
+        if f.name not in data.column_names:
+            if not f.nullable:
+                raise SchemaError(f"{path}: table {table!r}, column {f.name!r} (non-nullable) is missing")
+            arrays.append(pa.nulls(data.num_rows, f.type))
+            continue
+        col = data.column(f.name)
+        if not col.type.equals(f.type):
+            raise SchemaError(f"{path}: table {table!r}, column {f.name!r} has type {col.type}, schema says "
+                              f"{f.type}")
+        if not f.nullable and col.null_count:
+            raise SchemaError(f"{path}: table {table!r}, column {f.name!r}: {col.null_count} null value(s) in a "
+                              f"non-nullable column")
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def write_table(table: str, data: pa.Table | Iterable[Mapping[str, Any]], path: Path) -> pa.Table:
@@ -146,9 +246,38 @@ class DataStore:
         return sorted(d.glob(pattern)) if d.exists() else []
 
     def read(self, table: str, run_id: str | None = None) -> pa.Table:
-        """All shards of a table (of one run, or of every run), in the table's schema."""
+        """All shards of a table (of one run, or of every run), in the table's schema; strict (`read_parquet`)."""
         files = self.shards(table, run_id)
         schema = get_schema(table)
         if not files:
             return schema.empty_table()
-        return pa.concat_tables([pq.read_table(f, schema=schema) for f in files])
+        return pa.concat_tables([read_parquet(f, table) for f in files])
+
+
+def as_code_column(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A `code` column from a file someone handed us, as strings: text stays text, binary that is valid UTF-8
+    becomes text, anything else (integers, undecodable bytes, other types) becomes null, so that the stage gives
+    that row its reason (empty code) instead of the whole run crashing on a cast."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    if pa.types.is_string(t):
+        return col
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return col.cast(pa.string())
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        out = []
+        for v in col.to_pylist():
+            try:
+                out.append(v.decode("utf-8") if v is not None else None)
+            except UnicodeDecodeError:
+                out.append(None)
+        return pa.array(out, pa.string())
+    return pa.nulls(len(col), pa.string())
+
+
+def with_code_column(tbl: pa.Table, name: str = "code") -> pa.Table:
+    """`tbl` with its `name` column made strings by `as_code_column` (other columns unchanged)."""
+    if name not in tbl.column_names:
+        return tbl
+    i = tbl.schema.get_field_index(name)
+    return tbl.set_column(i, pa.field(name, pa.string()), as_code_column(tbl.column(name)))

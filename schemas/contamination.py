@@ -7,12 +7,13 @@ SCHEMA = table_schema(
     "problem and every view's similarity (pipeline.decontam).",
     [
         field("task_id", STR, "the candidate's task_id"),
-        field("contaminated", BOOL, "true: drop this task, it is a (disguised) copy of nearest_ref"),
+        field("contaminated", BOOL, "true: drop this task, it is a (disguised) copy of nearest_ref, or it could "
+                                    "not be judged (reason unparseable / empty_code): never clean"),
         field("nearest_ref", STR, "nearest reference problem, 'levelN/<file stem>'; empty if none was scored"),
         field("score", F64, "decision score 0..1: 1 for an MD5 match, else max(min(canon, ops), raw) at nearest_ref"),
         field("reason", STR, "exact_md5 | canonical_and_ops | same_ops_signature | raw_near_copy when "
                              "contaminated; empty when clean; "
-                             "unparseable / empty_code when only the raw views could judge it"),
+                             "unparseable / empty_code when the code could not be judged (then contaminated is true)"),
         field("canon_jaccard", F64, "best canonical-token-shingle Jaccard over all scored references"),
         field("ops_jaccard", F64, "best operator-signature n-gram Jaccard over all scored references"),
         field("raw_jaccard", F64, "best raw character-shingle Jaccard over all scored references"),

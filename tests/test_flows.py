@@ -134,7 +134,7 @@ def test_gpu_stages_are_skipped_with_what_they_need(prefect_harness, seeded_root
 def test_latest_run_and_unknown_override_fail_clearly(tmp_path):
     from flows.stages import load
 
-    with pytest.raises(ValueError, match="no runs"):
+    with pytest.raises(ValueError, match="no completed run"):
         load(None, [f"data_root={tmp_path}"], "latest")
     with pytest.raises(Exception, match="nosuchkey"):
         load(None, ["nosuchkey=1"], None)
@@ -163,3 +163,6 @@ def test_prefect_yaml_deployments_build_with_their_schedules():
     assert [s.schedule.cron for s in deps["nightly-synthesize-decontaminate"].schedules] == ["0 2 * * *"]
     assert deps["weekly-publish"].parameters["run_id"] == "latest"
     assert deps["synthesize"].parameters["overrides"] == ["synth.n=3"]
+    # Two runs of one deployment never overlap: a late one waits in the queue.
+    assert all(d.concurrency_limit == 1 and d.concurrency_options.collision_strategy == "ENQUEUE"
+               for d in deps.values())

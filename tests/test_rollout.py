@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pyarrow as pa
 import pytest
@@ -388,13 +387,15 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
                 sid = next(k for k in router._sessions if k.startswith(slow))
                 killed.append(router._sessions[sid])
                 handle = router.replicas[killed[0]].handle
-                ray_local.kill(handle)
-                for _ in range(200):  # the kill is asynchronous: wait until the actor is really gone
+                ray_local.kill(handle, no_restart=True)
+                # The kill is asynchronous: wait for the event itself (a call on the actor failing with
+                # RayActorError), with no timeout, so that a loaded machine cannot let the trajectory finish its
+                # remaining turns on a replica that is still alive (the old bounded poll did, under load).
+                while True:
                     try:
-                        ray_local.get(handle.info.remote(), timeout=5)
-                    except Exception:
+                        ray_local.get(handle.info.remote())
+                    except ray_local.exceptions.RayActorError:
                         break
-                    time.sleep(0.05)
             return super().compile(files, cache_dir)
 
     out = rollout(tasks_table(*codes), settings(concurrency=4), router, eval_settings, "ray",

@@ -400,6 +400,10 @@ def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[
                                         if v.get("device") == "cuda" and v.get("device_name")}),
         },
         "speedups_vs_compile": {"all": sp_all, "kept": sp_kept},
+        # Valid tasks whose 1-100 ms eager runtime window was never checked (validated on CPU: small shapes); the
+        # data card says so.
+        "runtime_window_unchecked": sum(1 for tid, v in val.items() if tid in task_by_id and v.get("valid")
+                                        and not v.get("runtime_window_checked")),
         "skipped": skipped,
         "notes": notes,
         "settings": settings.model_dump(mode="json"),

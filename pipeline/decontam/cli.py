@@ -18,7 +18,10 @@ def _read_candidates(path: Path):
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; need string columns task_id and code")
     tbl = tbl.select(["task_id", "code"])
-    return pa.table({"task_id": tbl.column("task_id").cast(pa.string()), "code": tbl.column("code").cast(pa.string())})
+    from pipeline.storage import as_code_column
+
+    # An integer or binary code column gives rows with a reason (empty_code), not a crash on the cast.
+    return pa.table({"task_id": tbl.column("task_id").cast(pa.string()), "code": as_code_column(tbl.column("code"))})
 
 
 def register(app: typer.Typer) -> None:

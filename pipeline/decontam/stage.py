@@ -18,6 +18,7 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.decontam.index import ReferenceIndex, views_of
 from pipeline.decontam.pool import chunk_bounds, fork_map
@@ -174,7 +175,15 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
         else:
             col = cols[f.name]
             arrays.append(pa.array(col if take is None else [col[i] for i in take], f.type))
-    return conform("contamination", pa.Table.from_arrays(arrays, schema=schema))
+    out = pa.Table.from_arrays(arrays, schema=schema)
+    # A candidate that cannot be judged (empty or unparsable code) is never clean: it is dropped with its reason.
+    undecided = pc.is_in(out.column("reason"), value_set=pa.array(list(UNDECIDED)))
+    out = out.set_column(out.schema.get_field_index("contaminated"), schema.field("contaminated"),
+                         pc.or_(out.column("contaminated"), undecided))
+    return conform("contamination", out)
+
+
+UNDECIDED = ("empty_code", "unparseable")
 
 
 def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None) -> pa.Table:

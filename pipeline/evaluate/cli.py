@@ -28,7 +28,12 @@ def register(app: typer.Typer) -> None:
         if not task.is_file():
             console.print(f"[red]no task file {task}[/red]")
             raise typer.Exit(2)
-        res = evaluate(task.read_text(), str(solution), mode=mode, settings=cfg.eval.as_worker_dict())
+        try:
+            task_code = task.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as e:  # a bad input file: one line and exit 2, not a traceback
+            console.print(f"[red]cannot read task file {task}:[/red] {e.__class__.__name__}: {str(e)[:200]}")
+            raise typer.Exit(2) from None
+        res = evaluate(task_code, str(solution), mode=mode, settings=cfg.eval.as_worker_dict())
         d = res.to_dict()
         if as_json:
             typer.echo(json.dumps(d, default=str))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ class CardContext:
     gpus: list[str] = field(default_factory=list)
     kernelbench: str | None = None  # e.g. "sha256:<fingerprint> (270 problems)"
     extra_run_ids: list[str] = field(default_factory=list)
+    # From the catalog (pipeline.publish.lineage.card_provenance): runs, drop funnel, reference pin, unchecked.
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, value: "CardContext | dict[str, Any] | None") -> "CardContext":
@@ -48,15 +49,27 @@ class CardContext:
 
 
 def pipeline_version() -> str:
-    import pipeline
+    """The version with its commit (git describe) when running from a checkout, else the package version."""
+    from pipeline.provenance import version
 
-    v = pipeline.__version__
-    try:  # the commit makes the version exact when running from a checkout
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                             text=True, timeout=5).stdout.strip()
-        return f"{v} ({sha})" if sha else v
-    except (OSError, subprocess.SubprocessError):
-        return v
+    return version()
+
+
+def _unchecked(summary: dict[str, Any]) -> list[str]:
+    """What the curation summary says was not checked (when the catalog's provenance is not at hand)."""
+    n = summary.get("runtime_window_unchecked") or 0
+    return [f"{n} valid tasks were validated without a GPU: small shapes, and the 1-100 ms eager runtime window was "
+            "never checked"] if n else []
+
+
+def _created() -> _dt.datetime:
+    """Now, or $SOURCE_DATE_EPOCH (the reproducible-builds convention), so that a rerun can give identical bytes."""
+    import os
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit():
+        return _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+    return _dt.datetime.now(_dt.timezone.utc)
 
 
 def schema_docs(names: list[str]) -> list[dict[str, Any]]:
@@ -105,8 +118,11 @@ def render_card(summary: dict[str, Any], run_id: str, configs: list[dict[str, An
     med = lambda xs: f"{statistics.median(xs):.2f}x" if xs else "n/a"  # noqa: E731
     prov = summary.get("provenance") or {}
     con = summary.get("contamination") or {}
-    kb = ctx.kernelbench or (", ".join(f"fingerprint `{f}`" for f in con.get("reference_fingerprints", []))
-                             or "not recorded")
+    pv = ctx.provenance or {}
+    kb = pv.get("reference") or ctx.kernelbench or (
+        ", ".join(f"fingerprint `{f}`" for f in con.get("reference_fingerprints", [])) or "not recorded")
+    decision_runs = sorted(set(con.get("decision_runs", [])) | set(pv.get("decision_runs", [])))
+    made_by = sorted({r["pipeline_version"] for r in pv.get("runs", []) if r.get("pipeline_version")})
     card_data = DatasetCardData(
         license=ctx.license, task_categories=["text-generation"], size_categories=[size_category(total_rows)],
         pretty_name=ctx.pretty_name, tags=list(ctx.tags), configs=configs, language=["en"],
@@ -116,10 +132,14 @@ def render_card(summary: dict[str, Any], run_id: str, configs: list[dict[str, An
         card_data, template_path=str(tpl),
         datasets=datasets, skipped=summary.get("skipped") or [], repo_id=ctx.repo_id, revision=ctx.revision,
         pipeline_version=ctx.pipeline_version or pipeline_version(), run_id=run_id,
+        run_versions=", ".join(made_by) or "not recorded", funnel=pv.get("funnel", []),
+        unchecked=pv.get("unchecked") or _unchecked(summary),
+        run_status=", ".join(f"{r['status']}" if r["status"] != "running" else "publishing is its last stage"
+                             for r in pv.get("runs", [])) or "not in the catalog",
         task_runs=_fmt_list(prov.get("task_runs", [])), rollout_runs=_fmt_list(prov.get("rollout_runs", [])),
-        decision_runs=_fmt_list(con.get("decision_runs", [])), models=_fmt_list(prov.get("models", [])),
+        decision_runs=_fmt_list(decision_runs), models=_fmt_list(prov.get("models", [])),
         gpus=", ".join(ctx.gpus or prov.get("gpus") or []) or "none recorded (no GPU stage in this run)",
-        kernelbench=kb, created=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        kernelbench=kb, created=_created().strftime("%Y-%m-%d %H:%M UTC"),
         inputs=summary.get("inputs") or {}, filters=filters, contamination=con,
         require_decontamination=settings.require_decontamination, plot=plot,
         speedup={"n_all": len(sp.get("all", [])), "n_kept": len(sp.get("kept", [])),

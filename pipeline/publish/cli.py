@@ -35,20 +35,27 @@ def register(app: typer.Typer) -> None:
         Hugging Face Hub in one commit and tag it. The token comes from HF_TOKEN; HF_ENDPOINT picks the Hub."""
         from pipeline.catalog import Catalog
         from pipeline.curate.stage import load_result
+        from pipeline.publish.hub import ReleaseConflict
         from pipeline.publish.stage import publish_hub, publish_local
 
         cfg = load_cli_config(config, set_)
         ps = cfg.publish
         cat = Catalog(cfg.catalog_path, cfg.data_root)
-        run = run_id or latest_curation_run(cat)
+        try:
+            run = cat.resolve_run_id(run_id) if run_id else latest_curation_run(cat)
+        except ValueError as e:  # --run-id latest without a completed run
+            console.print(f"[red]{e}[/red]")
+            raise typer.Exit(2) from None
         if not run:
             console.print("[red]no curation run found:[/red] run `opforge curate` first")
             raise typer.Exit(1)
         result = load_result(cfg.data_root, run)
         repo_id = repo or ps.repo_id or ps.repo_prefix
         folder = out or (Path(ps.out_dir) if ps.out_dir else cfg.data_root / "published" / run)
+        from pipeline.publish.lineage import card_provenance
+
         ctx = {"repo_id": repo_id or "ORG/NAME", "revision": tag or run, "license": ps.license,
-               "pretty_name": ps.pretty_name, "tags": ps.tags}
+               "pretty_name": ps.pretty_name, "tags": ps.tags, "provenance": card_provenance(cat, run)}
         try:  # the KernelBench version the card names; publishing does not depend on it
             from pipeline.kernelbench import fingerprint, load_reference, resolve_source
 
@@ -64,11 +71,13 @@ def register(app: typer.Typer) -> None:
         try:
             report = publish_hub(path, repo_id, private=ps.private and not public, tag=tag or run,
                                  dry_run=dry_run or ps.dry_run)
-        except PermissionError as e:
+        except (PermissionError, ReleaseConflict) as e:
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None
         typer.echo(report.plan())
         if not report.dry_run:
+            cat.record_release(run, repo_id, report.tag or "", report.commit_oid or "", report.endpoint,
+                               len(report.files))
             cat.record_stage(run, "publish", rows_in=sum(result.summary.get("rows", {}).values()),
                              rows_out=len(report.files), detail=json.dumps({"repo_id": repo_id, "tag": report.tag,
                                                                              "commit": report.commit_oid}))

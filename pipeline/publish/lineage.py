@@ -3,6 +3,7 @@ operators, contamination decision and runs produced it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pipeline.catalog import Catalog
@@ -75,3 +76,61 @@ def lineage(cat: Catalog, row_id: str) -> dict[str, Any]:
                             "WHERE list_contains(?, run_id) ORDER BY run_id, started_at", [run_ids]).to_pylist()
     out["run_ids"] = run_ids
     return out
+
+
+# The order data flows through the stages, for the drop funnel.
+FUNNEL_ORDER = ("synthesize", "validate", "decontaminate", "dedup", "rollout", "evaluate", "curate", "publish")
+
+
+def card_provenance(cat: Catalog, run_id: str) -> dict[str, Any]:
+    """What the data card states about a release, read from the catalog (never from the caller's memory):
+
+    runs (status, version with commit), the drop funnel (every stage: status, rows in/out, each reason with its
+    count), the KernelBench pin the decisions were made against, and what a CPU run did not check."""
+    import json
+
+    from pipeline.storage import DataStore
+
+    runs = cat.sql("SELECT run_id, status, pipeline_version, started_at, finished_at, note FROM runs "
+                   "WHERE run_id = ?", [run_id]).to_pylist()
+    stages = {r["stage"]: r for r in cat.sql(
+        "SELECT stage, status, rows_in, rows_out, drop_reasons, detail FROM stages WHERE run_id = ?",
+        [run_id]).to_pylist()}
+    funnel = []
+    for name in [s for s in FUNNEL_ORDER if s in stages] + sorted(set(stages) - set(FUNNEL_ORDER)):
+        st = stages[name]
+        reasons = json.loads(st["drop_reasons"] or "{}")
+        funnel.append({"stage": name, "status": st["status"], "rows_in": st["rows_in"], "rows_out": st["rows_out"],
+                       "reasons": ", ".join(f"`{k}` {v}" for k, v in sorted(reasons.items())) or "-",
+                       "detail": (st["detail"] or "") if st["status"] != "completed" else ""})
+    facts = cat.facts(run_id).get("decontaminate", {})
+    reference = None
+    if facts.get("reference_fingerprint"):
+        src = str(facts.get("reference_source") or "")
+        # A local path says nothing to a reader of the card (and names the producer's disk): its checksum does.
+        where = src if not src.startswith(("/", ".", "~")) else f"a local copy ({Path(src).name})"
+        reference = (f"sha256:{facts['reference_fingerprint']} ({facts.get('reference_problems')} problems, "
+                     f"{where}; {facts.get('reference_chosen_by')})")
+    decided = stages.get("decontaminate", {})
+    unchecked = []
+    val = DataStore(cat.data_root).read("validation", run_id) if _has_files(cat, "validation", run_id) else None
+    if val is not None and val.num_rows:
+        rows = [r for r in val.select(["valid", "runtime_window_checked", "device"]).to_pylist() if r["valid"]]
+        cpu = [r for r in rows if not r["runtime_window_checked"]]
+        if cpu:
+            devices = sorted({str(r["device"]) for r in cpu})
+            unchecked.append(f"{len(cpu)} of {len(rows)} valid tasks were validated on {', '.join(devices)} only: "
+                             "their shapes are the small CPU profile, and the 1-100 ms eager runtime window was "
+                             "never checked (no GPU timing); they are not known to be GPU-sized workloads")
+    if "rollout" not in stages or stages["rollout"]["status"] != "completed":
+        unchecked.append("no agent rollouts and no kernel evaluation ran (no GPU and model): there are no "
+                         "trajectories, speedups or rewards behind this release")
+    return {"runs": runs, "funnel": funnel, "reference": reference, "facts": facts, "unchecked": unchecked,
+            "decision_runs": [run_id] if decided.get("status") == "completed" else [],
+            "pipeline_version": runs[0]["pipeline_version"] if runs else None}
+
+
+def _has_files(cat: Catalog, table: str, run_id: str) -> bool:
+    from pipeline.storage import DataStore
+
+    return bool(DataStore(cat.data_root).shards(table, run_id))

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from pipeline.catalog import Catalog
         from pipeline.llm.backend import make_backend
         from pipeline.rollout.stage import rollout
-        from pipeline.storage import DataStore, atomic_write_parquet
+        from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
 
         cfg = load_cli_config(config, set_)
         updates = {k: v for k, v in {"model": model, "backend": backend, "base_url": base_url,
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         root = Path(out) if out else cfg.data_root
         run = run_id or cfg.with_run_id().run_id
-        table = pq.read_table(tasks)
+        table = with_code_column(pq.read_table(tasks))  # int/binary code: rows with reasons, not a crash
         if "code" not in table.column_names:
             console.print(f"[red]{tasks}: no 'code' column[/red]")
             raise typer.Exit(2)

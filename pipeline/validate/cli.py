@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         import pyarrow.parquet as pq
 
         from pipeline.cli import console, load_cli_config
-        from pipeline.storage import write_table
+        from pipeline.storage import with_code_column, write_table
         from pipeline.validate.stage import validate
 
         cfg = load_cli_config(config, set_)
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         if "code" not in cols:
             console.print(f"[red]{candidates} has no `code` column[/red] (columns: {', '.join(schema.names)})")
             raise typer.Exit(2)
-        tbl = pq.read_table(candidates, columns=cols)
+        tbl = with_code_column(pq.read_table(candidates, columns=cols))  # int/binary code: rows with reasons
         if limit is not None:
             tbl = tbl.slice(0, limit)
         if ray:
