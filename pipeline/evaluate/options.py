@@ -1,65 +1,127 @@
-"""Evaluation options as a plain dict (stdlib only): the GPU worker reads these, `settings.py` (pydantic) mirrors them.
+"""Evaluation options, defined once as a stdlib dataclass: the GPU worker reads them as a plain dict (`resolve`),
+`settings.py` derives the pydantic section of the config from the same fields.
 
 Kept apart from `settings.py` so that the worker process, which must import with torch + numpy alone, never
-imports pydantic.
+imports pydantic. A new knob is one field here (type, default, `doc`, optional bounds or choices).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any
+import typing
+from dataclasses import dataclass
+from typing import Any, Optional
 
-DEFAULTS: dict[str, Any] = {
+
+def _opt(default: Any, doc: str, **check: Any) -> Any:
+    # check: ge / le (numbers) or choices (strings); read by `resolve` and by the pydantic model alike.
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda d=tuple(default): list(d), metadata={"doc": doc, **check})
+    return dataclasses.field(default=default, metadata={"doc": doc, **check})
+
+
+@dataclass
+class EvalOptions:
+    """Kernel evaluation harness: correctness, the op guard, profiling, static checks, resources."""
+
     # correctness
-    "atol": 1e-2,  # CUDA Agent's tolerance; max errors are recorded so labels can be re-judged at 1e-4
-    "rtol": 1e-2,
-    "trials": 5,  # correctness trials, each on fresh random inputs from a secret seed
-    "post_timing_trials": 2,  # correctness re-checked after timing, on new secret seeds
-    "determinism": "exact",  # same inputs twice: "exact" (bitwise) | "tolerance" (allclose) | "off"
-    "degenerate_check": True,  # reject tasks whose reference output barely depends on the input
-    "kernel_launch_check": True,  # the candidate must launch at least one GPU kernel (CUPTI via torch.profiler)
+    atol: float = _opt(1e-2, "Absolute tolerance of the correctness check (CUDA Agent's; max errors are recorded "
+                             "so labels can be re-judged at 1e-4).")
+    rtol: float = _opt(1e-2, "Relative tolerance of the correctness check.")
+    trials: int = _opt(5, "Correctness trials, each on fresh random inputs from a secret seed.", ge=1)
+    post_timing_trials: int = _opt(2, "Correctness re-checked after timing, on new secret seeds.", ge=0)
+    determinism: str = _opt("exact", "Same inputs twice: exact (bitwise) | tolerance (allclose) | off.",
+                            choices=("exact", "tolerance", "off"))
+    degenerate_check: bool = _opt(True, "Reject tasks whose reference output barely depends on the input.")
+    kernel_launch_check: bool = _opt(True, "The candidate must launch at least one GPU kernel (CUPTI).")
     # what ModelNew.forward may call from torch (everything else in aten is blocked at dispatch)
-    "allow_libraries": [],  # e.g. ["cublas", "cudnn"] as CUDA Agent allows
-    "allow_torch_ops": [],  # extra aten op names, e.g. ["addmm"]
+    allow_libraries: list[str] = _opt([], "Torch library ops allowed in ModelNew.forward: cublas, cudnn.")
+    allow_torch_ops: list[str] = _opt([], "Extra allowed aten op names, e.g. addmm.")
     # profiling
-    "timing_trials": 30,  # timed calls kept (one more is run first and discarded)
-    "timing_warmup": 5,  # at least this many warm-up calls ...
-    "timing_warmup_ms": 250.0,  # ... and at least this much wall time of them (GPU clocks ramp up after idling)
-    "timing_min_ms": 300.0,  # more timed calls for short kernels: until they add up to about this much GPU time ...
-    "timing_max_trials": 3000,  # ... but no more calls than this
-    "check_fraction": 0.25,  # share of timed calls whose output is checked against the reference (secret choice)
-    "check_max_calls": 100,  # ... at most this many of them
-    "l2_flush": True,
-    "max_speedup": 10.0,  # speedups above this are suspicious
-    "reject_excessive_speedup": True,
-    "offstream_ratio": 0.5,  # stream-ordered time < ratio x device-synchronised time => work off the stream
-    "offstream_min_ms": 0.05,
-    "compile_mode": "default",  # torch.compile mode of the compile baseline
-    "baselines": True,  # measure eager + torch.compile baselines (cached per task/GPU/torch/mode)
-    "baseline_runs": 3,  # baseline processes per task (one after another); each figure is the lowest of their medians
-    "margin": 0.05,  # rewards 2 and 3 need > 5% speedup
+    timing_trials: int = _opt(30, "Timed calls kept (one more is run first and discarded).", ge=1)
+    timing_warmup: int = _opt(5, "Warm-up calls before timing (at least).", ge=0)
+    timing_warmup_ms: float = _opt(250.0, "Warm-up wall time before timing, ms (at least; GPU clocks ramp up).")
+    timing_min_ms: float = _opt(300.0, "More timed calls for short kernels, until they add up to this much GPU "
+                                       "time (ms).")
+    timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
+    check_fraction: float = _opt(0.25, "Share of timed calls whose output is checked against the reference "
+                                       "(secret choice).", ge=0.0, le=1.0)
+    check_max_calls: int = _opt(100, "Most timed outputs checked.", ge=0)
+    l2_flush: bool = _opt(True, "Flush L2 before every timed call.")
+    max_speedup: float = _opt(10.0, "Speedup above which a result is suspect.")
+    reject_excessive_speedup: bool = _opt(True, "Reject (not only flag) speedups above max_speedup.")
+    offstream_ratio: float = _opt(0.5, "Stream-ordered time below ratio x device-synchronised time means work ran "
+                                       "off the stream.")
+    offstream_min_ms: float = _opt(0.05, "Off-stream detector floor (ms).")
+    compile_mode: str = _opt("default", "torch.compile mode of the compile baseline.")
+    baselines: bool = _opt(True, "Measure eager and torch.compile baselines (cached per task/GPU/torch/mode).")
+    baseline_runs: int = _opt(3, "Baseline processes per task; each figure is the lowest of their medians.", ge=1)
+    margin: float = _opt(0.05, "Speedup margin for rewards 2 and 3 (> 5% faster).")
     # static checks
-    "static_checks": True,
-    "warnings_reject": False,  # treat warnings (precision casts) as violations
-    "allow_triton": False,
+    static_checks: bool = _opt(True, "Run the static source checks.")
+    warnings_reject: bool = _opt(False, "Treat static warnings (precision casts) as violations.")
+    allow_triton: bool = _opt(False, "Allow Triton kernels in solutions.")
     # resources
-    "timeout_s": 600.0,  # one worker process (load + verify + profile)
-    "baseline_timeout_s": 900.0,
-    "compile_timeout_s": 900.0,
-    "gpu_memory_fraction": 0.9,
-    "cache_dir": None,  # builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or ~/.cache/opforge/eval
-    "arch_list": None,  # TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else $TORCH_CUDA_ARCH_LIST or 9.0
-    "gpu_lock": None,  # lock file that serialises GPU measurement of concurrent evaluations on one GPU
-}
+    timeout_s: float = _opt(600.0, "Wall-clock limit of one worker process (load + verify + profile).")
+    baseline_timeout_s: float = _opt(900.0, "Limit of a baseline process.")
+    compile_timeout_s: float = _opt(900.0, "Limit of one build.")
+    gpu_memory_fraction: float = _opt(0.9, "Caching-allocator cap.", ge=0.0, le=1.0)
+    cache_dir: Optional[str] = _opt(None, "Builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or "
+                                          "~/.cache/opforge/eval.")
+    arch_list: Optional[str] = _opt(None, "TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else "
+                                          "$TORCH_CUDA_ARCH_LIST or 9.0.")
+    gpu_lock: Optional[str] = _opt(None, "Lock file that serialises GPU measurement of concurrent evaluations on "
+                                         "one GPU.")
+
+
+FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(EvalOptions)
+TYPES: dict[str, Any] = typing.get_type_hints(EvalOptions)
+DEFAULTS: dict[str, Any] = dataclasses.asdict(EvalOptions())
+
+
+def _type_error(name: str, value: Any, tp: Any) -> str | None:
+    """Why `value` does not fit the field's type or bounds (None: it fits). Stdlib only."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is typing.Union:  # Optional[X]
+        return None if value is None else _type_error(name, value, next(a for a in args if a is not type(None)))
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif tp is str:
+        ok = isinstance(value, str)
+    elif typing.get_origin(tp) is list:
+        ok = isinstance(value, (list, tuple)) and all(isinstance(v, args[0]) for v in value)
+    else:
+        ok = True
+    if not ok:
+        return f"evaluation setting {name!r} must be {getattr(tp, '__name__', tp)}, got {value!r}"
+    check = next(f for f in FIELDS if f.name == name).metadata
+    if "choices" in check and value not in check["choices"]:
+        return f"evaluation setting {name!r} must be one of {', '.join(check['choices'])}, got {value!r}"
+    if "ge" in check and value < check["ge"] or "le" in check and value > check["le"]:
+        return f"evaluation setting {name!r} must lie in [{check.get('ge', '-inf')}, {check.get('le', 'inf')}]"
+    return None
 
 
 def resolve(settings: dict[str, Any] | None) -> dict[str, Any]:
-    """DEFAULTS overlaid with `settings`; unknown keys are an error (typos must not pass silently)."""
+    """DEFAULTS overlaid with `settings`, each value checked against its field; unknown keys are an error (typos
+    must not pass silently)."""
     out = dict(DEFAULTS)
     for k, v in (settings or {}).items():
         if k not in DEFAULTS:
-            raise ValueError(f"unknown evaluation setting {k!r}; known: {', '.join(sorted(DEFAULTS))}")
-        out[k] = v
+            import difflib
+
+            near = difflib.get_close_matches(k, DEFAULTS, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(DEFAULTS))}"
+            raise ValueError(f"unknown evaluation setting {k!r}{hint}")
+        why = _type_error(k, v, TYPES[k])
+        if why:
+            raise ValueError(why)
+        out[k] = list(v) if isinstance(v, tuple) else v
     if out["cache_dir"] is None:
         out["cache_dir"] = os.environ.get("OPFORGE_EVAL_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "opforge", "eval")
