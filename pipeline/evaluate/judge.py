@@ -121,6 +121,7 @@ class CandidateProcess:
         self.reply_fd = os.open(self.reply_path, os.O_RDONLY | os.O_NONBLOCK)
         self.buf = b""
         self.sb = None
+        self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
         env = base_env(arch, dirs.cand)
         env["TORCH_EXTENSIONS_DIR"] = str(dirs.cand / "ext")
         env["MAX_JOBS"] = "2"
@@ -175,12 +176,34 @@ class CandidateProcess:
 
     def request(self, msg: dict, timeout: float) -> tuple[dict | None, float]:
         """(reply, trusted wall ms from sending the command to reading its reply)."""
+        if self.gave_up:
+            return None, 0.0
         t0 = time.perf_counter()
         self.send(msg)
         rep = self.recv(timeout)
+        self.gave_up = rep is None
         return rep, (time.perf_counter() - t0) * 1e3
 
-    def close(self, wait_s: float) -> dict:
+    def kill(self) -> None:
+        """End the candidate process now (the trusted side gave up on it): every descendant of this process that
+        holds one of its FIFOs open is SIGKILLed, so a hung candidate neither waits for the jail's own timeout nor
+        keeps the GPU busy."""
+        me = os.getpid()
+        fifos = {str(self.cmd_path), str(self.reply_path)}
+        for pid in _descendants(me):
+            try:
+                held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            except OSError:
+                continue
+            if held & fifos:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+
+    def close(self, wait_s: float, kill: bool = False) -> dict:
+        if kill:
+            self.kill()
         for fd in (self.cmd_fd, self.reply_fd):
             try:
                 os.close(fd)
@@ -193,6 +216,26 @@ class CandidateProcess:
         return {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal, "timed_out": sb.timed_out,
                 "wall_s": sb.wall_s, "violations": sb.violations, "stderr_tail": sb.stderr[-2000:],
                 "error": sb.error_message[-2000:], "jail": getattr(sb, "jail", "")}
+
+
+def _descendants(root: int) -> list[int]:
+    """Pids of `root`'s descendants (from /proc; the jail's children included)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
 
 
 def _num(x: Any) -> float | None:
@@ -333,7 +376,8 @@ class Judge:
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)
         finally:
-            self.rep["sandbox"] = cand.close(float(s["timeout_s"]))
+            # A candidate that stopped answering is killed now; one that finished exits by itself.
+            self.rep["sandbox"] = cand.close(float(s["timeout_s"]), kill=cand.gave_up)
         for v in self.rep["sandbox"].get("violations") or []:
             name = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
                     "file_access_blocked": "io_access"}.get(v.get("kind"), v.get("kind"))
@@ -368,6 +412,7 @@ class Judge:
         t_call = float(s["call_timeout_s"])
         hello = cand.recv(float(s["start_timeout_s"]))
         if hello is None:
+            cand.gave_up = True
             self.fail("crash:candidate_did_not_start")
             return
         lock_fd = self.lock_gpu()

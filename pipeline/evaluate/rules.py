@@ -39,19 +39,19 @@ def rules_text(settings: dict[str, Any] | None = None) -> str:
     ]
     lines += [f"- `{name}`: {what}" for name, (sev, what) in VIOLATIONS.items() if sev == STRICT]
     lines += [
-        "- in particular: os / sys / pickle for files, the environment or sys.modules (`io_access`, "
-        "`caller_introspection`); subprocess, threading, multiprocessing (`threads_or_processes`); ctypes "
-        "(`raw_memory_access`); inspect, gc (`caller_introspection`); importlib, exec, eval (`dynamic_code`)",
+        ("- in particular: os / sys / pickle for files, the environment or sys.modules (`io_access`, "
+         "`caller_introspection`); subprocess, threading, multiprocessing (`threads_or_processes`); ctypes "
+         "(`raw_memory_access`); inspect, gc (`caller_introspection`); importlib, exec, eval (`dynamic_code`)"),
         f"- library calls (cuBLAS, cuDNN) unless allowed; allowed libraries now: {libs}",
         "Checked while it runs (in its own jailed process, without access to the reference or the judge):",
     ]
     lines += [f"- `{name}`: {what}" for name, what in RUNTIME_RULES.items()]
     lines += [
-        "Correct means: same output structure, shapes and dtypes, and for every output tensor "
-        f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
-        f"elementwise, on {s['trials']} fresh secret inputs (also a second, perturbed input distribution) and "
-        f"again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
-        "scale, so returning zeros fails).",
+        ("Correct means: same output structure, shapes and dtypes, and for every output tensor "
+         f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
+         f"elementwise, on {s['trials']} fresh secret inputs (also a second, perturbed input distribution) and "
+         "again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
+         "scale, so returning zeros fails)."),
         "Recorded, not rejected: `precision_cast` and `global_state` warnings.",
     ]
     return "\n".join(lines)

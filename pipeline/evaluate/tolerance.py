@@ -65,7 +65,7 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, *, rtol: float, scale_a
     same_inf = torch.isinf(rf) & (rf == of)
     bad_nonfinite = bool((~finite & ~both_nan & ~same_inf).any())
     d = torch.where(finite, diff, torch.zeros_like(diff))
-    denom = rf.abs()
+    denom = torch.where(torch.isfinite(rf), rf.abs(), torch.zeros_like(rf))  # matched NaN/inf: their d is 0
     mabs = float(d.max())
     mrel = float(torch.where(denom > 0, d / denom.clamp_min(1e-30), torch.zeros_like(d)).max())
     mtol = float((d / (1.0 + denom)).max())  # allclose(atol=rtol=t) <=> mtol <= t
