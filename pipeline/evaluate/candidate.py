@@ -188,7 +188,12 @@ class Driver:
 
     def op_timed(self, msg: dict) -> dict:
         self.held = None
+        # The previous call's inputs stay alive while the next are made: consecutive calls never share addresses,
+        # so a cache keyed on pointers sees a "new" tensor with new data each time.
+        prev = getattr(self, "_prev_args", None)
         args = tensorio.make_inputs(self.task, int(msg["seed"]), self.dev)
+        del prev
+        self._prev_args = args
         model = self.model
 
         def fn(*a):

@@ -248,8 +248,8 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     for k in ("max_abs_err", "max_rel_err", "max_tol_err", "solution_ms"):
         if rep.get(k) is not None:
             setattr(res, k, rep[k])
-    if rep.get("reason") in ("load_error", "no_model_new", "init_error", "artifact_tampered", "crash:load"):
-        res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew)
+    if rep.get("loaded") is False or rep.get("reason") == "artifact_tampered":
+        res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew, a crash)
     res.outputs_match = bool(rep.get("correct"))
     res.reason = rep.get("reason", "") or ""
     res.error = (rep.get("error") or "")[-3000:]

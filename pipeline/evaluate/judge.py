@@ -122,6 +122,7 @@ class CandidateProcess:
         self.buf = b""
         self.sb = None
         self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
+        self.waiting_for = "start"
         env = base_env(arch, dirs.cand)
         env["TORCH_EXTENSIONS_DIR"] = str(dirs.cand / "ext")
         env["MAX_JOBS"] = "2"
@@ -178,6 +179,7 @@ class CandidateProcess:
         """(reply, trusted wall ms from sending the command to reading its reply)."""
         if self.gave_up:
             return None, 0.0
+        self.waiting_for = str(msg.get("op"))
         t0 = time.perf_counter()
         self.send(msg)
         rep = self.recv(timeout)
@@ -378,6 +380,14 @@ class Judge:
         finally:
             # A candidate that stopped answering is killed now; one that finished exits by itself.
             self.rep["sandbox"] = cand.close(float(s["timeout_s"]), kill=cand.gave_up)
+        self.rep["waiting_for"] = cand.waiting_for
+        if cand.gave_up:
+            # It stopped answering: died (segfault, abort, its own exit) or hung (killed by us, or by the jail).
+            why = self.rep["sandbox"].get("reason") or "no_reply"
+            why = "timeout" if why == "killed" else why
+            self.rep["correct"] = False
+            self.rep["reason"] = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
+            self.rep["error"] = self.rep.get("error") or self.rep["sandbox"].get("stderr_tail", "")[-3000:]
         for v in self.rep["sandbox"].get("violations") or []:
             name = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
                     "file_access_blocked": "io_access"}.get(v.get("kind"), v.get("kind"))
