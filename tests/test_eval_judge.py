@@ -232,3 +232,28 @@ def test_reference_and_candidate_draw_the_same_inputs(tmp_path, variant):
         base = tensorio.make_inputs(task, 1234, torch.device("cpu"), "base")
         ratio = a[0] / base[0]
         assert not torch.equal(a[0], base[0]) and float(ratio.min()) >= 0.5 and float(ratio.max()) <= 1.5
+
+
+def test_single_file_extension_is_loaded_from_its_verified_build_without_rebuilding(tmp_path):
+    """A load_inline solution imports the extension its build made (a sealed artifact, copied into the
+    candidate's own dir) instead of re-running ninja there: nothing is compiled while it is judged."""
+    import subprocess
+    import sysconfig
+
+    cache = tmp_path / "cache"
+    ext = cache / "extensions" / "key"  # what the build step leaves: <TORCH_EXTENSIONS_DIR>/<name>/<name>.so
+    (ext / "opforge_prebuilt").mkdir(parents=True)
+    c = tmp_path / "m.c"
+    c.write_text('#include <Python.h>\nstatic PyObject* two(PyObject* s, PyObject* a) { return PyLong_FromLong(2); }\n'
+                 'static PyMethodDef f[] = {{"two", two, METH_NOARGS, ""}, {0}};\n'
+                 'static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "opforge_prebuilt", 0, -1, f};\n'
+                 "PyMODINIT_FUNC PyInit_opforge_prebuilt(void) { return PyModule_Create(&m); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], str(c), "-o",
+                    str(ext / "opforge_prebuilt" / "opforge_prebuilt.so")], check=True)
+    sol = tmp_path / "sol.py"
+    sol.write_text("from torch.utils.cpp_extension import load_inline\n"
+                   "ext = load_inline(name='opforge_prebuilt', cpp_sources='not C++ at all: a rebuild would fail',"
+                   " functions=[])\nassert ext.two() == 2\n" + HONEST)
+    cr = CompileResult(True, 0.0, "", True, str(ext), "single_file")
+    res = evaluate(TASK, str(sol), mode="verify", settings={**CPU, "cache_dir": str(cache)}, compile_result=cr)
+    assert res.correct and res.compiled, (res.reason, res.error[-1500:])
