@@ -257,3 +257,26 @@ def test_single_file_extension_is_loaded_from_its_verified_build_without_rebuild
     cr = CompileResult(True, 0.0, "", True, str(ext), "single_file")
     res = evaluate(TASK, str(sol), mode="verify", settings={**CPU, "cache_dir": str(cache)}, compile_result=cr)
     assert res.correct and res.compiled, (res.reason, res.error[-1500:])
+
+
+def test_lazy_output_computed_when_looked_at_is_named(tmp_path):
+    """A tensor subclass that computes its value only when read (e.g. when the output is saved) would be correct on
+    file: the candidate process's guard names it, and it is rejected."""
+    lazy = """
+import torch
+import torch.nn as nn
+
+class Lazy(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        args = [torch.softmax(a._x, dim=-1) if isinstance(a, Lazy) else a for a in args]
+        return func(*args, **(kwargs or {}))
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x).as_subclass(Lazy)
+        out._x = x
+        return out
+"""
+    res = _eval(tmp_path, lazy, mode="verify", allow_torch_ops=CPU["allow_torch_ops"] + ["empty_like", "alias"])
+    assert "lazy_tensor" in res.violations and res.reward == -1, (res.reason, res.violations)
