@@ -212,4 +212,5 @@ def test_every_policy_knob_and_rule_is_documented():
     from pipeline.rollout.prompts import SYSTEM_PROMPT
 
     assert all(f"`{name}`" in doc for name in RUNTIME_RULES)
-    assert rules_text() in SYSTEM_PROMPT  # the agent is told the same rules the judge applies
+    assert rules_text(compact=True) in SYSTEM_PROMPT  # the agent is told the same rules the judge applies
+    assert all(name in SYSTEM_PROMPT for name in RUNTIME_RULES)

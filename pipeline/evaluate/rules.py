@@ -27,12 +27,23 @@ RUNTIME_RULES: dict[str, str] = {
 }
 
 
-def rules_text(settings: dict[str, Any] | None = None) -> str:
-    """The rules as a markdown section (the options in force decide the library and tolerance lines)."""
+def _tolerance_line(s: dict[str, Any]) -> str:
+    return (f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
+            "elementwise per output tensor")
+
+
+def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False) -> str:
+    """The rules as a markdown section (the options in force decide the library and tolerance lines). `compact`:
+    the names only (the agent's system prompt, whose own rules section explains them)."""
     from pipeline.evaluate import options
 
     s = options.resolve(settings) if settings is not None else dict(options.DEFAULTS)
     libs = ", ".join(s["allow_libraries"]) or "none"
+    if compact:
+        static = ", ".join(n for n, (sev, _) in VIOLATIONS.items() if sev == STRICT)
+        return ("## Reason codes of the judge (any one scores -1)\n"
+                f"Static: {static}. At run time: {', '.join(RUNTIME_RULES)}. Libraries allowed: {libs}. "
+                f"Correct: {_tolerance_line(s)}, on fresh secret inputs of two distributions.")
     lines = [
         "## What the judge rejects (any one scores the attempt -1)",
         "Forbidden in the solution (static checks on the source, before any build):",
@@ -47,9 +58,8 @@ def rules_text(settings: dict[str, Any] | None = None) -> str:
     ]
     lines += [f"- `{name}`: {what}" for name, what in RUNTIME_RULES.items()]
     lines += [
-        ("Correct means: same output structure, shapes and dtypes, and for every output tensor "
-         f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
-         f"elementwise, on {s['trials']} fresh secret inputs (also a second, perturbed input distribution) and "
+        ("Correct means: same output structure, shapes and dtypes, and "
+         f"{_tolerance_line(s)}, on {s['trials']} fresh secret inputs (also a second, perturbed input distribution) and "
          "again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
          "scale, so returning zeros fails)."),
         "Recorded, not rejected: `precision_cast` and `global_state` warnings.",

@@ -51,7 +51,7 @@ __restrict__ and const pointers; launch bounds.
 Call tools in the function-calling format you were given. One or more calls per turn; each result comes back as \
 a tool message. Explain your reasoning briefly before each call.
 
-""" + rules_text()  # the judge's full rule list, generated from its checks (pipeline.evaluate.rules)
+""" + rules_text(compact=True)  # the judge's reason codes, generated from its checks (pipeline.evaluate.rules)
 
 
 def task_prompt(task_code: str, files: list[str]) -> str:
