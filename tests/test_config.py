@@ -27,7 +27,7 @@ def test_worker_side_resolve_checks_types_without_pydantic():
     assert options.resolve({"allow_libraries": ("cublas",)})["allow_libraries"] == ["cublas"]
     for bad, msg in [({"atoll": 0.1}, "did you mean 'atol'"), ({"trials": "5"}, "must be int"),
                      ({"l2_flush": 1}, "must be bool"), ({"determinism": "loose"}, "one of"),
-                     ({"check_fraction": 1.5}, "must lie in"), ({"allow_torch_ops": [1]}, "must be list")]:
+                     ({"gpu_memory_fraction": 1.5}, "must lie in"), ({"allow_torch_ops": [1]}, "must be list")]:
         with pytest.raises(ValueError, match=msg):
             options.resolve(bad)
     # The worker module imports without pydantic.
