@@ -33,6 +33,12 @@ from pipeline.evaluate.tolerance import compare, degenerate
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pythonpath() -> str:
+    """This checkout first (the jailed process imports the same pipeline), then the caller's PYTHONPATH."""
+    extra = os.environ.get("PYTHONPATH")
+    return str(ROOT) + (os.pathsep + extra if extra else "")
 _REF_BOOT = "from pipeline.evaluate.reference import main\nmain(PAYLOAD, emit_result)\n"
 _CAND_BOOT = "from pipeline.evaluate.candidate import main\nmain(PAYLOAD, emit_result)\n"
 _MAX_LINE = 1 << 16
@@ -56,7 +62,7 @@ def jail_kwargs(*, gpu: bool, read_dirs: list[str]) -> dict[str, Any]:
 
 
 def base_env(arch_list: str, private: Path) -> dict[str, str]:
-    env = {"PYTHONPATH": str(ROOT), "TORCH_CUDA_ARCH_LIST": arch_list, "PYTHONHASHSEED": "0",
+    env = {"PYTHONPATH": _pythonpath(), "TORCH_CUDA_ARCH_LIST": arch_list, "PYTHONHASHSEED": "0",
            "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"), "TRITON_CACHE_DIR": str(private / "triton")}
     if os.environ.get("CUDA_HOME"):
         env["CUDA_HOME"] = os.environ["CUDA_HOME"]

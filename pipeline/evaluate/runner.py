@@ -7,6 +7,7 @@ may write only its own work dir and the inductor/triton caches (torch.compile's)
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,18 @@ from typing import Any
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pythonpath() -> str:
+    """This checkout first (the jailed process imports the same pipeline), then the caller's PYTHONPATH."""
+    extra = os.environ.get("PYTHONPATH")
+    return str(ROOT) + (os.pathsep + extra if extra else "")
 _BOOT = "from pipeline.evaluate.worker import main\nmain(PAYLOAD, emit_result)\n"
 
 
 def worker_env(settings: dict[str, Any], arch_list: str) -> dict[str, str]:
     cache = Path(settings["cache_dir"])
-    return {"PYTHONPATH": str(ROOT), "TORCH_CUDA_ARCH_LIST": arch_list,
+    return {"PYTHONPATH": _pythonpath(), "TORCH_CUDA_ARCH_LIST": arch_list,
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton"),
             "PYTHONHASHSEED": "0"}
 
