@@ -9,7 +9,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export HF_HUB_DISABLE_TELEMETRY ?= 1
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup run test test-gpu clean
+.PHONY: setup jail run lint test test-gpu clean
+
+# ruff: lint always; `ruff format --check` (and the line-length and import-order rules it settles) once the code
+# base has been formatted in one commit: `ruff format . && ruff check --fix .`, then RUFF_FORMAT ?= 1 below.
+RUFF_FORMAT ?= 0
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -19,12 +23,30 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip uninstall -q -y torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: jail $(STAMP)
+
+# The jail for untrusted code needs bubblewrap (and util-linux, libseccomp2: present on Debian/Ubuntu). Installed
+# here with apt when missing; elsewhere install your distribution's `bubblewrap` package (docs/jail.md).
+jail:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null)); \
+	  else echo "opforge: install bubblewrap (bwrap): untrusted code does not run without it (docs/jail.md)"; fi; }
+	@command -v bwrap >/dev/null 2>&1 && echo "jail: $$(bwrap --version)" || true
 
 run: setup
 	$(BIN)/opforge run
 
-test: setup
+lint: setup
+ifeq ($(RUFF_FORMAT),1)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+else
+	$(BIN)/ruff check --extend-ignore E501,I001 .
+endif
+
+test: setup lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-gpu: setup

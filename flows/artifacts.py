@@ -43,7 +43,7 @@ def contamination_summary(tbl: pa.Table) -> list[dict[str, Any]]:
     if reason_col is None:
         return []
     refs = tbl.column(ref_col).to_pylist() if ref_col else [None] * tbl.num_rows
-    from pipeline.shards import kept_mask
+    from pipeline.selection import kept_mask
 
     reasons = tbl.column(reason_col).to_pylist()
     c = Counter((r or "unspecified", ref) for r, ref, kept in zip(reasons, refs, kept_mask(tbl)) if not kept)

@@ -12,7 +12,7 @@ import typer
 
 from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 
-PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
+PREFECT_YAML = Path(__file__).with_name("prefect.yaml")  # package data (in a checkout: the top-level prefect.yaml)
 
 # What each stage needs when it is skipped here, in words a user can act on.
 STAGE_ORDER = ["synthesize", "validate", "decontaminate", "dedup", "rollout", "evaluate", "curate", "publish"]

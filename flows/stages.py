@@ -20,11 +20,11 @@ from prefect import flow, get_run_logger
 
 from flows import progress, runtime
 from flows.sharded import catalog, record, run_single, run_stage, skip
+from pipeline import __version__ as VERSION
 from pipeline.config import OpforgeConfig, load_config
 from pipeline.executor import Resources
+from pipeline.selection import requirements, select_tasks
 from pipeline.storage import DataStore
-
-VERSION = "0.1.0"
 
 
 class StageUnavailable(RuntimeError):
@@ -170,9 +170,11 @@ def valid_tasks(cfg: OpforgeConfig) -> tuple[pa.Table, str]:
     tasks = _table(cfg, "tasks")
     if not _has(cfg, VALIDATION_TABLE):
         return tasks, "validation not run: every synthesized task was checked"
-    val = _table(cfg, VALIDATION_TABLE)
-    ok = val.filter(pc.equal(val.column("valid"), True)).column("task_id")
-    return tasks.filter(pc.is_in(tasks.column("task_id"), value_set=ok)), ""
+    return select_tasks(tasks, _decisions(cfg, VALIDATION_TABLE), required=[VALIDATION_TABLE]), ""
+
+
+def _decisions(cfg: OpforgeConfig, *names: str) -> dict[str, pa.Table | None]:
+    return {n: (_table(cfg, n) if _has(cfg, n) else None) for n in names}
 
 
 def do_decontaminate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, Any]:
@@ -223,13 +225,9 @@ def _reference_index(reference, settings) -> Any:
 
 
 def clean_tasks(cfg: OpforgeConfig) -> pa.Table:
-    """Valid tasks that are not contaminated (all valid tasks when decontamination did not run)."""
-    tasks, _ = valid_tasks(cfg)
-    if _has(cfg, CONTAMINATION_TABLE):
-        con = _table(cfg, CONTAMINATION_TABLE)
-        bad = con.filter(pc.equal(con.column("contaminated"), True)).column("task_id")
-        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=bad)))
-    return tasks
+    """Valid tasks with a clean contamination decision; a task without one is not clean (as in curation)."""
+    return select_tasks(_table(cfg, "tasks"), _decisions(cfg, VALIDATION_TABLE, CONTAMINATION_TABLE),
+                        required=requirements(cfg.curate))
 
 
 def do_dedup(cfg: OpforgeConfig) -> dict[str, Any]:
@@ -244,13 +242,9 @@ def do_dedup(cfg: OpforgeConfig) -> dict[str, Any]:
 
 
 def kept_tasks(cfg: OpforgeConfig) -> pa.Table:
-    """Tasks that survive validation, decontamination and dedup: the input of rollouts and curation."""
-    tasks = clean_tasks(cfg)
-    if _has(cfg, "dedup"):
-        d = _table(cfg, "dedup")
-        gone = d.filter(pc.equal(d.column("removed"), True)).column("task_id")
-        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=gone)))
-    return tasks
+    """Tasks that survive validation, decontamination and dedup: the input of rollouts (curation's rule)."""
+    return select_tasks(_table(cfg, "tasks"), _decisions(cfg, VALIDATION_TABLE, CONTAMINATION_TABLE, "dedup"),
+                        required=requirements(cfg.curate))
 
 
 def _gpu_missing(cfg: OpforgeConfig, stage: str) -> str | None:
@@ -342,17 +336,14 @@ def do_evaluate(cfg: OpforgeConfig, shard_size: int | None = None) -> dict[str, 
 def do_curate(cfg: OpforgeConfig) -> dict[str, Any]:
     curate = stage_fn("pipeline.curate.stage", "curate")
     save_result = stage_fn("pipeline.curate.stage", "save_result")
-    if not _has(cfg, "tasks"):
+    curation_inputs = stage_fn("pipeline.curate.pool", "curation_inputs")
+    # The task pool of every run (curate.scope=pool) or this run's partitions: the same reader as `opforge curate`.
+    ins = curation_inputs(cfg.data_root, cfg.run_id, cfg.curate.scope, cfg.decontam)
+    tasks = ins["tasks"]
+    if tasks is None:
         return skip(cfg, cfg.run_id, "curate", "no tasks for this run")
-    opt = {n: (_table(cfg, n) if _has(cfg, n) else None) for n in (VALIDATION_TABLE, CONTAMINATION_TABLE,
-                                                                     "trajectories")}
-    tasks = _table(cfg, "tasks")
-    if _has(cfg, "dedup"):  # near-duplicates are out (their reason is in the dedup table)
-        d = _table(cfg, "dedup")
-        gone = d.filter(pc.equal(d.column("removed"), True)).column("task_id")
-        tasks = tasks.filter(pc.invert(pc.is_in(tasks.column("task_id"), value_set=gone)))
-    result = curate(tasks, opt[VALIDATION_TABLE], opt[CONTAMINATION_TABLE], opt["trajectories"], cfg.curate,
-                    cfg.run_id)
+    result = curate(tasks, ins[VALIDATION_TABLE], ins[CONTAMINATION_TABLE], ins["trajectories"], cfg.curate,
+                    cfg.run_id, dedup=ins["dedup"], single_turn=ins["single_turn"])
     # save_result writes the tables atomically and records the stage and its files in the catalog.
     paths = save_result(result, cfg.data_root, catalog(cfg))
     reasons = dict(sorted(_count(result.drops.column("reason").to_pylist()).items())) if result.drops.num_rows else {}

@@ -35,7 +35,7 @@ STAGE_COMMAND_MODULES = [
     "pipeline.publish.cli",
 ]
 
-ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (see opforge.example.yaml).")
+ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (`opforge config example` lists every key).")
 SetOpt = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set synth.n=50 (repeatable).")
 
 
@@ -48,7 +48,9 @@ def load_cli_config(config: Optional[Path], overrides: Optional[list[str]]):
     try:
         return load_config(config, overrides or [])
     except (ValidationError, ValueError, FileNotFoundError) as e:
-        console.print(f"[red]invalid configuration:[/red] {e}")
+        err = Console(stderr=True)
+        err.print("[red]invalid configuration:[/red]", end=" ")
+        err.print(str(e), markup=False, highlight=False, soft_wrap=True)  # file names and values are not rich markup
         raise typer.Exit(2) from None
 
 
@@ -85,8 +87,9 @@ def sql(
     if fmt == "json":
         typer.echo(json.dumps(tbl.to_pylist(), default=str, indent=1))
     elif fmt == "csv":
-        import pyarrow.csv as pacsv
         import sys
+
+        import pyarrow.csv as pacsv
 
         pacsv.write_csv(tbl, sys.stdout.buffer)
     else:
@@ -104,6 +107,31 @@ def schemas(name: Optional[str] = typer.Argument(None, help="A table name; all t
         for f in s:
             doc = (f.metadata or {}).get(b"doc", b"").decode()
             console.print(f"  {f.name}: {f.type}{'' if f.nullable else ' not null'}  [dim]{doc}[/dim]")
+
+
+config_app = typer.Typer(help="The configuration: the effective one, and the complete example.",
+                         no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(config: Optional[Path] = ConfigOpt, set_: Optional[list[str]] = SetOpt) -> None:
+    """Print the effective configuration (defaults, then the file, then --set overrides) as YAML."""
+    from pipeline.config import show_yaml
+
+    typer.echo(show_yaml(load_cli_config(config, set_)), nl=False)
+
+
+@config_app.command("example")
+def config_example(out: Optional[Path] = typer.Option(None, "--out", help="Write to this file (default: print).")
+                   ) -> None:
+    """Print every key with its default and description (the source of opforge.example.yaml)."""
+    from pipeline.config import example_yaml
+
+    if out:
+        out.write_text(example_yaml())
+    else:
+        typer.echo(example_yaml(), nl=False)
 
 
 def _register_stage_commands() -> None:

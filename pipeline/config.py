@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import os
+import re
 import secrets
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.curate.settings import CurateSettings
 from pipeline.decontam.settings import DecontamSettings
@@ -66,34 +70,179 @@ def new_run_id() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
 
 
+class ConfigError(ValueError):
+    """A configuration that cannot be used: unknown keys (with the nearest known name), YAML syntax errors with
+    file, line and column, values of the wrong type. The CLI prints it and exits with status 2."""
+
+
 def _parse_value(raw: str) -> Any:
     # YAML scalars: numbers, booleans, null, lists like [1, 2]; anything else stays a string.
     return yaml.safe_load(raw)
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply `a.b.c=value` overrides to a nested dict (values parsed as YAML)."""
+    """Apply `a.b.c=value` overrides to a nested dict (values parsed as YAML). Unknown keys are an error."""
     for item in overrides:
         if "=" not in item:
-            raise ValueError(f"override {item!r} is not KEY=VALUE (e.g. synth.n=50)")
+            raise ConfigError(f"override {item!r} is not KEY=VALUE (e.g. synth.n=50)")
         key, raw = item.split("=", 1)
         parts = key.strip().split(".")
+        problems = unknown_keys(_nest(parts, None), OpforgeConfig)
+        if problems:
+            raise ConfigError(f"--set {item}: " + "; ".join(problems))
         node = data
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
-                raise ValueError(f"override {item!r}: {p!r} is not a section")
+                raise ConfigError(f"override {item!r}: {p!r} is not a section")
         node[parts[-1]] = _parse_value(raw)
     return data
 
 
+def _nest(parts: list[str], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for p in reversed(parts):
+        out = {p: out}
+    return out
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The settings model a field holds (through Optional), or None for a plain value or a free-form dict."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        models = [m for m in map(_section_model, typing.get_args(annotation)) if m]
+        return models[0] if len(models) == 1 else None
+    return None
+
+
+def unknown_keys(data: Any, model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every key of `data` (nested) that `model` does not define, each with the nearest known name if any."""
+    if not isinstance(data, dict):
+        return []
+    fields = {(f.alias or name): f for name, f in model.model_fields.items()}
+    fields.update({name: f for name, f in model.model_fields.items()} if model.model_config.get(
+        "populate_by_name") else {})
+    out = []
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        f = fields.get(key) if isinstance(key, str) else None
+        if f is None:
+            near = difflib.get_close_matches(str(key), [k for k in fields if not k.endswith("_")], n=1, cutoff=0.6)
+            out.append(f"unknown key {path!r}" + (f"; did you mean {prefix + near[0]!r}?" if near else
+                                                   f" (known in {prefix.rstrip('.') or 'the top level'}: "
+                                                   f"{', '.join(sorted(k for k in fields if not k.endswith('_')))})"))
+            continue
+        sub = _section_model(f.annotation)
+        if sub is not None:
+            out += unknown_keys(value, sub, path + ".")
+    return out
+
+
+def _yaml_error(path: Path, e: yaml.YAMLError) -> ConfigError:
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
+    return ConfigError(f"{where}: invalid YAML: {what}")
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """A config file's mapping; a missing file, YAML syntax errors and non-mappings are ConfigErrors."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read the config file ({e.strerror or e})") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise _yaml_error(p, e) from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{p}: the config file must hold a mapping of sections (synth:, decontam:, ...), "
+                          f"not a {type(loaded).__name__}")
+    problems = unknown_keys(loaded, OpforgeConfig)
+    if problems:
+        raise ConfigError(f"{p}: " + "; ".join(problems))
+    return loaded
+
+
 def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> OpforgeConfig:
-    """Embedded defaults, then the YAML file (if any), then overrides. Unknown keys are an error."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: the config file must hold a mapping")
-        data = loaded
+    """Embedded defaults, then the YAML file (if any), then overrides. Unknown keys, at any depth, are an error."""
+    data: dict[str, Any] = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
-    return OpforgeConfig.model_validate(data)
+    try:
+        return OpforgeConfig.model_validate(data)
+    except ValidationError as e:
+        where = f"{path}: " if path is not None else ""
+        lines = [f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
+                 for err in e.errors()]
+        raise ConfigError(where + "; ".join(lines)) from None
+
+
+EXAMPLE_HEADER = """\
+# opforge configuration: every key, with its embedded default and what it does.
+# Every key is optional: copy only what you change. Unknown keys are an error (with the nearest known name).
+# Use it with `opforge run --config FILE`; override single keys with `--set synth.n=500`;
+# `opforge config show --config FILE` prints the effective configuration.
+# Generated from the settings models by `opforge config example` (tests check it is current).
+
+"""
+
+
+def _comment(text: str, indent: str) -> list[str]:
+    import textwrap
+
+    return [f"{indent}# {line}" for line in textwrap.wrap(" ".join(text.split()), 116 - len(indent))]
+
+
+def _yaml_value(key: str, value: Any, indent: str) -> str:
+    text = yaml.safe_dump({key: value}, default_flow_style=True, sort_keys=False, width=10**6).strip()
+    return indent + text[1:-1]  # flow style wraps the mapping in braces
+
+
+def _example_lines(model: type[BaseModel], values: dict[str, Any], depth: int) -> list[str]:
+    indent = "  " * depth
+    lines: list[str] = []
+    for name, f in model.model_fields.items():
+        key = f.alias or name
+        sub = _section_model(f.annotation)
+        if sub is not None and isinstance(values.get(key), dict):
+            doc = re.sub(r"\s*\(issue \d+\)", "", f.description or (sub.__doc__ or "").strip().split("\n\n")[0])
+            lines += ([""] if depth == 0 else []) + _comment(doc, indent) + [f"{indent}{key}:"]
+            lines += _example_lines(sub, values[key], depth + 1)
+            continue
+        if f.description:
+            lines += _comment(f.description, indent)
+        lines.append(_yaml_value(key, values.get(key), indent))
+    return lines
+
+
+def _plain(v: Any) -> Any:
+    # YAML-safe values that keep their types (dict keys stay ints, unlike a JSON dump)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return str(v) if isinstance(v, Path) else v
+
+
+def example_yaml() -> str:
+    """The complete example configuration (every key, its default, its description), from the models."""
+    values = _plain(OpforgeConfig().model_dump(by_alias=True))
+    return EXAMPLE_HEADER + "\n".join(_example_lines(OpforgeConfig, values, 0)) + "\n"
+
+
+SECRET_KEYS = {"api_key"}  # shown masked: `config show` output ends up in logs and bug reports
+
+
+def _masked(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: ("***" if k in SECRET_KEYS and x not in (None, "", "EMPTY") else _masked(x)) for k, x in v.items()}
+    return v
+
+
+def show_yaml(cfg: OpforgeConfig) -> str:
+    """The effective configuration as YAML (what a run would use), secrets masked."""
+    return yaml.safe_dump(_masked(_plain(cfg.model_dump(by_alias=True))), sort_keys=False, width=119)

@@ -18,7 +18,6 @@ import errno
 import json
 import random
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -27,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.identity import content_hash
+from pipeline.selection import drop_reasons, kept_mask  # which rows a stage kept: one rule per table
 from pipeline.storage import DataStore, write_table
 from schemas import get_schema, schema_version
 
@@ -169,39 +169,6 @@ def _remove_partial_writes(path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-# Which rows a table keeps: (decision column, its "kept" value, reason column). Tables not listed keep rows whose
-# `reason` is empty.
-KEEP_RULES: dict[str, tuple[str | None, Any, str]] = {
-    "contamination": ("contaminated", False, "reason"), "dedup": ("removed", False, "reason"),
-    "validation": ("valid", True, "reason"), "evaluations": ("correct", True, "reason"),
-    "tasks": (None, None, "compose_reason"),
-}
-
-
-def _rule(tbl: pa.Table) -> tuple[str | None, Any, str]:
-    name = (tbl.schema.metadata or {}).get(b"opforge.table", b"").decode()
-    return KEEP_RULES.get(name, (None, None, "reason"))
-
-
-def kept_mask(tbl: pa.Table) -> list[bool]:
-    """Per row: kept by its stage? The table's decision column if it has one, else an empty reason."""
-    col, value, reason = _rule(tbl)
-    if col and col in tbl.column_names:
-        return [v == value for v in tbl.column(col).to_pylist()]
-    if reason in tbl.column_names:
-        return [not r for r in tbl.column(reason).to_pylist()]
-    return [True] * tbl.num_rows
-
-
-def drop_reasons(tbl: pa.Table) -> dict[str, int]:
-    """Counts of reason codes over the rows the stage dropped ("unspecified" when a dropped row has none)."""
-    reason = _rule(tbl)[2]
-    if reason not in tbl.column_names:
-        return {}
-    reasons = tbl.column(reason).to_pylist()
-    return dict(sorted(Counter(r or "unspecified" for r, k in zip(reasons, kept_mask(tbl)) if not k).items()))
-
-
 def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping[str, Any]]],
               policy: RetryPolicy = RetryPolicy()) -> ShardResult:
     """Skip the shard if finished; else compute it (retrying transient errors) and write it atomically."""
@@ -252,7 +219,7 @@ class StageOutput:
 
     @property
     def rows_out(self) -> int:
-        """Rows the stage kept (see `kept_mask`)."""
+        """Rows the stage kept (`pipeline.selection.kept_mask`)."""
         return sum(kept_mask(self.data))
 
     @property

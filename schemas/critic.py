@@ -1,16 +1,21 @@
 from schemas._base import BOOL, F64, I64, STR, field, table_schema
-from schemas._chat import MESSAGES
+from schemas._chat import CHAT, TOOL_SCHEMAS
 
 SCHEMA = table_schema(
     "critic",
-    1,
-    "Critic (value model) pretraining targets: one row per assistant turn of each kept trajectory. Rewards are "
-    "undiscounted (gamma = 1); GAE targets use lambda = 0.95 and are filled only where a value baseline was given.",
+    2,
+    "Critic (value model) pretraining targets: one row per assistant turn of each kept trajectory. "
+    "return_to_go is always filled: the Monte-Carlo return G_t = sum of r_k for k >= t (gamma = 1; with the default "
+    "terminal rewards, every turn's return is the trajectory's final reward). value, advantage and gae_target are "
+    "filled when value estimates V(s_t) were supplied to curation (curate.values_path: rows of traj_id, turn, "
+    "value): delta_t = r_t + V_{t+1} - V_t (V after the last turn = 0), A_t = sum (gamma lambda)^(k-t) delta_k with "
+    "lambda = 0.95, and the critic target A_t + V_t (the lambda-return).",
     [
         field("row_id", STR, "published row id, 'critic:<traj_id>:<turn>'; `opforge lineage ROW_ID` traces it"),
-        field("messages", MESSAGES, "conversation prefix up to and including this assistant turn (the critic "
-                                    "scores the state after the turn's action)"),
-        field("tools", STR, "JSON list of the OpenAI tool schemas the agent was given"),
+        field("messages", CHAT, "conversation prefix up to and including this assistant turn (the critic "
+                                "scores the state after the turn's action), in the sft table's message format"),
+        field("tools", TOOL_SCHEMAS, "the OpenAI tool schemas the agent was given, each an object (pass as "
+                                     "apply_chat_template(tools=...))"),
         field("traj_id", STR, "trajectory id (trajectories table)"),
         field("task_id", STR, "task id (tasks table)"),
         field("split", STR, "train | validation (by a hash of task_id, so no task is in both)"),

@@ -6,8 +6,8 @@ SCHEMA = table_schema(
     "Every task or trajectory that curation left out of a dataset, with the reason (first failing filter) and "
     "every filter it failed.",
     [
-        field("dataset", STR, "warmup | sft | critic"),
-        field("kind", STR, "task | trajectory"),
+        field("dataset", STR, "warmup | sft | critic | rejection_sampled"),
+        field("kind", STR, "task | trajectory | sample (a single-turn answer)"),
         field("item_id", STR, "task_id (kind task) or traj_id (kind trajectory)"),
         field("task_id", STR, "task of the item ('' when a trajectory carries none)"),
         field("reason", STR, "first failing filter's reason code, e.g. nonpositive_reward, loop, "

@@ -1,16 +1,18 @@
 from schemas._base import F64, I64, STR, STR_LIST, field, table_schema
-from schemas._chat import MESSAGES
+from schemas._chat import CHAT, TOOL_SCHEMAS
 
 SCHEMA = table_schema(
     "sft",
-    1,
+    2,
     "Rejection-sampled agent trajectories in TRL's conversational format (messages with tool calls and tool "
     "results, tools as JSON schemas), one row per kept trajectory.",
     [
         field("row_id", STR, "published row id, 'sft:<traj_id>'; `opforge lineage ROW_ID` traces it"),
-        field("messages", MESSAGES, "the whole conversation: system, user, assistant (content and/or tool_calls), "
-                                    "tool results (tool_call_id, name)"),
-        field("tools", STR, "JSON list of the OpenAI tool schemas the agent was given"),
+        field("messages", CHAT, "the whole conversation, each message an object with only the keys it uses: "
+                                "role and content (a string) always; tool_calls on an assistant message that called "
+                                "tools (function.arguments an object); tool_call_id and name on a tool result"),
+        field("tools", TOOL_SCHEMAS, "the OpenAI tool schemas the agent was given, each an object (pass as "
+                                     "apply_chat_template(tools=...))"),
         field("traj_id", STR, "trajectory id (trajectories table)"),
         field("task_id", STR, "task id (tasks table)"),
         field("split", STR, "train | validation (by a hash of task_id, so no task is in both)"),

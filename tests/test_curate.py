@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.curate.columns import to_rows
 from pipeline.curate.critic import gae, returns
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.split import split_of
@@ -95,11 +96,11 @@ def test_malformed_and_loop_detection_general_cases():
     steps = [{"kernel": k, "speedup": 1.3, "reward": 3} for k in ("a", "b", "a", "b", "a", "b", "a")]
     t2 = trajectory("t", steps=steps)
     assert "4 times" in loop(t2, s)
-    t3 = trajectory("t", steps=[{"kernel": "a", "speedup": 1.3, "reward": 3}, {"kernel": "b", "speedup": 1.3,
-                                                                                 "reward": 3}])
-    msg = t3["messages"][4]["tool_calls"][0]["function"]
-    msg["arguments"] = json.dumps(dict(reversed(list(json.loads(
-        t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items()))))
+    t3 = trajectory("t", steps=[{"kernel": k, "speedup": 1.3, "reward": 3} for k in "abc"])
+    for i in (4, 6):
+        msg = t3["messages"][i]["tool_calls"][0]["function"]
+        msg["arguments"] = json.dumps(dict(reversed(list(json.loads(
+            t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items()))))
     assert "in a row" in loop(t3, s)
 
 
@@ -151,13 +152,19 @@ def test_warmup_rows_are_in_verls_format(result, scen):
 
 
 def test_sft_rows_are_trl_conversations(result):
-    row = result.sft.to_pylist()[0]
+    row = to_rows(result.sft)[0]
     roles = [m["role"] for m in row["messages"]]
     assert roles[:2] == ["system", "user"] and "tool" in roles and roles[-1] == "assistant"
-    calls = [c for m in row["messages"] if m["role"] == "assistant" for c in (m["tool_calls"] or [])]
+    calls = [c for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     results = {m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"}
-    assert {c["id"] for c in calls} == results and all(json.loads(c["function"]["arguments"]) for c in calls)
-    assert json.loads(row["tools"]) == json.loads(TOOLS_JSON)
+    assert {c["id"] for c in calls} == results and all(isinstance(c["function"]["arguments"], dict) and
+                                                       c["function"]["arguments"] for c in calls)
+    # No key without a use: only assistant messages that called tools carry tool_calls, only results the rest.
+    for m in row["messages"]:
+        extra = {"tool_calls"} if m["role"] == "assistant" and "tool_calls" in m else \
+            {"tool_call_id", "name"} if m["role"] == "tool" else set()
+        assert set(m) == {"role", "content"} | extra and isinstance(m["content"], str)
+    assert row["tools"] == json.loads(TOOLS_JSON)
     assert row["num_turns"] == roles.count("assistant")
 
 
@@ -177,13 +184,13 @@ def test_critic_returns_and_gae_by_hand():
 
 
 def test_critic_rows_one_per_assistant_turn_with_baseline(scen, result):
-    kept = result.sft.to_pylist()
+    kept = to_rows(result.sft)
     traj_ids = [r["traj_id"] for r in kept]
     n_turns = {r["traj_id"]: r["num_turns"] for r in kept}
     values = {traj_ids[0]: [0.5] * n_turns[traj_ids[0]], traj_ids[1]: [1.0]}  # the second has the wrong length
     r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
                "cur-4", values=values)
-    rows = r.critic.to_pylist()
+    rows = to_rows(r.critic)
     assert len(rows) == sum(n_turns.values())
     first = [x for x in rows if x["traj_id"] == traj_ids[0]]
     assert [x["turn"] for x in first] == list(range(n_turns[traj_ids[0]]))
@@ -337,9 +344,9 @@ def test_conversations_outside_the_published_type_are_cleaned_not_fatal(scen):
     base = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
                   "cur-7")
     assert r.sft.column("row_id").to_pylist() == base.sft.column("row_id").to_pylist()
-    first = r.sft.to_pylist()[0]["messages"]
+    first = to_rows(r.sft)[0]["messages"]
     assert json.loads(first[0]["content"]) == {"text": "a system prompt given as an object"}
-    assert set(first[0]) == {"role", "content", "tool_calls", "tool_call_id", "name"}
+    assert set(first[0]) == {"role", "content"}
     assert r.critic.num_rows == base.critic.num_rows
 
 
@@ -371,7 +378,7 @@ def test_hostile_rows_never_crash_and_every_item_is_accounted_for(scen):
     assert {d["reason"] for d in r.drops.to_pylist() if d["dataset"] == "warmup"} >= {"unreadable_task"}
     assert "unreadable_trajectory" in {d["reason"] for d in sft_drops}
     for tbl in (r.sft, r.critic):  # whatever was kept is well formed
-        for row in tbl.to_pylist():
+        for row in to_rows(tbl):
             assert all(isinstance(m["role"], str) for m in row["messages"])
 
 
@@ -412,3 +419,27 @@ def test_a_task_the_composer_failed_never_reaches_warmup(scen):
     r = curate(tasks, scen["validation"], scen["contamination"], None, CurateSettings(), "cur-8")
     assert f"warmup:{scen['ids']['good']}" not in set(r.warmup.column("row_id").to_pylist())
     assert {d["reason"] for d in r.drops.to_pylist() if d["item_id"] == scen["ids"]["good"]} == {"compose_failed"}
+
+
+def test_value_estimates_from_a_file_fill_gae_and_returns_are_always_there(scen, result, tmp_path):
+    """MC returns need nothing; GAE columns come from a values file in the documented (traj_id, turn, value)
+    format, given through settings (so the CLI's --set curate.values_path=... and the flow read it alike)."""
+    import pyarrow as pa
+
+    assert result.critic.num_rows and result.critic.column("return_to_go").null_count == 0
+    assert result.critic.column("gae_target").null_count == result.critic.num_rows
+    kept = to_rows(result.sft)
+    rows = [{"traj_id": r["traj_id"], "turn": t, "value": 0.25 * t} for r in kept for t in range(r["num_turns"])]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "values.parquet")
+    (tmp_path / "values.json").write_text(json.dumps({r["traj_id"]: [0.25 * t for t in range(r["num_turns"])]
+                                                      for r in kept}))
+    outs = []
+    for f in ("values.parquet", "values.json"):
+        s = CurateSettings(values_path=str(tmp_path / f))
+        r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], s, "cur-v")
+        assert r.critic.column("gae_target").null_count == 0
+        outs.append(r.critic.column("gae_target").to_pylist())
+        first = [x for x in to_rows(r.critic) if x["traj_id"] == kept[0]["traj_id"]]
+        rew = [x["turn_reward"] for x in first]
+        assert [x["gae_target"] for x in first] == pytest.approx(gae(rew, [x["value"] for x in first], 1.0, 0.95)[1])
+    assert outs[0] == outs[1]

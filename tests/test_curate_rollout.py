@@ -8,7 +8,9 @@ import json
 import pyarrow as pa
 import pytest
 
+from pipeline.curate.columns import to_rows
 from pipeline.curate.settings import CurateSettings
+from pipeline.curate.sft import chat_messages
 from pipeline.curate.stage import curate
 from pipeline.curate.synthetic import fill_schema, task_code
 from pipeline.identity import task_id
@@ -33,8 +35,7 @@ def rolled(tmp_path_factory):
     ids = [task_id(c) for c in codes]
     explore = [_turn("Look.", _call("list_files")), _turn("Read.", _call("read_file", path="model.py")),
                _turn("Done.", _call("finish", summary="explored"))]
-    looping = [_turn("Look.", _call("list_files")), _turn("Look.", _call("list_files")),
-               _turn("Done.", _call("finish", summary="x"))]
+    looping = [_turn("Look.", _call("list_files"))] * 3 + [_turn("Done.", _call("finish", summary="x"))]
     garbage = ["I will not call a tool.", "Still no tool.", "Nope."]
     be = ReplayBackend({ids[0]: explore, ids[1]: looping, ids[2]: garbage})
     s = RolloutSettings(backend="replay", concurrency=2, final_eval=False, samples_per_task=2,
@@ -86,7 +87,7 @@ def test_a_positive_real_trajectory_is_published_verbatim(rolled):
     tbl = conform("trajectories", [row])
     r = curate(rolled["tasks"], rolled["val"], rolled["con"], tbl, CurateSettings(), "cur-real-2")
     assert r.sft.num_rows == 1, r.drops.to_pylist()
-    sft = r.sft.to_pylist()[0]
-    assert sft["messages"] == tbl.column("messages").to_pylist()[0]
-    assert sft["tools"] == row["tools"] and sft["speedup_vs_compile"] == 1.6 and sft["num_turns"] == 3
+    sft = to_rows(r.sft)[0]
+    assert sft["messages"] == chat_messages(tbl.column("messages").to_pylist()[0])
+    assert sft["tools"] == json.loads(row["tools"]) and sft["speedup_vs_compile"] == 1.6 and sft["num_turns"] == 3
     assert r.critic.num_rows == 3 and r.critic.column("return_to_go").to_pylist() == [3.0, 3.0, 3.0]

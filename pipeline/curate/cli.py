@@ -8,21 +8,6 @@ from typing import Optional
 import typer
 
 
-def read_all_runs(data_root: Path, table: str) -> list[dict]:
-    """Every run's rows of a table (any schema version); a missing table is empty. Rows get the run id of their
-    partition when the table has no run_id column, so the latest decision per task can be told apart."""
-    import pyarrow.parquet as pq
-
-    base = Path(data_root) / "tables" / table
-    rows: list[dict] = []
-    for f in sorted(base.glob("run_id=*/*.parquet")) if base.exists() else []:
-        run = f.parent.name.split("=", 1)[1]
-        for r in pq.read_table(f).to_pylist():
-            r.setdefault("run_id", run)
-            rows.append(r)
-    return rows
-
-
 def register(app: typer.Typer) -> None:
     from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 
@@ -33,12 +18,14 @@ def register(app: typer.Typer) -> None:
         run_id: Optional[str] = typer.Option(None, "--run-id",
                                              help="Curation run id (default: config run_id or new)."),
     ) -> None:
-        """Filter trajectories and build the warm-up, SFT and critic datasets (tables warmup, sft, critic and
-        curation_drops in the catalog). With no trajectories, only the warm-up dataset is built."""
+        """Filter trajectories and build the warm-up, SFT, critic and rejection-sampled datasets (tables warmup, sft,
+        critic, rejection_sampled and curation_drops in the catalog) from the task pool of every run
+        (curate.scope=run: this run only). With no trajectories, only the warm-up dataset is built."""
         from rich.table import Table
 
         import pipeline
         from pipeline.catalog import Catalog
+        from pipeline.curate.pool import curation_inputs
         from pipeline.curate.stage import curate, save_result
 
         cfg = load_cli_config(config, set_)
@@ -47,10 +34,9 @@ def register(app: typer.Typer) -> None:
         own_run = cat.sql("SELECT count(*) AS n FROM runs WHERE run_id = ?", [run]).column("n")[0].as_py() == 0
         if own_run:
             cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge curate")
-        ins = {t: read_all_runs(cfg.data_root, t) for t in ("tasks", "validation", "contamination", "trajectories",
-                                                             "dedup")}
+        ins = curation_inputs(cfg.data_root, run, cfg.curate.scope, cfg.decontam)
         result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cfg.curate, run,
-                        dedup=ins["dedup"])
+                        dedup=ins["dedup"], single_turn=ins["single_turn"])
         paths = save_result(result, cfg.data_root, cat)
         if own_run:
             cat.finish_run(run)
@@ -60,7 +46,7 @@ def register(app: typer.Typer) -> None:
         drops: dict[str, int] = {}
         for d in result.drops.column("dataset").to_pylist():
             drops[d] = drops.get(d, 0) + 1
-        for name in ("warmup", "sft", "critic"):
+        for name in ("warmup", "sft", "critic", "rejection_sampled"):
             counts = result.summary["counts"][name]
             t.add_row(name, str(result.summary["rows"][name]), ", ".join(f"{k} {v}" for k, v in counts.items()),
                       str(drops.get(name, 0)))
@@ -68,3 +54,18 @@ def register(app: typer.Typer) -> None:
         for note in result.summary["skipped"]:
             console.print(f"[yellow]note:[/yellow] {note}")
         console.print(f"tables under {paths['warmup'].parent.parent.parent}; next: opforge publish --run-id {run}")
+
+    @app.command("verl-args")
+    def verl_args_cmd(
+        release: Optional[Path] = typer.Option(None, "--release", help="A published folder (Hub layout): its "
+                                                                        "warm-up shards become the train/val files."),
+        set_: Optional[list[str]] = typer.Option(None, "--set", help="Extra verl overrides KEY=VALUE."),
+    ) -> None:
+        """Print the packaged verl PPO config (pipeline/curate/verl/ppo_warmup.yaml) as Hydra overrides for
+        `python -m verl.trainer.main_ppo`, with the reward function's path filled in."""
+        import shlex
+
+        from pipeline.curate.verl.config import verl_overrides
+
+        extra = dict(kv.split("=", 1) for kv in set_ or [])
+        print(" ".join(shlex.quote(a) for a in verl_overrides(release, extra=extra)))

@@ -9,8 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas._chat import MESSAGES
-
 # Columns the filters never read as values: only their lengths matter (token ids) or nothing (the kernel files).
 HEAVY = ("prompt_token_ids", "response_token_ids", "response_mask", "final_kernel")
 
@@ -48,24 +46,26 @@ def light_rows(tbl: pa.Table) -> tuple[list[dict[str, Any]], list[int | None]]:
     return light.to_pylist(), tokens if found else [None] * tbl.num_rows
 
 
-def messages_array(tbl: pa.Table | None, rows: list[dict[str, Any]]) -> pa.ListArray | None:
-    """The conversations as one list<message> Arrow array in the published type, or None if they do not fit it."""
-    if tbl is not None and "messages" in tbl.column_names and tbl.column("messages").type.equals(MESSAGES):
-        return tbl.column("messages").combine_chunks()
-    try:
-        return pa.array([r.get("messages") for r in rows], type=MESSAGES)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-        return None
+def json_lists(values: list[list[Any]]) -> pa.ListArray:
+    """list<json> from Python lists of JSON-able items (Arrow cannot build extension values from Python objects)."""
+    import json
+
+    from schemas._chat import JSON
+
+    flat = [json.dumps(v, ensure_ascii=False, default=str) for vs in values for v in vs]
+    offsets = np.concatenate([[0], np.cumsum([len(vs) for vs in values], dtype=np.int64)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                    pa.ExtensionArray.from_storage(JSON, pa.array(flat, pa.string())))
 
 
 def take_lists(arr: pa.ListArray, index: list[int]) -> pa.ListArray:
-    return arr.take(pa.array(index, pa.int64())) if index else pa.array([], arr.type)
+    return arr.take(pa.array(index, pa.int64())) if index else arr.slice(0, 0)
 
 
 def prefixes(arr: pa.ListArray, index: list[int], lengths: list[int]) -> pa.ListArray:
     """For each (row index, n): the first n items of that row's list, built with one gather."""
     if not index:
-        return pa.array([], arr.type)
+        return arr.slice(0, 0)
     offsets = arr.offsets.to_numpy()
     starts = offsets[np.asarray(index, dtype=np.int64)].astype(np.int64)
     lens = np.asarray(lengths, dtype=np.int64)
@@ -73,3 +73,17 @@ def prefixes(arr: pa.ListArray, index: list[int], lengths: list[int]) -> pa.List
     flat = np.repeat(starts - new_offsets[:-1], lens) + np.arange(new_offsets[-1], dtype=np.int64)
     values = arr.values.take(pa.array(flat))
     return pa.ListArray.from_arrays(pa.array(new_offsets, pa.int32()), values)
+
+
+def to_rows(tbl: pa.Table) -> list[dict[str, Any]]:
+    """Rows with the JSON columns (messages, tools) decoded into objects, as `datasets.load_dataset` returns them."""
+    import json
+
+    rows = tbl.to_pylist()
+    cols = [f.name for f in tbl.schema if pa.types.is_list(f.type)
+            and isinstance(f.type.value_type, pa.JsonType)]
+    for r in rows:
+        for c in cols:
+            if r[c] is not None:
+                r[c] = [None if v is None else json.loads(v) for v in r[c]]
+    return rows

@@ -15,6 +15,39 @@ from typing import Any
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.split import split_of
 
+VALUES_FORMAT = (
+    "value estimates V(s_t) for GAE, one per assistant turn of a trajectory: a Parquet, CSV or JSON-lines file "
+    "with columns traj_id (string), turn (0-based assistant-turn index, int) and value (float), or a JSON file "
+    "{traj_id: [V_0, V_1, ...]}; a trajectory whose values do not cover exactly its turns gets no GAE columns "
+    "(a note in the summary says why)")
+
+
+def load_values(path: str) -> dict[str, list[float | None]]:
+    """Value estimates from a file in the documented format (VALUES_FORMAT), as {traj_id: [V per turn]}."""
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix == ".json":
+        data = json.loads(p.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a JSON values file is an object {{traj_id: [values]}}")
+        return {str(k): list(v) for k, v in data.items()}
+    if p.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(p, columns=["traj_id", "turn", "value"]).to_pylist()
+    elif p.suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        rows = pcsv.read_csv(p).select(["traj_id", "turn", "value"]).to_pylist()
+    else:
+        rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    per: dict[str, dict[int, float]] = {}
+    for r in rows:
+        per.setdefault(str(r["traj_id"]), {})[int(r["turn"])] = r["value"]
+    return {tid: [d.get(i) for i in range(max(d) + 1)] for tid, d in per.items()}
+
 
 def returns(rewards: list[float], gamma: float) -> list[float]:
     out, g = [0.0] * len(rewards), 0.0
@@ -77,7 +110,6 @@ def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
         rows.append({
             "row_id": f"critic:{traj['traj_id']}:{t}",
             "_prefix_len": end + 1,
-            "tools": traj.get("tools") or "[]",
             "traj_id": traj["traj_id"],
             "task_id": traj["task_id"],
             "split": split,

@@ -1,6 +1,6 @@
 """Trajectory and task filters. Each returns the reason codes it fails (empty: kept); the first is the drop reason.
 
-Reason codes, in the order they are checked (README.md (Datasets) lists them with what they mean):
+Reason codes, in the order they are checked (docs/curate.md lists them with what they mean):
 task level:        unknown_task, unreadable_task, near_duplicate, compose_failed, not_validated, task_invalid,
                    not_decontaminated, task_contaminated
 trajectory level:  duplicate_trajectory, unreadable_trajectory, contamination_changed, empty_trajectory,
@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from pipeline.curate.inputs import loads_json
 from pipeline.curate.settings import CurateSettings
+from pipeline.identity import content_hash
+from pipeline.selection import decision
 
 TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "compose_failed", "not_validated", "task_invalid",
                 "not_decontaminated", "task_contaminated"]
@@ -57,17 +60,17 @@ def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dic
     out = []
     if tasks[task_id].get("compose_reason"):  # the composer produced no code: `code` is its raw reply
         out.append("compose_failed")
-    v = validation.get(task_id)
+    v = decision("validation", validation.get(task_id))  # None: no decision (pipeline.selection)
     if v is None:
         if settings.require_validation:
             out.append("not_validated")
-    elif not v.get("valid"):
+    elif not v:
         out.append("task_invalid")
-    c = contamination.get(task_id)
+    c = decision("contamination", contamination.get(task_id))
     if c is None:
         if settings.require_decontamination:
             out.append("not_decontaminated")
-    elif c.get("contaminated") is not False:  # None is no decision: never treated as clean
+    elif not c:
         out.append("task_contaminated")
     return out
 
@@ -159,28 +162,79 @@ def action_key(msg: dict[str, Any]) -> str:
     parts = []
     for tc in calls:
         fn = tc.get("function") or {}
-        args = fn.get("arguments") or ""
-        try:
-            args = json.dumps(json.loads(args), sort_keys=True, separators=(",", ":"))
-        except (ValueError, TypeError):
-            pass
-        parts.append(f"{fn.get('name')}({args})")
+        parts.append(f"{fn.get('name')}({_canonical_args(fn.get('arguments'))})")
     return "call:" + ";".join(parts)
 
 
+def _canonical_args(args: Any) -> str:
+    try:
+        obj = json.loads(args) if isinstance(args, str) else args
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError):
+        return str(args or "")
+
+
+def _args_obj(args: Any) -> dict[str, Any]:
+    try:
+        obj = json.loads(args) if isinstance(args, str) else args
+    except (ValueError, TypeError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+# Argument names that carry source text: a call with one of them writes the solution (write_file's content,
+# compile_and_test's code, ...). The first string argument that is not one names the file it writes.
+_SOURCE_ARGS = ("content", "code", "source", "text", "patch", "new_content")
+# Volatile parts of tool output that differ between identical runs: timings and temporary paths.
+_VOLATILE = re.compile(r"-?\d+\.\d+(e[-+]?\d+)?|/tmp/[^\s'\",:)]+", re.IGNORECASE)
+
+
+def _result_text(text: Any) -> str:
+    return _VOLATILE.sub("#", " ".join(str(text or "").split()))
+
+
+def steps(traj: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(action, source state after it, result) per assistant turn: what the turn did, the solution sources it left
+    (a hash of every file written so far), and what the tools answered (timings and temp paths masked)."""
+    files: dict[str, str] = {}
+    out: list[tuple[str, str, str]] = []
+    cur: list[Any] | None = None
+    answers: dict[str, str] = {}
+    for m in traj.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "assistant":
+            for tc in m.get("tool_calls") or []:
+                fn = (tc or {}).get("function") or {}
+                args = _args_obj(fn.get("arguments"))
+                src = next((k for k in _SOURCE_ARGS if isinstance(args.get(k), str)), None)
+                if src is not None:
+                    where = next((str(v) for k, v in sorted(args.items()) if k != src and isinstance(v, str)), "")
+                    files[f"{fn.get('name')}:{where}"] = " ".join(args[src].split())
+            cur = [action_key(m), content_hash(json.dumps(files, sort_keys=True)),
+                   [str((tc or {}).get("id")) for tc in m.get("tool_calls") or []]]
+            out.append(cur)  # type: ignore[arg-type]
+        elif m.get("role") == "tool" and cur is not None:
+            answers[str(m.get("tool_call_id"))] = _result_text(m.get("content"))
+    return [(a, s, "|".join(answers.get(i, "") for i in ids)) for a, s, ids in out]
+
+
 def loop(traj: dict[str, Any], settings: CurateSettings) -> str | None:
-    """Detail when the agent repeated an identical action (in a row, or too often overall)."""
-    keys = [action_key(m) for m in assistant_messages(traj)]
+    """Detail when the agent repeated itself without progress: the same step (the same action on the same
+    sources, answered with the same result) `loop_consecutive` times in a row, or more than
+    `max_identical_actions` times in all. Calling a tool often is no loop: compiling a new version is progress."""
+    keys = steps(traj)
     run = 1
     for i in range(1, len(keys)):
         run = run + 1 if keys[i] == keys[i - 1] else 1
         if run >= settings.loop_consecutive:
-            return f"turns {i - run + 1}..{i}: the same action {run} times in a row ({keys[i][:80]})"
-    counts: dict[str, int] = {}
+            return (f"turns {i - run + 1}..{i}: the same step {run} times in a row, sources and result unchanged "
+                    f"({keys[i][0][:80]})")
+    counts: dict[tuple[str, str, str], int] = {}
     for k in keys:
         counts[k] = counts.get(k, 0) + 1
         if counts[k] > settings.max_identical_actions:
-            return f"the same action {counts[k]} times ({k[:80]})"
+            return f"the same step {counts[k]} times on unchanged sources with the same result ({k[0][:80]})"
     return None
 
 
@@ -298,8 +352,9 @@ def rules(s: CurateSettings) -> dict[str, str]:
         "empty_trajectory": "no assistant turn",
         "malformed_tool_call": "a turn was malformed, a tool call had bad JSON arguments or an unknown tool, or a "
                                "tool result answered no open call",
-        "loop": f"the same action {s.loop_consecutive} times in a row, or more than {s.max_identical_actions} "
-                "times in all",
+        "loop": f"repetition without progress: the same step (the same tool calls with the same arguments, on "
+                f"unchanged sources, answered with the same result, timings aside) {s.loop_consecutive} times in "
+                f"a row, or more than {s.max_identical_actions} times in all",
         "too_many_turns": f"more than {s.max_turns} assistant turns",
         "too_long": f"more than {s.max_tokens} tokens (or {s.max_chars} characters without token ids)",
         "nonpositive_reward": f"final reward below {s.min_final_reward}",

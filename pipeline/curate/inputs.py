@@ -7,6 +7,8 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
+from pipeline import selection
+
 Rows = list[dict[str, Any]]
 TableLike = pa.Table | Iterable[Mapping[str, Any]] | None
 
@@ -22,15 +24,7 @@ def as_rows(data: TableLike) -> Rows:
 
 def latest_by_task(rows: Rows) -> dict[str, dict[str, Any]]:
     """One row per task_id: the one of the latest run (run ids sort by time), ties by position (last wins)."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        tid = r.get("task_id")
-        if not tid:
-            continue
-        prev = out.get(tid)
-        if prev is None or str(r.get("run_id") or "") >= str(prev.get("run_id") or ""):
-            out[tid] = r
-    return out
+    return selection.latest_by_task(rows)
 
 
 def loads_json(text: Any, default: Any) -> Any:

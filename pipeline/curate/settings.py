@@ -12,10 +12,11 @@ class CurateSettings(BaseModel):
     reward3_min_speedup: float = Field(
         1.05, description="The harness's bar for reward 3 over torch.compile: a final kernel no turn timed passes "
                           "the speedup filter with reward 3 when min_speedup_vs_compile is at most this.")
-    loop_consecutive: int = Field(2, ge=2, description="An identical action (tool + arguments, or reply text) this "
-                                                        "many times in a row is a loop.")
-    max_identical_actions: int = Field(3, ge=1, description="An identical action more often than this anywhere in "
-                                                             "a trajectory is a loop.")
+    loop_consecutive: int = Field(3, ge=2, description="The same step (tool calls and arguments on unchanged "
+                                                        "sources, answered with the same result) this many times "
+                                                        "in a row is a loop.")
+    max_identical_actions: int = Field(3, ge=1, description="The same step (as above) more often than this "
+                                                             "anywhere in a trajectory is a loop.")
     max_turns: int = Field(150, description="Drop trajectories with more assistant turns.")
     max_tokens: int = Field(131072, description="Drop trajectories with more prompt+response tokens (when token "
                                                 "ids were recorded).")
@@ -35,4 +36,14 @@ class CurateSettings(BaseModel):
                                 "turn's evaluation reward.")
     gamma: float = Field(1.0, description="Discount for returns and GAE.")
     gae_lambda: float = Field(0.95, description="GAE lambda (used where a value baseline is given).")
+    values_path: str | None = Field(
+        None, description="Value estimates for the critic's GAE columns: a Parquet/CSV/JSON-lines file of (traj_id, "
+                          "turn, value) rows or a JSON file {traj_id: [V_0, ...]} (docs/datasets.md). Without it "
+                          "only the Monte-Carlo returns are filled.")
     warmup_system_prompt: str | None = Field(None, description="Override the warm-up system prompt.")
+    rs_min_reward: int = Field(1, description="rejection_sampled: keep single-turn answers whose reward is at least "
+                                              "this (1 correct, 2 faster than eager, 3 also than torch.compile).")
+    scope: Literal["pool", "run"] = Field(
+        "pool", description="What curation reads: 'pool', every run's tasks, decisions, trajectories and samples "
+                            "under the data root (tasks accumulate across scheduled runs, deduplicated across "
+                            "runs), or 'run', only the curation run's own partitions.")

@@ -16,17 +16,26 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
-from pipeline.curate.columns import light_rows, messages_array, prefixes, take_lists
+from pipeline.curate.columns import json_lists, light_rows, prefixes, take_lists
 from pipeline.curate.critic import critic_rows
-from pipeline.curate.filters import (DEDUP_REASON, INTEGRITY_REASONS, TASK_REASONS, TRAJECTORY_REASONS,
-                                     final_speedups, shape_problem, task_reasons, trajectory_reasons)
+from pipeline.curate.filters import (
+    DEDUP_REASON,
+    INTEGRITY_REASONS,
+    TASK_REASONS,
+    TRAJECTORY_REASONS,
+    final_speedups,
+    shape_problem,
+    task_reasons,
+    trajectory_reasons,
+)
 from pipeline.curate.inputs import TableLike, as_rows, latest_by_task, loads_json
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.sft import sft_row
 from pipeline.curate.warmup import warmup_rows
+from pipeline.selection import decision
 from pipeline.storage import conform
 
-DATASETS = ("warmup", "sft", "critic")
+DATASETS = ("warmup", "sft", "critic", "rejection_sampled")
 
 
 @dataclass
@@ -39,9 +48,11 @@ class CurationResult:
     critic: pa.Table
     drops: pa.Table
     summary: dict[str, Any] = field(default_factory=dict)
+    rejection_sampled: pa.Table = field(default_factory=lambda: conform("rejection_sampled", []))
 
     def tables(self) -> dict[str, pa.Table]:
-        return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic, "curation_drops": self.drops}
+        return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic,
+                "rejection_sampled": self.rejection_sampled, "curation_drops": self.drops}
 
 
 def _values_by_traj(values: Any) -> dict[str, list[float]]:
@@ -89,11 +100,12 @@ def _gc_paused() -> Iterator[None]:
 
 def curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
            settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None,
-           dedup: TableLike = None, batch_size: int = 4096) -> CurationResult:
-    """Build the warm-up, SFT and critic datasets (see `_curate`); an Arrow table of trajectories is read
-    `batch_size` rows at a time."""
+           dedup: TableLike = None, batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
+    """Build the warm-up, SFT, critic and rejection-sampled datasets (see `_curate`); an Arrow table of
+    trajectories is read `batch_size` rows at a time."""
     with _gc_paused():
-        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size)
+        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size,
+                       single_turn)
 
 
 @dataclass
@@ -113,6 +125,7 @@ class _Seen:
     sft: dict[str, Any] | None = None
     critic: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    tools: Any = None
 
 
 def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
@@ -131,7 +144,7 @@ def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dic
 
 def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
             settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None,
-            batch_size: int = 4096) -> CurationResult:
+            batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
     """Build the warm-up, SFT and critic datasets.
 
     Args:
@@ -143,6 +156,8 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             traj_id, turn, value); trajectories may also carry a `values` list column.
         dedup: optional `dedup` table; tasks it removed (near/exact duplicates of a kept task) are dropped with
             reason `near_duplicate`, and so are their trajectories.
+        single_turn: optional `single_turn` table (k scored answers per warm-up prompt); the rewarded ones become
+            the rejection_sampled dataset.
     """
     settings = settings or CurateSettings()
     task_rows = as_rows(tasks)
@@ -165,7 +180,7 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     for t in unreadable_tasks:
         drop("warmup", "task", str(t.get("task_id") or ""), str(t.get("task_id") or ""), ["unreadable_task"],
              "task_id or code missing or not a string")
-    removed = {r["task_id"] for r in as_rows(dedup) if r.get("removed")}
+    removed = {r["task_id"] for r in as_rows(dedup) if decision("dedup", r) is False}
     problems = {tid: (["near_duplicate"] if tid in removed else [])
                 + task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
     clean = [task_by_id[tid] for tid in sorted(task_by_id) if not problems[tid]]
@@ -174,9 +189,23 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             drop("warmup", "task", tid, tid, problems[tid])
     warmup = conform("warmup", warmup_rows(clean, con, settings, run_id))
 
+    # -- rejection-sampled single-turn answers -------------------------------------------------------------------
+    from pipeline.curate.rejection import rejection_rows
+
+    samples = as_rows(single_turn)
+    rs_rows, rs_drops = rejection_rows(samples, task_by_id, problems, settings, run_id)
+    for smp, reasons, detail in rs_drops:
+        drop("rejection_sampled", "sample", str(smp.get("sample_id") or ""), str(smp.get("task_id") or ""), reasons,
+             detail)
+    rejection = conform("rejection_sampled", rs_rows)
+
     # -- trajectories: one pass of filters (and row building for those that pass), batch by batch -------------
     traj_tbl = trajectories if isinstance(trajectories, pa.Table) else None
     list_rows = None if traj_tbl is not None else as_rows(trajectories)
+    if values is None and settings.values_path:
+        from pipeline.curate.critic import load_values
+
+        values = load_values(settings.values_path)
     baselines = _values_by_traj(values)
     seen_ids: set[str] = set()
     seen: list[_Seen] = []
@@ -219,23 +248,23 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
             else:
                 critic_keep.append(x)
 
-    msgs = messages_array(traj_tbl, list_rows or [])
-
     def messages_of(i: int) -> Any:
         return list_rows[i].get("messages") if list_rows is not None else traj_tbl.column("messages")[i].as_py()
 
     sft_keep.sort(key=lambda x: x.traj_id)
     critic_keep.sort(key=lambda x: x.traj_id)
-    sft = _with_messages("sft", [x.sft for x in sft_keep], msgs, [x.i for x in sft_keep], None, messages_of)
+    sft = _with_chat("sft", [x.sft for x in sft_keep], [x.i for x in sft_keep], None, messages_of,
+                     [x.tools for x in sft_keep])
     crows = [dict(r) for x in critic_keep for r in x.critic]
     src = [x.i for x in critic_keep for _ in x.critic]
-    critic = _with_messages("critic", crows, msgs, src, [r.pop("_prefix_len") for r in crows], messages_of)
+    critic = _with_chat("critic", crows, src, [r.pop("_prefix_len") for r in crows], messages_of,
+                        [x.tools for x in critic_keep for _ in x.critic])
     drops_tbl = conform("curation_drops", drops)
     notes = [f"{x.traj_id}: {x.note}" for x in critic_keep if x.note]
     has_values = bool(baselines) or 0 < critic.num_rows > critic.column("value").null_count
     summary = _summary(task_by_id, task_rows, val, con, seen, sft_keep, warmup, sft, critic, drops, settings, notes,
-                       has_values, sorted(gpus))
-    return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary)
+                       has_values, sorted(gpus), rejection, len(samples))
+    return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary, rejection)
 
 
 def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str, list[str]],
@@ -261,7 +290,7 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
         sp = None
     x = _Seen(i, tr["traj_id"], tid, reasons, details, tr.get("final_kernel_hash"),
               (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"]),
-              sp, tr.get("run_id"), tr.get("model"))
+              sp, tr.get("run_id"), tr.get("model"), tools=tr.get("tools"))
     wants_critic = not reasons if settings.critic_source == "sft" else \
         not any(r in INTEGRITY_REASONS for r in reasons)
     if not reasons or wants_critic:
@@ -280,24 +309,33 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
     return x
 
 
-def _with_messages(name: str, rows: list[dict[str, Any]], msgs: pa.ListArray | None, index: list[int],
-                   prefix: list[int] | None, messages_of: Any) -> pa.Table:
-    """The table `name` from its scalar columns plus `messages` gathered in Arrow (whole, or first `prefix` items)
-    from the trajectories; validated against the schema."""
+def _with_chat(name: str, rows: list[dict[str, Any]], index: list[int], prefix: list[int] | None,
+               messages_of: Any, tools: list[Any]) -> pa.Table:
+    """The table `name` from its scalar columns plus the JSON columns trainers read: `messages` (each source
+    conversation converted once by `chat_messages`, then gathered whole or as its first `prefix` items in Arrow)
+    and `tools` (the tool schemas as objects); validated against the schema."""
+    from pipeline.curate.sft import chat_messages, tool_schemas
     from schemas import get_schema
 
     schema = get_schema(name)
-    if msgs is None:  # conversations that do not fit the published message type: clean them in Python
-        from pipeline.curate.sft import clean_messages
-
-        for r, i, n in zip(rows, index, prefix or [None] * len(rows)):
-            r["messages"] = clean_messages(messages_of(i))[:n]
-        return conform(name, rows)
-    col = take_lists(msgs, index) if prefix is None else prefixes(msgs, index, prefix)
+    sources = sorted(set(index))
+    pos = {i: k for k, i in enumerate(sources)}
+    convos = json_lists([chat_messages(messages_of(i)) for i in sources])
+    at = [pos[i] for i in index]
+    msgs = take_lists(convos, at) if prefix is None else prefixes(convos, at, prefix)
+    parsed: dict[str, list[dict[str, Any]]] = {}
+    tool_lists = []
+    for t in tools:
+        key = t if isinstance(t, str) else json.dumps(t, default=str)
+        if key not in parsed:
+            parsed[key] = tool_schemas(t)
+        tool_lists.append(parsed[key])
     arrays = []
     for f in schema:
         if f.name == "messages":
-            arrays.append(col)
+            arrays.append(msgs)
+        elif f.name == "tools":
+            arrays.append(json_lists(tool_lists))
         else:
             arrays.append(pa.array([r[f.name] for r in rows], type=f.type))
     return conform(name, pa.Table.from_arrays(arrays, schema=schema))
@@ -308,14 +346,18 @@ def _split_counts(tbl: pa.Table) -> dict[str, int]:
 
 
 def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[_Seen], warmup, sft, critic, drops,
-             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str]) -> dict[str, Any]:
+             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str],
+             rejection: pa.Table | None = None, n_samples: int = 0) -> dict[str, Any]:
+    from pipeline.curate.rejection import RS_REASONS
+
     filters: dict[str, dict[str, int]] = {}
     failing: dict[str, dict[str, int]] = {}
     for d in drops:
         filters.setdefault(d["dataset"], Counter())[d["reason"]] += 1
         for r in d["reasons"]:
             failing.setdefault(d["dataset"], Counter())[r] += 1
-    order = {"warmup": TASK_REASONS, "sft": TRAJECTORY_REASONS, "critic": TRAJECTORY_REASONS}
+    order = {"warmup": TASK_REASONS, "sft": TRAJECTORY_REASONS, "critic": TRAJECTORY_REASONS,
+             "rejection_sampled": RS_REASONS}
     filter_table = {ds: [{"reason": r, "dropped": (filters.get(ds) or {}).get(r, 0),
                           "failing": (failing.get(ds) or {}).get(r, 0)} for r in order[ds]] for ds in DATASETS}
     decided = [c for tid, c in con.items() if tid in task_by_id]
@@ -333,9 +375,11 @@ def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[
     sp_kept = [x.speedup for x in sft_keep if x.speedup is not None and x.speedup == x.speedup]
     return {
         "inputs": {"task_rows": len(task_rows), "tasks": len(task_by_id), "validation_verdicts": len(val),
-                   "contamination_decisions": len(con), "trajectories": len(seen)},
-        "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic)},
-        "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows},
+                   "contamination_decisions": len(con), "trajectories": len(seen), "single_turn_samples": n_samples},
+        "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic),
+                   "rejection_sampled": _split_counts(rejection) if rejection is not None else {}},
+        "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows,
+                 "rejection_sampled": rejection.num_rows if rejection is not None else 0},
         "filters": filter_table,
         "contamination": {
             "tasks_decided": len(decided), "contaminated": len(contaminated),
@@ -399,7 +443,8 @@ def load_result(data_root: Path, run_id: str) -> CurationResult:
     from pipeline.storage import DataStore
 
     store = DataStore(Path(data_root))
-    tbl = {n: store.read(n, run_id) for n in ("warmup", "sft", "critic", "curation_drops")}
+    tbl = {n: store.read(n, run_id) for n in ("warmup", "sft", "critic", "curation_drops", "rejection_sampled")}
     sp = summary_path(data_root, run_id)
     summary = json.loads(sp.read_text()) if sp.exists() else {}
-    return CurationResult(run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary)
+    return CurationResult(run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary,
+                          tbl["rejection_sampled"])

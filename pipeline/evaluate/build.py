@@ -179,15 +179,17 @@ def _object_key(src: Path, roots: list[Path], flags: list[str], compiler_version
     return _sha(*parts)
 
 
-def _run(cmd: list[str], timeout: float, cwd: Path) -> tuple[int, str]:
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-        return p.returncode, (p.stdout or "") + (p.stderr or "")
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"") + (e.stderr or b"") if isinstance(e.stdout, bytes) else ""
-        return -9, f"compile timed out after {timeout:.0f} s\n" + (out.decode(errors="replace") if out else "")
-    except OSError as e:
-        return -1, f"could not run {cmd[0]}: {e}"
+def _run(cmd: list[str], timeout: float, out_dir: Path, read: list[Path]) -> tuple[int, str]:
+    """A compiler on candidate sources, in the jail: it sees the sources (`read`, read-only), writes only `out_dir`,
+    and no other host file (an `#include "/any/host/file"` or a symlink out of the workspace finds nothing)."""
+    from pipeline.sandbox import run_command
+
+    r = run_command(cmd, workdir=out_dir, read_dirs=[str(p) for p in read], timeout_s=timeout, memory_mb=None)
+    if r.timed_out:
+        return -9, f"compile timed out after {timeout:.0f} s\n" + r.output
+    if r.reason == "sandbox_unavailable":
+        return -1, f"the build jail is unavailable: {r.stderr}"
+    return (r.returncode if r.returncode is not None else -1), r.output
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
@@ -207,6 +209,7 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
         gencode_flags(arch_list)
     cxx_flags = ["-O2", "-std=c++17", "-fPIC", abi, f"-DTORCH_EXTENSION_NAME={EXTENSION_NAME}",
                  "-DTORCH_API_INCLUDE_EXTENSION_H", "-w"]
+    inc_dirs = [Path(p) for p in tc["includes"] if Path(p).is_dir()]  # seen read-only by the jailed compilers
     kdir = ws / "kernels"
     kernels = sorted(kdir.glob("*.cu")) if kdir.is_dir() else []
     bindings = [ws / "binding.cpp"] + (sorted(p for p in kdir.glob("*.cpp")) if kdir.is_dir() else [])
@@ -244,9 +247,11 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
     try:
         def compile_one(job):
             src, key, cmd = job
-            out = tmp / f"{key}.o"
+            out_dir = tmp / key  # one dir per concurrent compiler job: each runs under its own uid
+            out_dir.mkdir()
+            out = out_dir / f"{key}.o"
             s = time.perf_counter()
-            rc, log = _run(cmd(out), timeout, ws)
+            rc, log = _run(cmd(out), timeout, out_dir, [ws, *inc_dirs])
             return src, key, out, rc, log, time.perf_counter() - s
 
         workers = max(1, min(len(todo), os.cpu_count() or 1))
@@ -262,9 +267,11 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
                     logs.append(f"=== {rel(src)} ===\n{log.strip()}")
         if not failed:
             s = time.perf_counter()
-            out = tmp / f"{EXTENSION_NAME}.so"
+            link_dir = tmp / "link"
+            link_dir.mkdir()
+            out = link_dir / f"{EXTENSION_NAME}.so"
             objs = [str(obj_dir / f"{key}.o") for _, key, _ in jobs]
-            rc, log = _run([tc["cxx"], *objs, "-o", str(out), *link_flags], timeout, ws)
+            rc, log = _run([tc["cxx"], *objs, "-o", str(out), *link_flags], timeout, link_dir, [ws, obj_dir])
             steps["link"] = round(time.perf_counter() - s, 3)
             if rc == 0 and out.is_file():
                 _atomic_copy(out, artifact)
@@ -309,8 +316,8 @@ def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: floa
 
     ext_dir.mkdir(parents=True, exist_ok=True)
     res = run_sandboxed(_SINGLE_FILE_BUILD, payload={"path": str(path.resolve())}, timeout_s=timeout,
-                        memory_mb=None, nproc=None, write_dirs=[str(ext_dir)], env=build_env(ext_dir, arch_list),
-                        allowed_executables=_BUILD_EXECUTABLES)
+                        memory_mb=None, nproc=None, exec_dirs=[str(ext_dir)], read_dirs=[str(path.resolve().parent)],
+                        env=build_env(ext_dir, arch_list))
     secs = time.perf_counter() - t0
     if res.ok and (res.result or {}).get("has_model_new"):
         ok_marker.write_text(json.dumps({"seconds": secs}))
@@ -320,10 +327,6 @@ def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: floa
     reason = "compile_timeout" if res.timed_out else ("no_model_new" if res.ok else "compile_error")
     return CompileResult(False, secs, log, False, "", "single_file", reason, arch_list, [], [],
                          {path.name: round(secs, 3)})
-
-
-_BUILD_EXECUTABLES = ("gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "as", "nvcc", "ptxas", "cicc",
-                      "fatbinary", "nvlink", "cudafe++", "ldconfig", "uname", "ninja", "which")
 
 
 def build_env(ext_dir: Path | str, arch_list: str) -> dict[str, str]:

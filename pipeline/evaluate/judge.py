@@ -8,7 +8,8 @@ the reported GPU times against its clock, and writes the report. Protocol and tr
 Directory of one evaluation (`EvalDirs`, a fresh temp dir):
   inputs/  written by the reference process, readable by the candidate (inputs only; no outputs)
   ref/     written by the reference process, read here; never mounted into the candidate's jail
-  cand/    the candidate's work dir: its FIFOs, its private copy of the solution and of its build, out/
+  cand/    the candidate's work dir: its FIFOs, its private copy of the solution, out/ (its outputs)
+  build/   the candidate's copy of its verified build (read-only in its view: native code loads from here)
 """
 
 from __future__ import annotations
@@ -47,15 +48,20 @@ _EXECUTABLES = ("gcc", "g++", "cc", "c++", "ld", "as", "nvcc", "ptxas", "cicc", 
                 "ldconfig", "uname", "ninja", "which", "nvidia-smi", "collect2", "cc1plus")
 
 
-def jail_kwargs(*, gpu: bool, read_dirs: list[str]) -> dict[str, Any]:
-    """Parameters of `run_sandboxed` that only some versions of the jail have (`gpu`, `read_dirs` in the bwrap
-    jail; `allowed_executables` in the older one)."""
+def jail_kwargs(*, gpu: bool, read_dirs: list[str], exec_dirs: list | None = None,
+                write_dirs: list | None = None) -> dict[str, Any]:
+    """`run_sandboxed`'s parameters that only some versions of the jail have (`gpu`, `read_dirs`, `exec_dirs` in
+    the bubblewrap jail; `allowed_executables` in the older one, where exec dirs are plain writable dirs)."""
     params = inspect.signature(run_sandboxed).parameters
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = {"write_dirs": [str(d) for d in write_dirs or []]}
     if "gpu" in params:
         kw["gpu"] = gpu
     if "read_dirs" in params:
         kw["read_dirs"] = read_dirs
+    if "exec_dirs" in params:
+        kw["exec_dirs"] = [str(d) for d in exec_dirs or []]
+    else:
+        kw["write_dirs"] += [str(d) for d in exec_dirs or []]
     if "allowed_executables" in params:
         kw["allowed_executables"] = _EXECUTABLES
     return kw
@@ -76,12 +82,13 @@ class EvalDirs:
     ref: Path
     cand: Path
     out: Path
+    build: Path
 
     @classmethod
     def make(cls) -> EvalDirs:
         root = Path(tempfile.mkdtemp(prefix="opforge-judge-"))
-        d = cls(root, root / "inputs", root / "ref", root / "cand", root / "cand" / "out")
-        for p in (d.inputs, d.ref, d.cand, d.out):
+        d = cls(root, root / "inputs", root / "ref", root / "cand", root / "cand" / "out", root / "build")
+        for p in (d.inputs, d.ref, d.cand, d.out, d.build):
             p.mkdir(parents=True)
         return d
 
@@ -94,19 +101,18 @@ class EvalDirs:
 def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arch: str, init_seed: int) -> dict:
     """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
     `sandbox` (diagnostics only)."""
+    from pipeline.evaluate.runner import gpu_lock
+
     work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
-    lock = s.get("gpu_lock") if s["device"] != "cpu" else None
-    if lock:
-        Path(lock).parent.mkdir(parents=True, exist_ok=True)
-        Path(lock).touch(exist_ok=True)
     payload = {"task_code": task_code, "device": s["device"], "init_seed": init_seed, "jobs": jobs,
-               "inputs_dir": str(dirs.inputs), "ref_dir": str(dirs.ref), "gpu_lock": lock}
-    read = [str(Path(lock).parent)] if lock else []
-    sb = run_sandboxed(_REF_BOOT, payload=payload, timeout_s=float(s["reference_timeout_s"]), memory_mb=None,
-                       nproc=None, fsize_mb=4096, workdir=str(work), write_dirs=[str(dirs.inputs), str(dirs.ref)],
-                       env=base_env(arch, work), max_output_bytes=20_000,
-                       **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read))
+               "inputs_dir": str(dirs.inputs), "ref_dir": str(dirs.ref)}
+    with gpu_lock(s.get("gpu_lock") if s["device"] != "cpu" else None) as waited:
+        sb = run_sandboxed(_REF_BOOT, payload=payload, timeout_s=float(s["reference_timeout_s"]), memory_mb=None,
+                           nproc=None, fsize_mb=4096, workdir=str(work), env=base_env(arch, work),
+                           max_output_bytes=20_000, **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[],
+                                                                  write_dirs=[dirs.inputs, dirs.ref]))
     rep = sb.result if isinstance(sb.result, dict) else {}
+    rep["gpu_wait_s"] = waited[0] if waited else 0.0
     rep["sandbox"] = {"reason": sb.reason, "wall_s": sb.wall_s, "error": (sb.error_message or sb.stderr)[-2000:],
                       "jail": getattr(sb, "jail", "")}
     shutil.rmtree(work, ignore_errors=True)
@@ -130,16 +136,17 @@ class CandidateProcess:
         self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
         self.waiting_for = "start"
         env = base_env(arch, dirs.cand)
-        env["TORCH_EXTENSIONS_DIR"] = str(dirs.cand / "ext")
+        env["TORCH_EXTENSIONS_DIR"] = str(dirs.build)  # the verified copy; load_inline imports it as built
         env["MAX_JOBS"] = "2"
         payload = {**payload, "fifo_cmd": str(self.cmd_path), "fifo_reply": str(self.reply_path),
                    "out_dir": str(dirs.out), "inputs_dir": str(dirs.inputs)}
 
         def run() -> None:
             self.sb = run_sandboxed(_CAND_BOOT, payload=payload, timeout_s=float(s["timeout_s"]), memory_mb=None,
-                                    nproc=None, fsize_mb=4096, workdir=str(dirs.cand), write_dirs=[],
-                                    env=env, max_output_bytes=20_000,
-                                    **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs))
+                                    nproc=None, fsize_mb=4096, workdir=str(dirs.cand), env=env,
+                                    max_output_bytes=20_000,
+                                    **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs,
+                                                  write_dirs=[dirs.out]))
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -380,7 +387,7 @@ class Judge:
                                  "gpu_memory_fraction": s["gpu_memory_fraction"],
                                  "allow_libraries": list(s["allow_libraries"] or []),
                                  "allow_torch_ops": list(s["allow_torch_ops"] or [])},
-                                dirs, s, self.arch, read_dirs=[str(dirs.inputs)])
+                                dirs, s, self.arch, read_dirs=[str(dirs.inputs), str(dirs.build)])
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)
         finally:
@@ -413,13 +420,15 @@ class Judge:
         out = {"kind": sol["kind"], "path": str(path), "artifact_dir": ""}
         if self.artifact:
             if sol["kind"] == "workspace":
-                dest = dirs.cand / "artifact"
-                out["artifact_dir"] = str(dest)
-            else:
-                dest = dirs.cand / "ext"
-            why = artifacts.private_copy(self.s["cache_dir"], self.artifact, dest)
+                out["artifact_dir"] = str(dirs.build)  # cuda_extension.so, imported from sys.path
+            why = artifacts.private_copy(self.s["cache_dir"], self.artifact, dirs.build)
             if why:
                 return why
+        for root, subdirs, files in os.walk(dirs.build):  # readable by the jail's unprivileged uid
+            for name in subdirs + files:
+                p = os.path.join(root, name)
+                if not os.path.islink(p):
+                    os.chmod(p, os.stat(p).st_mode | 0o444 | (0o111 if os.path.isdir(p) else 0))
         return out
 
     def drive(self, cand: CandidateProcess, refs: dict, cor: list[str], post: list[str], meta: list[dict],

@@ -2,7 +2,7 @@
 
 Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
   task_code, device ("cuda" | "cpu"), init_seed, inputs_dir (written here, later read by the candidate),
-  ref_dir (written here; never mounted into the candidate's jail), gpu_lock (a path or None),
+  ref_dir (written here; never mounted into the candidate's jail),
   jobs: [{"name", "seed", "variant", "save_inputs": bool}]
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
 `inputs_dir/<name>.pt` when asked, runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
@@ -13,7 +13,6 @@ The report (emit_result) is diagnostic only; the trusted side reads the files.
 from __future__ import annotations
 
 import os
-import time
 import traceback
 import types
 from typing import Any, Callable
@@ -42,18 +41,6 @@ def device_of(name: str) -> torch.device:
     return torch.device("cuda", 0)
 
 
-def lock_gpu(path: str | None) -> float:
-    """Hold the GPU's lock file for the rest of this process (flock: released when the process dies)."""
-    if not path:
-        return 0.0
-    import fcntl
-
-    t = time.perf_counter()
-    fd = os.open(path, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return time.perf_counter() - t
-
-
 def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> torch.nn.Module:
     init = list(task.get_init_inputs())
     torch.manual_seed(init_seed)
@@ -64,7 +51,6 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
     rep: dict[str, Any] = {"stage": "start", "outputs": {}}
     try:
         task = load_task(payload["task_code"])
-        rep["gpu_wait_s"] = lock_gpu(payload.get("gpu_lock"))
         dev = device_of(payload.get("device", "cuda"))
         model = build_model(task, int(payload["init_seed"]), dev)
         rep["stage"] = "built"

@@ -1,27 +1,31 @@
-"""Run one baseline job (pipeline.evaluate.worker: the task's reference, timed) in its own jailed process.
+"""Run one baseline job (pipeline.evaluate.worker: the task's reference, timed) in its own jailed process, and the
+GPU lock every jailed GPU job of an evaluation is run under.
 
 A crash (segfault, abort, OOM) becomes a reason code; the evaluator never goes down with the task. The process
-may write only its own work dir and the inductor/triton caches (torch.compile's); never the baseline cache, which
-`harness.get_baselines` alone writes, nor the build cache.
+may write only its own work dir and the inductor/triton caches (torch.compile's; exec: it loads what it compiles);
+never the baseline cache, which `harness.get_baselines` alone writes, nor the build cache.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
+_BOOT = "from pipeline.evaluate.worker import main\nmain(PAYLOAD, emit_result)\n"
 
 
 def _pythonpath() -> str:
     """This checkout first (the jailed process imports the same pipeline), then the caller's PYTHONPATH."""
     extra = os.environ.get("PYTHONPATH")
     return str(ROOT) + (os.pathsep + extra if extra else "")
-_BOOT = "from pipeline.evaluate.worker import main\nmain(PAYLOAD, emit_result)\n"
 
 
 def worker_env(settings: dict[str, Any], arch_list: str) -> dict[str, str]:
@@ -31,26 +35,39 @@ def worker_env(settings: dict[str, Any], arch_list: str) -> dict[str, str]:
             "PYTHONHASHSEED": "0"}
 
 
+@contextlib.contextmanager
+def gpu_lock(path: str | None):
+    """Hold the GPU's lock file while a job uses the GPU; yields [seconds waited] (None without a lock). Held here,
+    outside the jail: a job cannot keep it, and the kernel drops an flock when its holder dies."""
+    if not path:
+        yield None
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    t = time.perf_counter()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield [round(time.perf_counter() - t, 4)]
+    finally:
+        os.close(fd)
+
+
 def run_job(payload: dict[str, Any], settings: dict[str, Any], *, timeout_s: float, arch_list: str) -> dict[str, Any]:
     """Run a baseline job; returns the worker's last report plus `sandbox` (reason, exit status, stderr tail)."""
     from pipeline.evaluate.judge import jail_kwargs
 
-    payload = {**payload, "seed": secrets.randbits(62), "settings": settings}
+    payload = {**payload, "seed": secrets.randbits(62), "settings": {**settings, "gpu_lock": None}}
     cache = Path(settings["cache_dir"])
-    write_dirs = [cache / "inductor", cache / "triton"]
-    for d in write_dirs:
+    caches = [cache / "inductor", cache / "triton"]
+    for d in caches:
         d.mkdir(parents=True, exist_ok=True)
-    read_dirs = []
-    if settings.get("gpu_lock"):
-        lock = Path(settings["gpu_lock"])
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        lock.touch(exist_ok=True)  # the worker opens it read-only to flock it
-        read_dirs.append(str(lock.parent))
-    sb = run_sandboxed(_BOOT, payload=payload, timeout_s=timeout_s, memory_mb=None, nproc=None,
-                       cpu_s=timeout_s * 8 + 60, fsize_mb=4096, write_dirs=[str(d) for d in write_dirs],
-                       env=worker_env(settings, arch_list), max_output_bytes=20_000,
-                       **jail_kwargs(gpu=True, read_dirs=read_dirs))
+    with gpu_lock(settings.get("gpu_lock")) as waited:
+        sb = run_sandboxed(_BOOT, payload=payload, timeout_s=timeout_s, memory_mb=None, nproc=None,
+                           cpu_s=timeout_s * 8 + 60, fsize_mb=4096, env=worker_env(settings, arch_list),
+                           max_output_bytes=20_000, **jail_kwargs(gpu=True, read_dirs=[], exec_dirs=caches))
     report = sb.result if isinstance(sb.result, dict) else {}
+    if waited is not None and isinstance(report.get("phase_s"), dict):
+        report["phase_s"]["gpu_wait"] = waited[0]
     report["sandbox"] = {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal,
                          "timed_out": sb.timed_out, "wall_s": sb.wall_s, "violations": sb.violations,
                          "stderr_tail": sb.stderr[-2000:], "error": sb.error_message[-2000:]}

@@ -101,7 +101,7 @@ COMPUTE_METHODS = {
     "minimum", "where", "masked_fill", "masked_fill_", "gather", "scatter", "scatter_add", "index_select",
     "conv2d", "linear", "einsum", "baddbmm", "logsumexp", "dot", "outer", "tril", "triu", "floor", "ceil", "round",
     "sign", "square", "hardtanh", "leaky_relu", "elu", "softplus", "mish", "hardswish", "lerp", "addcmul", "addcdiv",
-    "all", "any", "diff", "flip", "roll", "cross", "kron", "trace", "diag", "cdist", "einsum",
+    "all", "any", "diff", "flip", "roll", "cross", "kron", "trace", "diag", "cdist",
 }
 
 

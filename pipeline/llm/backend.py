@@ -155,6 +155,14 @@ class StickyRouter:
             r.close()
 
 
+def _ray_has_gpus() -> bool:
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized() and ray.cluster_resources().get("GPU", 0) > 0
+
+
 def make_backend(settings: Any) -> ChatBackend:
     """Build the backend named by `settings.backend` (any object or dict with LLMSettings' field names)."""
     from pipeline.llm.settings import LLMSettings
@@ -178,7 +186,7 @@ def make_backend(settings: Any) -> ChatBackend:
     if s.backend == "vllm":
         if not s.model:
             raise ValueError("the vllm backend needs a model (a local model dir or a name the workers can load)")
-        if s.replicas > 1 or s.use_ray:
+        if s.replicas > 1 or s.use_ray or _ray_has_gpus():  # on a GPU cluster, Ray accounts for the engine's GPUs
             from pipeline.llm.ray_replicas import start_replicas
 
             return StickyRouter(start_replicas(s))

@@ -19,6 +19,13 @@ class BackendActor:
         from pipeline.llm.backend import make_backend
 
         settings = {**settings, "replicas": 1, "use_ray": False}
+        if settings.get("share_gpu"):  # this GPU is shared with an evaluator: take turns through its lock
+            from pipeline.llm.placement import gpu_lock_path
+
+            settings["gpu_lock"] = gpu_lock_path()
+            if settings.get("gpu_memory_utilization") is None:
+                settings["gpu_memory_utilization"] = 0.45
+        self.gpu_lock = settings.get("gpu_lock")
         self.backend = make_backend(settings)
 
     def chat(self, messages, tools, sampling, session_id):
@@ -33,7 +40,9 @@ class BackendActor:
     def info(self) -> dict[str, Any]:
         import os
 
-        return {"model_name": self.backend.model_name, "pid": os.getpid()}
+        return {"model_name": self.backend.model_name, "pid": os.getpid(),
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "gpu_lock": self.gpu_lock}
 
 
 class RayActorBackend:
@@ -77,9 +86,24 @@ class RayActorBackend:
         ray.kill(self.handle)
 
 
-def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0,
-                   max_concurrency: int = 256) -> list[RayActorBackend]:
-    """Start `settings.replicas` actors (Ray must be initialised, or a local one is started)."""
+def rollout_plan(settings: Any) -> Any:
+    """The GPU placement of a rollout on the current Ray cluster (pipeline.llm.placement): the vllm backend's
+    replicas run in the cluster; any other backend holds no GPU of it."""
+    import ray
+
+    from pipeline.llm.placement import plan_gpus
+    from pipeline.llm.settings import LLMSettings
+
+    s = LLMSettings.from_any(settings)
+    in_cluster = max(1, s.replicas) if s.backend == "vllm" else 0
+    return plan_gpus(int(ray.cluster_resources().get("GPU", 0)), in_cluster, s.tensor_parallel_size)
+
+
+def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0, max_concurrency: int = 256,
+                   plan: Any = None) -> list[RayActorBackend]:
+    """Start the LLM replica actors (Ray must be initialised, or a local one is started), each holding its GPUs
+    through Ray (`plan`, default `rollout_plan(settings)`: tensor_parallel_size GPUs each, or half a GPU shared
+    with an evaluator on a node with nothing to spare)."""
     import ray
 
     from pipeline.executor import ensure_ray
@@ -87,9 +111,12 @@ def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0,
 
     s = LLMSettings.from_any(settings)
     ensure_ray()
-    gpus = float(s.tensor_parallel_size) if ray.cluster_resources().get("GPU", 0) > 0 and s.backend == "vllm" else 0
-    cls = ray.remote(BackendActor).options(num_cpus=cpus_per_replica, num_gpus=gpus, max_concurrency=max_concurrency,
-                                           max_restarts=0)
-    handles = [cls.remote(s.model_dump()) for _ in range(max(1, s.replicas))]
+    plan = plan or rollout_plan(s)
+    # A plan without in-cluster replicas (a backend that holds no GPU, e.g. replay): the replicas asked for.
+    n, gpus = (plan.replicas, plan.gpus_per_replica) if plan.replicas else (max(1, s.replicas), 0.0)
+    cls = ray.remote(BackendActor).options(num_cpus=cpus_per_replica, num_gpus=gpus,
+                                           max_concurrency=max_concurrency, max_restarts=0)
+    conf = {**s.model_dump(), "share_gpu": plan.shared}
+    handles = [cls.remote(conf) for _ in range(n)]
     infos = ray.get([h.info.remote() for h in handles])  # fail now if an engine cannot start
     return [RayActorBackend(h, info["model_name"]) for h, info in zip(handles, infos)]

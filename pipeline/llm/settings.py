@@ -25,6 +25,11 @@ class LLMSettings(BaseModel):
     max_model_len: int | None = Field(None, description="vllm: engine context length (None: the model's).")
     max_batch_wait_ms: float = Field(2.0, description="vllm: how long the micro-batcher waits to fill a batch.")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="vllm: extra vllm.LLM(...) arguments.")
+    share_gpu: bool = Field(False, description="vllm in Ray: set by the GPU placement (pipeline.llm.placement) "
+                            "when a replica shares its GPU with kernel evaluation; the engine then takes the GPU's "
+                            "lock around each generate step and defaults to 0.45 of the GPU memory.")
+    gpu_lock: str | None = Field(None, description="vllm: lock file the engine holds around each generate step "
+                                 "(set from share_gpu inside the replica).")
     replay_path: str | None = Field(None, description="replay backend: a trajectories Parquet file or a JSON "
                                     "file {session_or_task_id: [assistant turns]}.")
 

@@ -45,7 +45,8 @@ class VLLMEngineBackend:
     """One in-process vLLM engine. Thread-safe: concurrent `chat()` calls are batched."""
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
-                 max_model_len: int | None = None, max_batch_wait_ms: float = 2.0, **engine_kwargs: Any):
+                 max_model_len: int | None = None, max_batch_wait_ms: float = 2.0, gpu_lock: str | None = None,
+                 **engine_kwargs: Any):
         cuda = _has_cuda()
         if not cuda:
             for k, v in _CPU_ENV.items():
@@ -72,6 +73,12 @@ class VLLMEngineBackend:
         self._wait_s = max_batch_wait_ms / 1000
         self._closed = False
         self.batches: list[int] = []  # batch sizes, for benchmarks
+        # On a GPU shared with kernel evaluation, each generate step holds the GPU's lock (pipeline.llm.placement).
+        self._gate = None
+        if gpu_lock:
+            from pipeline.llm.placement import GpuGate
+
+            self._gate = GpuGate(gpu_lock)
         self._thread = threading.Thread(target=self._engine_loop, name="vllm-engine", daemon=True)
         self._thread.start()
 
@@ -79,7 +86,7 @@ class VLLMEngineBackend:
     def from_settings(cls, s: Any) -> "VLLMEngineBackend":
         return cls(s.model, tensor_parallel_size=s.tensor_parallel_size,
                    gpu_memory_utilization=s.gpu_memory_utilization, max_model_len=s.max_model_len,
-                   max_batch_wait_ms=s.max_batch_wait_ms, **s.engine_kwargs)
+                   max_batch_wait_ms=s.max_batch_wait_ms, gpu_lock=getattr(s, "gpu_lock", None), **s.engine_kwargs)
 
     # -- prompts ------------------------------------------------------------------------------------------------
     def render(self, messages: list[Message], tools: list[dict] | None = None) -> list[int]:
@@ -181,7 +188,11 @@ class VLLMEngineBackend:
             params = [VSP(n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=mt, seed=s.seed,
                           stop=s.stop) for _, s, mt, _ in batch]
             try:
-                outs = self.llm.generate(prompts, params, use_tqdm=False)
+                if self._gate is not None:
+                    with self._gate.held():
+                        outs = self.llm.generate(prompts, params, use_tqdm=False)
+                else:
+                    outs = self.llm.generate(prompts, params, use_tqdm=False)
             except Exception as e:  # the whole batch fails together; each caller sees the engine error
                 for *_, fut in batch:
                     fut.set_exception(BackendError(f"vLLM generate failed: {type(e).__name__}: {e}"))

@@ -12,11 +12,13 @@ from typing import Any
 from pipeline.curate.filters import TASK_REASONS, TRAJECTORY_REASONS, rules
 from pipeline.curate.settings import CurateSettings
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "data_cards" / "dataset_card.md"
+TEMPLATE = Path(__file__).with_name("dataset_card.md")  # package data (in a checkout: data_cards/dataset_card.md)
 WHAT = {
     "warmup": "single-turn prompts, one per clean task (verl RL format)",
     "sft": "agent trajectories kept by rejection sampling (TRL conversational format with tools)",
     "critic": "one row per assistant turn with returns and GAE targets (critic pretraining)",
+    "rejection_sampled": "single-turn answers to the warm-up prompts kept by reward, k sampled per task (TRL "
+                         "prompt-completion format)",
 }
 
 

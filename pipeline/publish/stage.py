@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.curate.stage import CurationResult
+from pipeline.curate.stage import DATASETS, CurationResult
 from pipeline.publish.card import CardContext, render_card
 from pipeline.publish.hub import PublishReport, publish_hub
 from pipeline.publish.layout import configs_yaml, write_config
@@ -31,7 +31,7 @@ def publish_local(result: CurationResult, out_dir: Path | str,
     tmp.mkdir(parents=True)
     try:
         data_files: dict[str, list[dict[str, str]]] = {}
-        for name in ("warmup", "sft", "critic"):
+        for name in DATASETS:
             tbl = getattr(result, name)
             if tbl.num_rows:
                 data_files[name] = write_config(name, tbl, tmp, max_shard_rows)

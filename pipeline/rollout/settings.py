@@ -28,3 +28,6 @@ class RolloutSettings(LLMSettings):
     compile_cache_dir: str | None = Field(None, description="Build cache shared by compiles (None: harness default).")
     use_ray_tools: bool | None = Field(None, description="Run compiles/evaluations as Ray tasks (None: when Ray is "
                                        "initialised).")
+    single_turn_samples: int = Field(0, ge=0, description="Single-turn answers sampled per task on the warm-up "
+                                     "prompt (0: none); curation keeps the rewarded ones as the rejection_sampled "
+                                     "dataset.")

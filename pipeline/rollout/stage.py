@@ -208,9 +208,10 @@ def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any]) ->
 
     use_ray = settings.use_ray_tools if settings.use_ray_tools is not None else ray_available()
     if use_ray:
+        from pipeline.llm.ray_replicas import rollout_plan
         from pipeline.rollout.tools import RayRunner
 
-        return RayRunner(eval_settings=eval_settings)
+        return RayRunner(eval_settings=eval_settings, plan=rollout_plan(settings))
     return LocalRunner()
 
 
@@ -254,5 +255,25 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
         shutil.rmtree(workroot, ignore_errors=True)
         if own_runner and hasattr(runner, "close"):
             runner.close()
+    if settings.single_turn_samples > 0:
+        single_turn(tasks, settings, backend, eval_settings, run_id, store)
     ordered = [rows[j.traj_id] for j in jobs if j.traj_id in rows]
     return conform("trajectories", ordered)
+
+
+def single_turn(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, eval_settings: dict[str, Any],
+                run_id: str, store: Any | None) -> list[dict[str, Any]]:
+    """k scored single-turn answers per task on the warm-up prompt (the rejection-sampled dataset's input); with a
+    store, written as the run's `single_turn` table, and tasks already sampled (any run) are not sampled again."""
+    from pipeline.rollout.single_turn import sample_single_turn
+
+    done = set()
+    if store is not None:
+        done = set(store.read("single_turn").column("task_id").to_pylist())
+    todo = [r for r in tasks.select([c for c in ("task_id", "code", "ops") if c in tasks.column_names]).to_pylist()
+            if r["task_id"] not in done]
+    rows = sample_single_turn(todo, backend, settings, run_id, eval_settings=eval_settings) if todo else []
+    if store is not None and rows:
+        store.write("single_turn", rows, run_id, shard=content_hash("single_turn", run_id, *sorted(
+            r["task_id"] for r in todo)))
+    return rows

@@ -117,13 +117,19 @@ class RayRunner:
     Without GPUs in the cluster, one actor without a GPU answers (the harness then reports no_gpu)."""
 
     def __init__(self, compile_cpus: float = 1.0, eval_cpus: float = 1.0, max_retries: int = 2,
-                 num_gpus: int | None = None, eval_settings: dict[str, Any] | None = None):
+                 num_gpus: int | None = None, eval_settings: dict[str, Any] | None = None, plan: Any = None):
         import ray
 
-        gpus = int(ray.cluster_resources().get("GPU", 0))
-        n = num_gpus if num_gpus is not None else max(1, gpus)
+        from pipeline.llm.placement import plan_gpus
+
+        # The evaluator pool is sized from the GPUs the LLM replicas leave (pipeline.llm.placement); without a
+        # plan, no LLM holds GPUs of this cluster.
+        plan = plan or plan_gpus(int(ray.cluster_resources().get("GPU", 0)), 0)
+        n = num_gpus if num_gpus is not None else max(1, plan.evaluators)
+        gpus = plan.gpus_per_evaluator
+        self.plan = plan
         self._compile = ray.remote(compile_files).options(num_cpus=compile_cpus, max_retries=max_retries)
-        actor = ray.remote(WorkspaceEvaluator).options(num_gpus=1 if gpus else 0, num_cpus=0 if gpus else eval_cpus,
+        actor = ray.remote(WorkspaceEvaluator).options(num_gpus=gpus, num_cpus=0 if gpus else eval_cpus,
                                                         max_concurrency=2, max_restarts=2, max_task_retries=2)
         self._actors = [actor.remote(eval_settings) for _ in range(n)]
         self._load = [0] * n
@@ -184,3 +190,10 @@ class WorkspaceEvaluator:
 
     def reference(self, task_code: str, settings: dict[str, Any]) -> dict[str, Any]:
         return reference_times(task_code, {**self.inner.settings, **settings})
+
+    def placement(self) -> dict[str, Any]:
+        """Where this evaluator runs: its GPU(s) and the lock its timed regions take."""
+        import os
+
+        return {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "gpu_lock": self.inner.settings.get("gpu_lock")}

@@ -422,7 +422,6 @@ def _module_kind(cls) -> str:
 
 
 def _mine_module(name: str, cls, source: str) -> SeedOp | None:
-    import torch
 
     try:
         sig = inspect.signature(cls.__init__)

@@ -31,6 +31,7 @@ def register(app: typer.Typer) -> None:
         set_: Optional[list[str]] = SetOpt,
     ) -> None:
         """Compose N candidate tasks, validate them in the sandbox, write `tasks` and `validation`."""
+        import pipeline
         from pipeline.catalog import Catalog
         from pipeline.cli import console, load_cli_config
         from pipeline.config import new_run_id
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
             s = s.model_copy(update={"size_profile": "gpu" if resolve_device(dev).startswith("cuda") else "small"})
         rid = run_id or cfg.run_id or new_run_id()
         store, cat = DataStore(cfg.data_root), Catalog(cfg.catalog_path, cfg.data_root)
-        cat.start_run(rid, cfg.dump(), "0.1.0", note=f"synth --n {s.n} --composer {s.composer}")
+        cat.start_run(rid, cfg.dump(), pipeline.__version__, note=f"synth --n {s.n} --composer {s.composer}")
         t0 = time.time()
         llm_backend = None
         if s.composer == "llm":
@@ -108,7 +109,7 @@ def ops_list(
     catalog: Optional[Path] = typer.Option(None, "--catalog", help="Catalog Parquet (default: the cache)."),
 ) -> None:
     """List seed operators (mined and cached on first use, ~2 min)."""
-    from pipeline.cli import console, print_table
+    from pipeline.cli import print_table
     from pipeline.synth.catalog import load_catalog
 
     ops = load_catalog(catalog)

@@ -153,7 +153,6 @@ def _build_chain(ops: list[SeedOp], rng: random.Random, prof: SizeProfile, shape
 
     steps: list[Step] = []
     x = torch.empty(shape, device="meta")
-    rng_range = in_range
     for i, op in enumerate(ops):
         cur = tuple(x.shape)
         if fixed and i < len(fixed) and fixed[i] is not None:
@@ -170,7 +169,6 @@ def _build_chain(ops: list[SeedOp], rng: random.Random, prof: SizeProfile, shape
         steps.append(Step(op, ctor, call, cur, tuple(y.shape), oshape, False))
         steps[-1].syms = syms  # type: ignore[attr-defined]
         x = y
-        rng_range = op.out_range
     return steps
 
 

@@ -1,8 +1,10 @@
 """LLM composer: asks a model (through the one LLM-backend layer, pipeline.llm) to fuse sampled seed operators into
 a KernelBench-format task. The prompt holds the sampled operators with their signatures, the format specification
-and examples produced by the programmatic composer (never KernelBench problems). The reply's code block is parsed;
-a reply without usable code becomes a row with a reason code (`compose_reason`), and the same filters apply to the
-rest.
+and examples produced by the programmatic composer (never KernelBench problems). The reply's code block is parsed and
+checked (it parses, defines Model / get_inputs / get_init_inputs, uses at least one seed operator); a failed check
+is fed back to the model and it answers again, at most `llm_retries` times. A reply still without usable code
+becomes a row with a reason code (`compose_reason`). `ops` are the operators the code uses (read from its AST),
+not the ones the prompt asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from pipeline.identity import task_id as compute_task_id
 from pipeline.synth.catalog import SeedOp
+from pipeline.synth.ops_used import ops_in_code
 
 FORMAT_SPEC = """Write one self-contained Python file in KernelBench format:
 - `import torch`, `import torch.nn as nn` (and `import torch.nn.functional as F` if needed); no other imports.
@@ -44,6 +47,29 @@ def parse_reply(text: str | None) -> tuple[str, str]:
     if "class Model" in text and "def get_inputs" in text:
         return text.strip() + "\n", ""
     return "", "no_code_block"
+
+
+RETRY = "Your answer could not be used: {problem}. Answer again with the complete file in one ```python block."
+FEEDBACK = {"empty_response": "the answer was empty",
+            "no_code_block": "it has no ```python code block with the file"}
+
+
+def check_code(code: str, asked: list[str], known: frozenset[str]) -> str:
+    """'' when the code is usable as a task file, else `reason: what is wrong` (the reason is a row's code)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as e:
+        return f"syntax_error: line {e.lineno}: {e.msg}"
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in defined]
+    if missing:
+        return f"missing_definitions: the file must define {', '.join(missing)}"
+    used = ops_in_code(code, known)
+    if not used:
+        return f"no_seed_op: Model uses none of the operators {', '.join(asked)}"
+    return ""
 
 
 def describe(op: SeedOp) -> str:
@@ -89,21 +115,34 @@ def compose_with_llm(settings, run_id: str, catalog: list[SeedOp], backend, prof
         ops = _by_kind(pool, rng, k)
         jobs.append((i, seed, ops))
 
+    known = frozenset(o.name for o in catalog)
+
     def one(job) -> dict[str, Any]:
         i, seed, ops = job
         msgs = build_messages(ops, examples)
-        sp = SamplingParams(temperature=settings.llm_temperature, max_tokens=settings.llm_max_tokens,
-                            seed=seed % (2**31))
-        try:
-            resp = backend.chat(msgs, sampling=sp, session_id=f"synth-{run_id}-{i}")
-            code, reason = parse_reply(resp.text)
+        code, reason, raw, used = "", "llm_error", "", []
+        for attempt in range(1 + max(0, settings.llm_retries)):
+            sp = SamplingParams(temperature=settings.llm_temperature, max_tokens=settings.llm_max_tokens,
+                                seed=(seed + attempt) % (2**31))
+            try:
+                resp = backend.chat(msgs, sampling=sp, session_id=f"synth-{run_id}-{i}-{attempt}")
+            except Exception as e:  # backend failures are rows, not crashes (and not retried: the engine is down)
+                code, reason, raw = "", "llm_error", f"{type(e).__name__}: {e}"
+                break
             raw = resp.text or ""
-        except Exception as e:  # backend failures are rows, not crashes
-            code, reason, raw = "", "llm_error", f"{type(e).__name__}: {e}"
+            code, reason = parse_reply(raw)
+            problem = check_code(code, [o.name for o in ops], known) if not reason else reason
+            if not reason and not problem:
+                used = ops_in_code(code, known)
+                break
+            reason = reason or problem.split(":")[0]
+            # Feed the error back and ask again (bounded by llm_retries).
+            msgs = [*msgs, {"role": "assistant", "content": raw[:4000]},
+                    {"role": "user", "content": RETRY.format(problem=FEEDBACK.get(problem, problem))}]
         body = code if not reason else raw
         tid = compute_task_id(code) if not reason else compute_task_id(f"{raw}\n# llm compose failure {seed}")
-        return {"task_id": tid, "code": body, "ops": [o.name for o in ops],
-                "data_source": f"torch#{len(ops)}", "composer": "llm", "seed": seed, "run_id": run_id,
+        return {"task_id": tid, "code": body, "ops": used,
+                "data_source": f"torch#{len(used)}", "composer": "llm", "seed": seed, "run_id": run_id,
                 "compose_reason": reason, "size_profile": prof.name, "est_ms": None}
 
     with ThreadPoolExecutor(max_workers=max_workers) as ex:

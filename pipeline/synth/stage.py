@@ -27,6 +27,13 @@ def task_seed(base: int, i: int, attempt: int = 0) -> int:
     return (base * 1_000_003 + i * 7919 + attempt * 104_729) % (2**62)
 
 
+def run_seed(seed: int, run_id: str) -> int:
+    """The composer seed of a run when synth.seed_per_run is set: a stable hash of (seed, run_id)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(f"{seed}\0{run_id}".encode()).digest()[:7], "big")
+
+
 def load_seed_ops(settings: SynthSettings):
     from pipeline.synth.catalog import load_catalog
 
@@ -38,6 +45,8 @@ def synthesize(settings: SynthSettings, run_id: str, *, catalog=None, backend=No
     (a pipeline.llm ChatBackend; built from the llm settings by the CLI)."""
     from pipeline.storage import conform
 
+    if settings.seed_per_run:
+        settings = settings.model_copy(update={"seed": run_seed(settings.seed, run_id), "seed_per_run": False})
     catalog = catalog if catalog is not None else load_seed_ops(settings)
     prof_name = resolve_profile(settings.size_profile)
     if settings.composer == "programmatic":

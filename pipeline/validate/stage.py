@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +69,7 @@ def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
     not spawn the interpreter, so this trusted run (python allowed) answers once and candidates get the answer
     through TORCHINDUCTOR_VEC_ISA_OK (the run also fills the compile cache).
     """
-    import sys
-
-    from pipeline.sandbox import DEFAULT_ALLOWED_EXECUTABLES, run_sandboxed
+    from pipeline.sandbox import run_sandboxed
 
     if cache_dir in _VEC_ISA:
         return _VEC_ISA[cache_dir]
@@ -77,15 +77,38 @@ def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
     if marker.exists():
         _VEC_ISA[cache_dir] = marker.read_text().strip() or "0"
         return _VEC_ISA[cache_dir]
-    res = run_sandboxed(_WARMUP_CODE, timeout_s=timeout_s, memory_mb=None, write_dirs=[cache_dir],
-                        env={"TORCHINDUCTOR_CACHE_DIR": cache_dir},
-                        allowed_executables=DEFAULT_ALLOWED_EXECUTABLES + (os.path.basename(sys.executable),
-                                                                           "python", "python3"))
+    # Trusted code, still jailed; the only job that writes the shared cache (candidates get private copies).
+    res = run_sandboxed(_WARMUP_CODE, timeout_s=timeout_s, memory_mb=None, exec_dirs=[cache_dir],
+                        env={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
     ok = str(res.result) if res.ok and res.result in ("0", "1") else "0"
     if res.ok:
         marker.write_text(ok + "\n")
     _VEC_ISA[cache_dir] = ok
     return ok
+
+
+def private_cache(shared: str, dest: Path) -> str:
+    """A candidate's own inductor cache: hard links to the trusted warm-up's entries (read-only to the candidate:
+    they belong to another uid), in a dir only it writes. A shared writable cache would let one candidate plant
+    compiled code that another candidate's torch.compile then loads."""
+    dest.mkdir(parents=True, exist_ok=True)
+    src = Path(shared)
+    for f in src.rglob("*"):
+        rel = f.relative_to(src)
+        target = dest / rel
+        try:
+            if f.is_dir():
+                if "locks" not in rel.parts:
+                    target.mkdir(parents=True, exist_ok=True)
+            elif f.is_file() and not f.name.startswith(".opforge") and not f.name.endswith(".lock") \
+                    and "locks" not in rel.parts:  # lock files are opened for writing
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.link(f, target)
+        except OSError:
+            continue
+    for d in [dest, *(p for p in dest.rglob("*") if p.is_dir())]:
+        os.chmod(d, 0o777)  # the candidate adds entries beside the linked ones
+    return str(dest)
 
 
 def _empty_row(tid: str, device: str) -> dict[str, Any]:
@@ -95,7 +118,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "max_abs_err": None, "max_rel_err": None, "det_max_abs_err": None, "train_eval_max_abs_err": None,
         "output_bytes": None, "output_shape": None, "peak_memory_mb": None, "n_params": None, "unused": [],
         "sandbox_reason": "", "sandbox_returncode": None, "sandbox_signal": None, "sandbox_wall_s": None,
-        "sandbox_max_rss_mb": None, "stdout_bytes": 0, "netns": False,
+        "sandbox_max_rss_mb": None, "stdout_bytes": 0, "netns": False, "jail": "",
     }
     for name, _ in FILTERS:
         row[f"check_{name}"] = None
@@ -130,16 +153,26 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
                "det_atol": s["det_atol"], "check_compile": s["check_compile"],
                "runtime_window_ms": list(s["runtime_window_ms"]), "max_output_mb": s["max_output_mb"],
                "max_memory_mb": s["max_memory_mb"], "timing_trials": s["timing_trials"], "run_all": s["run_all"]}
-    inductor = _inductor_dir(s)
-    env = {"TORCHINDUCTOR_CACHE_DIR": inductor, "OMP_NUM_THREADS": str(s.get("threads", 1))}
+    shared = _inductor_dir(s)
+    env = {"OMP_NUM_THREADS": str(s.get("threads", 1))}
     if s["check_compile"] and device == "cpu":
-        env["TORCHINDUCTOR_VEC_ISA_OK"] = warm_inductor(inductor)
+        env["TORCHINDUCTOR_VEC_ISA_OK"] = warm_inductor(shared)
     mem = s["memory_mb"] if device == "cpu" else (s.get("gpu_memory_mb") or None)
-    res = run_sandboxed(harness_source(), payload=payload, timeout_s=s["timeout_s"], memory_mb=mem,
-                        write_dirs=[inductor], env=env)
+    job = Path(tempfile.mkdtemp(prefix="opforge-validate-"))
+    try:
+        work = job / "work"
+        work.mkdir()
+        inductor = private_cache(shared, job / "inductor")
+        env["TORCHINDUCTOR_CACHE_DIR"] = env["TRITON_CACHE_DIR"] = inductor
+        payload["sealed_path"] = str(work / "sealed.pt")
+        res = run_sandboxed(harness_source(), payload=payload, timeout_s=s["timeout_s"], memory_mb=mem,
+                            workdir=work, exec_dirs=[inductor], env=env, gpu=device.startswith("cuda"))
+        sealed = load_sealed(work / "sealed.pt")
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
     row.update(sandbox_reason=res.reason, sandbox_returncode=res.returncode, sandbox_signal=res.signal,
                sandbox_wall_s=res.wall_s, sandbox_max_rss_mb=res.max_rss_mb, stdout_bytes=res.stdout_bytes,
-               netns=res.netns)
+               netns=res.netns, jail=res.jail)
     h = res.result if isinstance(res.result, dict) else None
     if h is not None:
         for name, val in h.get("checks", {}).items():
@@ -168,8 +201,60 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
             if any(m in row["detail"].lower() for m in READONLY_MARKERS):
                 row["reason"] = "file_access_blocked"
                 row["check_sandbox"] = False
+    if row["reason"] == "" and h is not None:
+        forged = recheck(h, sealed, s)
+        if forged:
+            row["reason"], row["detail"] = "forged_report", forged[:500]
     row["valid"] = row["reason"] == ""
     return row
+
+
+SEALED_MAX_BYTES = 256 * 2**20
+
+
+def load_sealed(path: Path) -> dict[str, Any] | None:
+    """The harness's output samples, loaded without unpickling anything but tensors (None when absent or bad)."""
+    try:
+        if not path.is_file() or path.stat().st_size > SEALED_MAX_BYTES:
+            return None
+        import torch
+
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - whatever is in the file, it is not evidence
+        return None
+    if not isinstance(data, dict) or not all(
+            isinstance(v, list) and all(isinstance(t, __import__("torch").Tensor) for t in v) for v in data.values()):
+        return None
+    return data
+
+
+def recheck(h: dict[str, Any], sealed: dict[str, Any] | None, s: dict[str, Any]) -> str:
+    """The parent's own verdict on a report that says "valid". The report was written where the candidate ran, so
+    it proves nothing alone: the checks that a forged report would fake (finite, deterministic, non-constant,
+    input-dependent, compile agreement) are re-derived here from the output samples, and each must pass here too;
+    a report that lacks any check the harness always sets is not the harness's. Returns "" or what fails."""
+    from pipeline.validate.harness import RUNTIME_CHECKS, _close, _varies
+
+    checks = h.get("checks", {}) or {}
+    absent = [k for k in RUNTIME_CHECKS if k not in checks]
+    if absent:
+        return "the report lacks checks the harness always sets: " + ", ".join(absent[:6])
+    if not sealed or "a" not in sealed or "a2" not in sealed:
+        return "the report claims a valid task, but the output samples are missing or unreadable"
+    a = sealed["a"]
+    found: dict[str, bool] = {
+        "finite": all(bool(t.isfinite().all()) for t in a if t.is_floating_point() or t.is_complex()),
+        "deterministic": _close(a, sealed["a2"], float(s["det_atol"]), 1e-5),
+        "non_constant": ("b" in sealed and _varies(a, sealed["b"])) or ("w" in sealed and _varies(a, sealed["w"])),
+    }
+    if checks.get("input_dependent") is not None:
+        found["input_dependent"] = "b" in sealed and _varies(a, sealed["b"])
+    if s.get("check_compile"):
+        found["compile_agree"] = "c" in sealed and _close(sealed["c"], a, float(s["atol"]), float(s["rtol"]))
+    bad = [k for k, v in found.items() if not v]
+    if bad:
+        return "the report says valid, the output samples fail: " + ", ".join(bad)
+    return ""
 
 
 def settings_dict(settings: ValidateSettings) -> dict[str, Any]:

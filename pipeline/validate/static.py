@@ -22,6 +22,23 @@ STOCHASTIC_NAMES = {
     "fractional_max_pool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
 }
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+# Attribute names that lead out of the computation whatever object they hang from (`torch.os`, `np.ctypeslib`,
+# `torch.utils.cpp_extension.subprocess`, `torch.save`): modules re-exported by torch and numpy, file and process
+# I/O, native code loaders, interpreter internals. No operator task needs any of them.
+DENIED_ATTRIBUTES = {
+    "os", "sys", "ctypes", "ctypeslib", "subprocess", "importlib", "builtins", "socket", "shutil", "pathlib", "io",
+    "gc", "inspect", "pickle", "marshal", "multiprocessing", "threading", "signal", "mmap", "resource", "fcntl",
+    "pty", "tempfile", "glob", "runpy", "code", "codeop", "pdb", "atexit", "weakref", "faulthandler", "platform",
+    "sysconfig", "site", "posix", "environ", "system", "popen", "spawn", "fork", "execv", "execve", "cdll", "CDLL",
+    "dlopen", "pythonapi", "cpp_extension", "load_inline", "load_library", "library", "classes", "hub", "jit",
+    "save", "load", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "tofile", "memmap",
+    "from_file", "serialization", "untyped_storage", "settrace", "setprofile", "addaudithook",
+    "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "tb_frame", "co_code", "mro",
+    "register_forward_pre_hook", "register_module_forward_hook", "register_module_forward_pre_hook",
+    "_apply", "compiler", "_dynamo", "_inductor",
+}
+# Attribute names a task may use although they start with an underscore.
+ALLOWED_PRIVATE = {"__init__", "__class__", "__name__"}
 
 
 def parse(code: str) -> tuple[ast.Module | None, str, str]:
@@ -69,10 +86,30 @@ def check_imports(tree: ast.Module, allowed: tuple[str, ...] = DEFAULT_ALLOWED_I
             return "disallowed_import", f"call to builtin {node.func.id}()"
         elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
             return "disallowed_import", f"access to {node.id}"
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr not in (
-                "__init__", "__class__", "__name__"):
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr not in ALLOWED_PRIVATE:
             return "disallowed_import", f"dunder attribute .{node.attr}"
+        elif isinstance(node, ast.Attribute) and node.attr in DENIED_ATTRIBUTES:
+            return "disallowed_import", f"attribute .{node.attr} (leads out of the computation)"
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and node.attr not in ALLOWED_PRIVATE \
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            return "disallowed_import", f"private attribute .{node.attr}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "getattr", "hasattr"):
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)) or name.value.startswith("_") \
+                    or name.value in DENIED_ATTRIBUTES:
+                return "disallowed_import", f"{node.func.id}() with a computed or forbidden name"
+        elif isinstance(node, ast.Name) and node.id in ("getattr", "type", "super") and not _called(node, tree):
+            return "disallowed_import", f"{node.id} used as a value"
     return "", ""
+
+
+def _called(name: ast.Name, tree: ast.Module) -> bool:
+    """`name` is the function of a call (not passed around, where a static check could no longer follow it)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.func is name:
+            return True
+    return False
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
