@@ -285,6 +285,14 @@ def _use_prebuilt_extensions() -> None:
 
     prebuilt._opforge_prebuilt = True
     cpp._jit_compile = prebuilt
+    write = getattr(cpp, "_maybe_write", None)
+    if write is not None:
+        def maybe_write(filename, new_content):  # load_inline rewrites its sources first: the copy is read-only
+            try:
+                return write(filename, new_content)
+            except OSError:
+                return None
+        cpp._maybe_write = maybe_write
 
 
 def serve(payload: dict, emit: Callable[[Any], None]) -> None:

@@ -126,8 +126,11 @@ class CandidateProcess:
 
     def __init__(self, payload: dict, dirs: EvalDirs, s: dict, arch: str, read_dirs: list[str]) -> None:
         self.cmd_path, self.reply_path = dirs.cand / "cmd", dirs.cand / "reply"
-        os.mkfifo(self.cmd_path, 0o666)
-        os.mkfifo(self.reply_path, 0o666)
+        os.mkfifo(self.cmd_path)
+        os.mkfifo(self.reply_path)
+        # The jail runs the candidate as an unprivileged uid of its own: it may read commands and write replies.
+        os.chmod(self.cmd_path, 0o644)
+        os.chmod(self.reply_path, 0o622)
         # O_RDWR: opening never blocks, and writes never raise SIGPIPE when the candidate is gone.
         self.cmd_fd = os.open(self.cmd_path, os.O_RDWR)
         self.reply_fd = os.open(self.reply_path, os.O_RDONLY | os.O_NONBLOCK)
@@ -230,7 +233,9 @@ class CandidateProcess:
             return {"reason": "still_running"}
         return {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal, "timed_out": sb.timed_out,
                 "wall_s": sb.wall_s, "violations": sb.violations, "stderr_tail": sb.stderr[-2000:],
-                "error": sb.error_message[-2000:], "jail": getattr(sb, "jail", "")}
+                "error": (sb.error_message or str((sb.result or {}).get("error", "")
+                                                  if isinstance(sb.result, dict) else ""))[-2000:],
+                "jail": getattr(sb, "jail", "")}
 
 
 def _descendants(root: int) -> list[int]:
@@ -400,7 +405,8 @@ class Judge:
             why = "timeout" if why == "killed" else why
             self.rep["correct"] = False
             self.rep["reason"] = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
-            self.rep["error"] = self.rep.get("error") or self.rep["sandbox"].get("stderr_tail", "")[-3000:]
+            self.rep["error"] = (self.rep.get("error") or self.rep["sandbox"].get("error")
+                                 or self.rep["sandbox"].get("stderr_tail", ""))[-3000:]
         for v in self.rep["sandbox"].get("violations") or []:
             name = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
                     "file_access_blocked": "io_access"}.get(v.get("kind"), v.get("kind"))
