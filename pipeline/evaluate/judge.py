@@ -346,7 +346,10 @@ class Judge:
             again = self.load_out(f"{name}_b")
         except tensorio.BadFile as e:
             return {**cmp, "ok": False, "reason": f"bad_output (repeat, {tag}): {e}"}
-        same = (tensorio.digest(again) == cmp["digest"]) if s["determinism"] == "exact" else compare(out, again, s)["ok"]
+        if s["determinism"] == "exact":
+            same = tensorio.digest(again) == cmp["digest"]
+        else:
+            same = compare(out, again, s)["ok"]
         if not same:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
         return cmp

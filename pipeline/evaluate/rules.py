@@ -59,7 +59,8 @@ def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False)
     lines += [f"- `{name}`: {what}" for name, what in RUNTIME_RULES.items()]
     lines += [
         ("Correct means: same output structure, shapes and dtypes, and "
-         f"{_tolerance_line(s)}, on {s['trials']} fresh secret inputs (also a second, perturbed input distribution) and "
+         f"{_tolerance_line(s)}, on {s['trials']} fresh secret inputs (also a second, perturbed input "
+         "distribution) and "
          "again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
          "scale, so returning zeros fails)."),
         "Recorded, not rejected: `precision_cast` and `global_state` warnings.",
