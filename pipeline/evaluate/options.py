@@ -62,8 +62,8 @@ class EvalOptions:
     calibration_calls: int = _opt(30, "No-op timed calls that calibrate the per-call overhead before candidate "
                                       "code is loaded.", ge=1)
     clock_slack_ms: float = _opt(0.2, "Reported GPU times may fall short of the trusted wall clock minus the "
-                                      "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time); "
-                                      "more is time_inconsistent.", ge=0.0)
+                                      "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
+                                      "3 x the calibration's IQR) (medians); more is time_inconsistent.", ge=0.0)
     clock_slack_frac: float = _opt(0.15, "See clock_slack_ms.", ge=0.0)
     l2_flush: bool = _opt(True, "Flush L2 before every timed call.")
     max_speedup: float = _opt(10.0, "Speedup above which a result is suspect.")
