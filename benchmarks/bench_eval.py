@@ -12,7 +12,11 @@ Prints, each measured here in this run:
   baseline (as the harness does: `baseline_runs` processes, lowest median) and the kernel afresh in new processes:
   coefficient of variation (target <= 2%); `--scales` sizes each task's inputs (e.g. into the 1-100 ms window);
 - agreement: eager time of each task's reference with our method vs KernelBench's cuda-event method (same inputs,
-  per-trial events, L2 flush, synchronize after the end event), median of 50, in this process.
+  per-trial events, L2 flush, synchronize after the end event), median of 50, in this process;
+- first_verdict (`--only first_verdict [--inflight 6]`): time to a first verdict on new tasks with cold caches:
+  `--inflight` evaluations of distinct tasks (the small-magnitude fixtures, single-file load_inline kernels) started
+  together on one GPU, each from its own cold build through baselines and the judge; per evaluation: wall seconds,
+  build seconds, the judge's phases.
 """
 
 from __future__ import annotations
@@ -215,6 +219,35 @@ def bench_agreement() -> dict:
     return out
 
 
+def bench_first_verdict(work: Path, inflight: int) -> dict:
+    from pipeline.evaluate.artifacts import compile_locked
+    from pipeline.evaluate.build import resolve_arch_list
+    from pipeline.evaluate.harness import evaluate
+
+    cache = Path(tempfile.mkdtemp(prefix="opforge-bench-ttfv-"))  # cold: no builds, no baselines
+    names = [sorted(A.SMALL_MAGNITUDE)[i % len(A.SMALL_MAGNITUDE)] for i in range(inflight)]
+    lock = str(work / "gpu-ttfv.lock")
+    arch = resolve_arch_list(None)
+
+    def one(i: int, name: str) -> dict:
+        t0 = time.perf_counter()
+        # a distinct task and source per evaluation: nothing cached from another one
+        task = A.task_code(name).replace('"""', f'"""[{i}] ', 1)
+        src = work / f"ttfv_{i}_{name}.py"
+        src.write_text((A.HONEST / f"{name}.py").read_text().replace("opforge_fixture_", f"opforge_ttfv{i}_"))
+        cr = compile_locked(src, cache, arch_list=arch, timeout=900.0)
+        res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock}, compile_result=cr)
+        return {"task": name, "wall_s": round(time.perf_counter() - t0, 1), "build_s": round(cr.seconds, 1),
+                "reward": res.reward, "reason": res.reason, "phase_s": res.details.get("phase_s")}
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(inflight) as ex:
+        rows = list(ex.map(one, range(inflight), names))
+    walls = [r["wall_s"] for r in rows]
+    return {"inflight": inflight, "first_s": min(walls), "median_s": statistics.median(walls), "max_s": max(walls),
+            "total_wall_s": round(time.perf_counter() - t0, 1), "rows": rows}
+
+
 def summarize(path: str) -> None:
     """Table of a GPU test run's evaluations ($OPFORGE_EVAL_REPORT lines) and its sequential throughput."""
     rows = [json.loads(line) for line in open(path) if line.strip()]
@@ -248,7 +281,8 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=1, help="repeatability on inputs this many times larger")
     ap.add_argument("--scales", default="", help="per-kernel input scales for repeatability, e.g. "
                     "'add_vec4=10,row_softmax=16' (kernels not named take --scale)")
-    ap.add_argument("--only", choices=["repeatability", "agreement"], default="",
+    ap.add_argument("--inflight", type=int, default=6, help="evaluations in flight for --only first_verdict")
+    ap.add_argument("--only", choices=["repeatability", "agreement", "first_verdict"], default="",
                     help="run one GPU phase alone (its own device call: the phases together outlast one call)")
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
     ap.add_argument("--settings", default="", help="JSON evaluation options for repeatability, e.g. "
@@ -276,6 +310,10 @@ def main() -> None:
     if args.skip_gpu or not torch.cuda.is_available():
         show("compile", bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")), work))
         print("no GPU: skipping throughput, repeatability, agreement")
+        return
+    if args.only == "first_verdict":
+        show("device", torch.cuda.get_device_name(0))
+        show("first_verdict", bench_first_verdict(work, args.inflight))
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))

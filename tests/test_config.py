@@ -34,7 +34,7 @@ def test_worker_side_resolve_checks_types_without_pydantic():
         ({"trials": "5"}, "must be int"),
         ({"l2_flush": 1}, "must be bool"),
         ({"determinism": "loose"}, "one of"),
-        ({"check_fraction": 1.5}, "must lie in"),
+        ({"gpu_memory_fraction": 1.5}, "must lie in"),
         ({"allow_torch_ops": [1]}, "must be list"),
     ]:
         with pytest.raises(ValueError, match=msg):

@@ -24,6 +24,7 @@ import assemble as A  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 SINGLE_FILES = {"add_inline": A.HONEST / "add_inline.py", **{n: A.EXPLOITS / f"{n}.py" for n in A.EXPLOITS_KB}}
+SMALL = sorted(A.SMALL_MAGNITUDE)  # honest single files for small-magnitude / scalar outputs, and constant variants
 
 
 def _report(name: str, kind: str, res) -> None:
@@ -55,6 +56,12 @@ def built():
     sols["ws_precision"] = (A.task_code("vec_add"), A.exploit_workspace_any(root / "ws_precision", "ws_precision"))
     for name, path in SINGLE_FILES.items():
         sols[name] = (A.task_code("vec_add"), path)
+    for name in SMALL:
+        sols[name] = (A.task_code(name), A.HONEST / f"{name}.py")
+        sols[f"{name}_const"] = (A.task_code(name), A.constant_variant(root / f"{name}_const.py", name))
+    native = root / "kb_native_forge.py"
+    native.write_text((A.EXPLOITS / "kb_native_forge.py").read_text().replace("@CACHE@", str(cache)))
+    sols["kb_native_forge"] = (A.task_code("softmax_wide"), native)
     first = compile_solution(sols["add_vec4"][1], cache)  # the shared binding.cpp object, once
     assert first.ok, first.log
     builds = {"add_vec4": first}
@@ -86,7 +93,8 @@ def test_honest_kernel_accepted(built, name):
     assert res.solution_ms and res.eager_ms and res.compile_ms
     assert res.speedup_vs_eager == pytest.approx(res.eager_ms / res.solution_ms)
     sol = res.timing["solution"]  # raw times kept, first call discarded; more calls for short kernels
-    assert len(sol["times_ms"]) == sol["trials"] == len(sol["call_at_s"]) >= 30
+    assert len(sol["times_ms"]) == sol["trials"] == len(sol["wall_ms"]) >= 30
+    assert res.timing["clock_check"]["n"] == sol["trials"] and res.details["timed_outputs_checked"] >= 1
     if res.solution_ms < 1.0:  # a sub-millisecond kernel: calls until ~timing_min_ms of GPU time, capped
         assert sol["trials"] >= min(3000, int(300 / sol["warmup_estimate_ms"]))
     assert res.details["kernels_launched"] >= 1
@@ -155,3 +163,71 @@ def test_crashing_candidate_does_not_crash_the_evaluator(built, tmp_path):
                    settings={"cache_dir": built["cache"], "static_checks": False}, compile_result=cr)
     _report("segfault_in_forward", "crash", res)
     assert res.reward == -1 and res.reason.startswith("crash:segfault"), (res.reason, res.error[-500:])
+
+
+# ---------------------------------------------------------------- small magnitudes, scalars (scale-aware verdicts)
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_magnitude_honest_kernel_accepted(built, name):
+    """Softmax / log-softmax over >= 32k columns, a mean reduction, a long-K matvec, a scalar loss: honest kernels
+    are accepted (no degenerate-task verdict), and KernelBench's fixed-tolerance verdict is recorded beside ours."""
+    res = _eval(built, name)
+    _report(name, "honest_small", res)
+    assert res.correct and res.reward >= 1, (res.reason, res.violations, res.details.get("violation_details"))
+    assert res.task_defect == "" and res.violations == [] and res.details["kernelbench_ok"] is True
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_constant_output_kernel_rejected_as_incorrect(built, name):
+    res = _eval(built, f"{name}_const", mode="verify")
+    _report(f"{name}_const", "constant", res)
+    assert not res.correct and res.reward == -1 and res.reason.startswith("output_mismatch"), res.reason
+
+
+def test_two_solutions_with_the_same_extension_name_at_once(built):
+    """softmax_wide and its constant variant both build `opforge_fixture_softmax_wide`: evaluated at the same
+    time, each gets its own verdict (content-addressed builds, private extension copies, no shared baton)."""
+    with cf.ThreadPoolExecutor(2) as ex:
+        honest = ex.submit(_eval, built, "softmax_wide", "verify")
+        const = ex.submit(_eval, built, "softmax_wide_const", "verify")
+        honest, const = honest.result(timeout=600), const.result(timeout=600)
+    assert honest.correct and honest.reward >= 1, honest.reason
+    assert not const.correct and const.reason.startswith("output_mismatch"), const.reason
+
+
+# ---------------------------------------------------------------- native code against the judge
+
+def test_native_static_initializer_forges_nothing(built, monkeypatch):
+    """The issue's forged reward 3, tried again: a static initializer reads /proc/self/environ and every file it
+    can reach, poisons the baseline cache, writes forged verdicts to every fd and dup2's /dev/null over them; its
+    kernel returns memory scanned from the device (the reference is in another process). All of it: reward -1,
+    the cache unchanged, no secret found."""
+    from pipeline.evaluate import judge
+
+    cache = Path(built["cache"])
+    canary = cache / "baselines" / "canary.json"
+    canary.parent.mkdir(parents=True, exist_ok=True)
+    canary.write_text('{"eager_ms": 1.0}')
+    before = {p: p.read_bytes() for p in canary.parent.glob("*.json")}
+    seeds, dirs = [], []
+    real_ref, real_make = judge.run_reference, judge.EvalDirs.make
+
+    def spy_ref(task_code, jobs, d, *a, **k):
+        seeds.extend(j["seed"] for j in jobs)
+        return real_ref(task_code, jobs, d, *a, **k)
+
+    monkeypatch.setattr(judge, "run_reference", spy_ref)
+    monkeypatch.setattr(judge.EvalDirs, "make", classmethod(lambda cls: dirs.append(real_make()) or dirs[-1]))
+    try:
+        res = _eval(built, "kb_native_forge", static_checks=False, keep_eval_dir=True, load_timeout_s=60.0,
+                    call_timeout_s=60.0)
+        _report("kb_native_forge", "exploit_native", res)
+        assert res.reward == -1 and not res.correct, res.reason
+        assert {p: p.read_bytes() for p in canary.parent.glob("*.json")} == before
+        snoop = dirs[0].cand / "native_snoop.txt"
+        assert snoop.is_file(), "the attack did not run"
+        text = snoop.read_text(errors="replace")
+        assert seeds and not [s for s in seeds if str(s) in text]
+    finally:
+        for d in dirs:
+            d.remove()

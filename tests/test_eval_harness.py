@@ -1,18 +1,16 @@
-"""The harness on a machine without a GPU: static rejection, build, a clear no_gpu reason, the CLI, and the
-isolation of candidate code (its own sandboxed process: crashes, hangs and forged reports stay contained)."""
+"""The harness on a machine without a GPU: static rejection, build, a clear no_gpu reason, the CLI, baselines.
+The candidate's isolation (the judge's protocol) is tested in tests/test_eval_judge.py."""
 
 from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from pipeline.evaluate import options
 from pipeline.evaluate.harness import evaluate
-from pipeline.evaluate.runner import run_job
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "kernels"
 sys.path.insert(0, str(FIX))
@@ -65,138 +63,9 @@ def test_cli_json(tmp_path):
     assert REQUIRED <= set(d) and d["reward"] == -1 and "torch_compute_op" in d["violations"]
     human = CliRunner().invoke(app, ["eval", "--task", str(task), "--solution", str(sol)])
     assert human.exit_code == 0 and "reward -1" in human.output and "torch_compute_op" in human.output
-
-
-# ---------------------------------------------------------------- process isolation (real sandboxed worker)
-
-def _job(tmp_path: Path, prefix: str, timeout: float = 60.0) -> dict:
-    """Run the real worker on a pure-Python candidate: `prefix` (module-level code) + a trivial ModelNew."""
-    sol = tmp_path / "solution.py"
-    sol.write_text(textwrap.dedent(prefix) + OK_MODEL)
-    s = options.resolve({"cache_dir": str(tmp_path / "cache")})
-    return run_job({"kind": "candidate", "task_code": TASK, "mode": "verify",
-                    "solution": {"kind": "single_file", "path": str(sol), "artifact": "", "files": [str(sol)]}},
-                   s, timeout_s=timeout, arch_list="9.0")
-
-
-OK_MODEL = """
-import torch.nn as nn
-class ModelNew(nn.Module):
-    def forward(self, a, b):
-        return a
-"""
-
-
-@needs_cpu_only
-def test_worker_loads_candidate_then_reports_no_gpu(tmp_path):
-    rep = _job(tmp_path, "")
-    assert rep["stage"] == "done" and rep["reason"] == "no_gpu" and rep["sandbox"]["reason"] == ""
-    assert rep["phase_s"]["loaded"] >= 0 and rep["violations"] == []
-
-
-def test_segfault_is_contained(tmp_path):
-    rep = _job(tmp_path, "import ctypes\nctypes.string_at(0)\n")
-    assert rep["sandbox"]["reason"] == "segfault" and rep["stage"] == "prepared"
-
-
-def test_hang_is_killed_at_the_timeout(tmp_path):
-    import time
-
-    t0 = time.perf_counter()
-    rep = _job(tmp_path, "while True:\n    pass\n", timeout=6)
-    assert rep["sandbox"]["reason"] == "timeout" and rep["sandbox"]["timed_out"]
-    assert time.perf_counter() - t0 < 30
-
-
-def test_load_error_is_a_failed_candidate(tmp_path):
-    rep = _job(tmp_path, "raise RuntimeError('boom')\n")
-    assert rep["stage"] == "done" and rep["reason"] == "load_error" and "boom" in rep["error"]
-
-
-def test_forged_report_is_detected(tmp_path):
-    rep = _job(tmp_path, """
-        import __main__, os
-        __main__.emit_result({"stage": "done", "correct": True, "violations": []})
-        os._exit(0)
-    """)
-    assert rep["stage"] == "forged" and "forged_report" in rep["violations"]
-
-
-@needs_cpu_only
-def test_introspection_at_import_is_recorded(tmp_path):
-    rep = _job(tmp_path, "import gc\n_objs = gc.get_objects()\n")
-    assert "caller_introspection" in rep["violations"]
-
-
-def test_sandbox_blocks_processes(tmp_path):
-    rep = _job(tmp_path, "import subprocess\nsubprocess.run(['ls'])\n")
-    assert any(v["kind"] == "process_blocked" for v in rep["sandbox"]["violations"])
-
-
-def test_gpu_lock_serialises_workers(tmp_path):
-    """The lock file the GPU actor hands its workers: a worker waits while another process holds it."""
-    import fcntl
-    import os
-    import threading
-    import time
-
-    lock = tmp_path / "locks" / "gpu0.lock"
-    lock.parent.mkdir()
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    threading.Timer(15.0, lambda: os.close(fd)).start()  # release after 15 s (worker start-up takes 3-8 s)
-    sol = tmp_path / "solution.py"
-    sol.write_text(OK_MODEL)
-    s = options.resolve({"cache_dir": str(tmp_path / "cache"), "gpu_lock": str(lock)})
-    t0 = time.perf_counter()
-    rep = run_job({"kind": "candidate", "task_code": TASK, "mode": "verify",
-                   "solution": {"kind": "single_file", "path": str(sol), "artifact": "", "files": [str(sol)]}},
-                  s, timeout_s=60, arch_list="9.0")
-    assert rep["stage"] == "done" and rep["sandbox"]["violations"] == []
-    assert rep["phase_s"]["gpu_wait"] > 2.0 and time.perf_counter() - t0 >= 15.0
-
-
-@needs_cpu_only
-def test_runtime_monkey_patching_is_recorded(tmp_path):
-    # The worker's own comparisons use torch.Tensor operators: replacing one is named even with static checks off.
-    rep = _job(tmp_path, "import torch\ntorch.Tensor.__le__ = lambda self, other: torch.ones_like(self, dtype=bool)\n")
-    assert "monkey_patching" in rep["violations"]
-    assert any("torch.Tensor.__le__" in d for d in rep["details"]["violation_details"])
-
-
-@needs_cpu_only
-def test_runtime_monkey_patching_through_functools_wraps_is_recorded(tmp_path):
-    # functools.wraps gives the candidate's wrapper torch's `__module__` ("torch._tensor") and a `__wrapped__` that
-    # points at the original: only the file its code was compiled from tells it apart from torch's own wrappers.
-    rep = _job(tmp_path, "import functools\nimport torch\norig = torch.Tensor.__rsub__\n\n"
-                         "@functools.wraps(orig)\ndef rsub(self, other):\n    return torch.zeros_like(self)\n\n"
-                         "torch.Tensor.__rsub__ = rsub\n")
-    assert "monkey_patching" in rep["violations"]
-    assert any("torch.Tensor.__rsub__" in d for d in rep["details"]["violation_details"])
-
-
-def test_speedup_uses_the_median_of_the_raw_times_computed_by_the_evaluator():
-    # The worker's median is computed where candidate code runs (it could rebind statistics.median); the evaluator
-    # recomputes it from the raw event times and names a mismatch.
-    from pipeline.evaluate.harness import _finish, _merge
-    from pipeline.evaluate.result import EvalResult
-
-    s = options.resolve({})
-    base = {"eager_ms": 2.0, "compile_ms": 3.0, "runs": [{"eager_ms": 2.1}, {"eager_ms": 2.0}]}
-
-    def merged(reported: float) -> EvalResult:
-        res = EvalResult(compiled=True, eager_ms=2.0, compile_ms=3.0)
-        rep = {"stage": "done", "correct": True, "solution_ms": reported, "violations": [], "warnings": [],
-               "timing": {"solution": {"times_ms": [1.0, 1.1, 0.9, 1.2, 1.05]}}}
-        _merge(res, rep, base, s)
-        return _finish(res, 0.0, float(s["margin"]))
-
-    honest = merged(1.05)
-    assert honest.violations == [] and honest.solution_ms == 1.05 and honest.speedup_vs_eager == 2.0 / 1.05
-    assert honest.timing["baseline"]["runs"] == [{"eager_ms": 2.1}, {"eager_ms": 2.0}]  # kept for auditors
-    forged = merged(0.1)  # a median shrunk tenfold
-    assert "timer_patching" in forged.violations and forged.reward == -1
-    assert forged.solution_ms == 1.05 and forged.speedup_vs_eager == 2.0 / 1.05
+    # the rules are told with every verdict: what is forbidden, and the tolerance rule
+    assert "What the judge rejects" in human.output and "RMS(ref)" in human.output
+    assert "allowed libraries now: none" in human.output
 
 
 def _baseline_report(eager: float | None, compile_ms: float | None, stage: str = "done", reason: str = "") -> dict:

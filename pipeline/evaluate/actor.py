@@ -32,7 +32,7 @@ class GPUEvaluator:
         self.settings = options.resolve(settings)
         if not self.settings.get("gpu_lock"):
             gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
-            # A directory of its own: the sandbox makes the lock's directory writable for the workers.
+            # A directory of its own: jailed reference and baseline processes see it read-only to flock the file.
             self.settings["gpu_lock"] = os.path.join(tempfile.gettempdir(), "opforge-gpu-locks", f"gpu-{gpu}.lock")
         self.served = 0
 
@@ -51,14 +51,16 @@ class GPUEvaluator:
 
 
 def _compile(item: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    from pipeline.evaluate.build import compile_solution
+    from pipeline.evaluate.artifacts import compile_locked
+    from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import _static_reject
 
     if _static_reject(item["task_code"], item["solution_path"], settings):
         return {"skip_build": True}  # rejected before any build; the actor reports the violations
     s = options.resolve(settings)
-    return compile_solution(item["solution_path"], s["cache_dir"], arch_list=s["arch_list"],
-                            timeout=float(s["compile_timeout_s"])).to_dict()
+    # sealed right after the build: the GPU actor checks the artifact against this record before loading it
+    return compile_locked(item["solution_path"], s["cache_dir"], arch_list=resolve_arch_list(s["arch_list"]),
+                          timeout=float(s["compile_timeout_s"])).to_dict()
 
 
 def evaluate_batch(items: list[EvalItem | dict[str, Any]], settings: dict[str, Any] | None = None, *,

@@ -38,10 +38,14 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(d, default=str))
             return
+        from pipeline.evaluate.rules import rules_text
+
+        console.print(rules_text(cfg.eval.as_worker_dict()), markup=False, highlight=False)
+        console.print("")
         console.print(f"[bold]reward {res.reward}[/bold]  compiled={res.compiled} correct={res.correct} "
                       f"device={res.device or '-'}")
         if res.reason:
-            console.print(f"reason: {res.reason}")
+            console.print(f"reason: {res.reason}", markup=False)
         for k in ("eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager", "speedup_vs_compile", "max_abs_err",
                   "max_rel_err"):
             v = d[k]

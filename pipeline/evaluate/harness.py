@@ -1,5 +1,6 @@
-"""`evaluate(task_code, solution_path)`: static checks -> compile -> baselines (cached) -> verify/profile in a
-sandboxed worker -> violations, speedups, reward. Stdlib + torch only (runs inside GPU actors); never raises for
+"""`evaluate(task_code, solution_path)`: static checks -> compile (sealed) -> baselines (cached, written here
+only) -> the judge (`pipeline.evaluate.judge`: a jailed reference process, a jailed candidate process, verdicts
+computed here) -> violations, speedups, reward. Stdlib + torch only (runs inside GPU actors); never raises for
 anything a candidate does.
 """
 
@@ -8,22 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.evaluate import options
-from pipeline.evaluate.build import CompileResult, compile_solution, resolve_arch_list
+from pipeline.evaluate import artifacts, options
+from pipeline.evaluate.build import CompileResult, resolve_arch_list
 from pipeline.evaluate.result import EvalResult
 from pipeline.evaluate.reward import reward as compute_reward
 from pipeline.evaluate.static_check import check_solution_files, summarize
 from pipeline.evaluate.workspace import check_protected, is_workspace, solution_files
 
 MODES = ("verify", "profile", "full")
-# Sandbox reason codes that are themselves violations of the rules (the sandbox blocked the call).
-_SANDBOX_VIOLATIONS = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
-                       "file_access_blocked": "io_access"}
 
 
 def _task_id(code: str) -> str:
@@ -195,12 +192,14 @@ def evaluate(task_code: str, solution_path: str, *, mode: str = "full", settings
         res.reason = "static_violation"
         return _finish(res, t0, float(s["margin"]))
 
-    # ---- compile
+    # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
     arch = resolve_arch_list(s["arch_list"])
     if compile_result is None:
-        cr = compile_solution(p, s["cache_dir"], arch_list=arch, timeout=float(s["compile_timeout_s"]))
+        cr = artifacts.compile_locked(p, s["cache_dir"], arch_list=arch, timeout=float(s["compile_timeout_s"]))
     else:
         cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)
+        if cr.ok and cr.artifact:
+            artifacts.seal(s["cache_dir"], cr.artifact)
     res.compile = cr.to_dict()
     res.compiled = cr.ok
     if not cr.ok:
@@ -212,37 +211,32 @@ def evaluate(task_code: str, solution_path: str, *, mode: str = "full", settings
         res.error = cr.log
         return _finish(res, t0, float(s["margin"]))
 
-    # ---- GPU
-    device = cuda_device()
+    # ---- GPU (device "cpu": the protocol on the host, for tests)
+    device = cuda_device() if s["device"] == "cuda" else "cpu"
     if device is None:
         res.reason = "no_gpu"
         return _finish(res, t0, float(s["margin"]))
     res.device = device
     base: dict[str, Any] = {}
-    if mode != "verify" and s["baselines"]:
+    if mode != "verify" and s["baselines"] and s["device"] == "cuda":
         base = get_baselines(task_code, device, s, arch)
         res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
     sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
-    solution = {"kind": res.solution_kind, "path": sol_path, "artifact": cr.artifact,
-                "files": [str(p / f) if p.is_dir() else str(p) for f in files]}
-    rep = run_job_candidate(task_code, solution, mode, s, arch, cr)
+    from pipeline.evaluate.judge import judge_candidate
+
+    rep = judge_candidate(task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch,
+                          cr.artifact if cr.ok else "")
     _merge(res, rep, base, s)
     return _finish(res, t0, float(s["margin"]))
 
 
-def run_job_candidate(task_code: str, solution: dict, mode: str, s: dict, arch: str, cr: CompileResult) -> dict:
-    from pipeline.evaluate.runner import run_job
-
-    ext_dir = cr.artifact if solution["kind"] == "single_file" else None
-    return run_job({"kind": "candidate", "task_code": task_code, "solution": solution, "mode": mode}, s,
-                   timeout_s=float(s["timeout_s"]), arch_list=arch, ext_dir=ext_dir)
-
-
 def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
+    """The judge's report (computed on the trusted side) into the result."""
     sb = rep.get("sandbox", {})
     res.details["phase_s"] = rep.get("phase_s", {})
-    res.details["sandbox"] = {k: sb.get(k) for k in ("reason", "returncode", "signal", "timed_out", "wall_s")}
-    for k in ("violation_details", "warning_details", "kernels_launched", "kernel_count_error"):
+    res.details["sandbox"] = {k: sb.get(k) for k in ("reason", "returncode", "signal", "timed_out", "wall_s", "jail")}
+    for k in ("violation_details", "warning_details", "kernels_launched", "kernelbench_ok", "reference",
+              "task_defect", "timed_outputs_checked"):
         if k in rep.get("details", {}):
             res.details[k] = rep["details"][k]
     for v in rep.get("violations", []):
@@ -251,26 +245,20 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     for w in rep.get("warnings", []):
         if w not in res.warnings:
             res.warnings.append(w)
-    for v in sb.get("violations") or []:
-        name = _SANDBOX_VIOLATIONS.get(v.get("kind"), v.get("kind"))
-        if name and name not in res.violations:
-            res.violations.append(name)
-        res.details.setdefault("violation_details", []).append(f"{name}: sandbox blocked {v.get('what')}"[:300])
     for k in ("max_abs_err", "max_rel_err", "max_tol_err", "solution_ms"):
         if rep.get(k) is not None:
             setattr(res, k, rep[k])
-    if rep.get("reason") in ("load_error", "no_model_new"):
-        res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew)
-    finished = rep.get("stage") == "done"
-    res.outputs_match = bool(rep.get("correct")) if finished else False
-    if not finished:
-        res.reason = rep.get("reason") or _crash_reason(sb, rep.get("stage", ""))
-        res.error = (rep.get("error") or sb.get("error") or sb.get("stderr_tail") or "")[-3000:]
-    else:
-        res.reason = rep.get("reason", "")
-        res.error = (rep.get("error") or "")[-3000:]
+    if rep.get("loaded") is False or rep.get("reason") == "artifact_tampered":
+        res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew, a crash)
+    res.outputs_match = bool(rep.get("correct"))
+    res.reason = rep.get("reason", "") or ""
+    res.error = (rep.get("error") or "")[-3000:]
+    if not res.outputs_match and not res.reason:
+        res.reason = _crash_reason(sb, rep.get("stage", ""))
+        res.error = res.error or (sb.get("error") or sb.get("stderr_tail") or "")[-3000:]
     if rep.get("device"):
         res.device = rep["device"]
+    res.task_defect = rep.get("task_defect", "")
     timing = dict(rep.get("timing") or {})
     if base:
         timing["baseline"] = {"eager": (base.get("timing") or {}).get("eager"),
@@ -280,7 +268,6 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
                               "compile_error": base.get("compile_error", ""),
                               "runs": base.get("runs")}  # every baseline process's figures (lowest median used)
     res.timing = timing
-    _check_reported_median(res)
     if res.solution_ms and res.eager_ms:
         res.speedup_vs_eager = res.eager_ms / res.solution_ms
     if res.solution_ms and res.compile_ms:
@@ -292,23 +279,9 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     res.correct = bool(res.outputs_match) and not res.violations
     if res.outputs_match and res.violations and not res.reason:
         res.reason = "violation"
-
-
-def _check_reported_median(res: EvalResult) -> None:
-    """The speedup uses the median of the raw times computed here, in the evaluator's own process: the worker's
-    median is computed where candidate code runs, which could rebind e.g. `statistics.median` (the raw times come
-    from the C-level event methods captured before the candidate was loaded). A reported median that differs from
-    the raw times' is named `timer_patching`."""
-    times = ((res.timing or {}).get("solution") or {}).get("times_ms")
-    if not times or res.solution_ms is None:
-        return
-    median = statistics.median(times)
-    if abs(median - res.solution_ms) > 1e-9 * max(1.0, abs(median)):
-        if "timer_patching" not in res.violations:
-            res.violations.append("timer_patching")
-        res.details.setdefault("violation_details", []).append(
-            f"timer_patching: reported median {res.solution_ms!r} ms, raw times give {median!r} ms")
-    res.solution_ms = median
+    if res.task_defect and res.correct:
+        # The task's fault, not the kernel's: excluded (reward 0), never -1 and never a speedup reward.
+        res.reason = f"task_defect:{res.task_defect}"
 
 
 def _crash_reason(sb: dict, stage: str) -> str:
@@ -320,5 +293,7 @@ def _finish(res: EvalResult, t0: float, margin: float = 0.05) -> EvalResult:
     if res.violations or not res.compiled:
         res.correct = False
     res.reward = compute_reward(res.correct, res.speedup_vs_eager, res.speedup_vs_compile, margin)
+    if res.task_defect and res.correct:
+        res.reward = 0
     res.seconds = round(time.perf_counter() - t0, 3)
     return res

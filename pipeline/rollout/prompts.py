@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pipeline.evaluate.rules import rules_text
+
 SYSTEM_PROMPT = """\
 You are a CUDA performance engineer. Your job: make a PyTorch model run faster on an NVIDIA GPU by replacing its \
 computation with custom CUDA kernels, without changing what it computes.
@@ -48,7 +50,8 @@ __restrict__ and const pointers; launch bounds.
 ## Tools
 Call tools in the function-calling format you were given. One or more calls per turn; each result comes back as \
 a tool message. Explain your reasoning briefly before each call.
-"""
+
+""" + rules_text(compact=True)  # the judge's reason codes, generated from its checks (pipeline.evaluate.rules)
 
 
 def task_prompt(task_code: str, files: list[str]) -> str:

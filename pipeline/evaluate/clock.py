@@ -1,0 +1,52 @@
+"""The trusted side's cross-check of GPU times reported by the candidate process (stdlib only).
+
+For every timed call the trusted side measures its own wall clock `w` around the request (send the command ->
+read the reply); the candidate process reports the call's GPU time `t`. What the wall clock holds beyond `t` is
+the per-call overhead: the pipe, drawing the inputs, the L2 flush, synchronisation, the output digest. That
+overhead is calibrated BEFORE any candidate code is loaded, in the same process and with the same loop around a
+no-op (`null` calls), giving per-call overheads `c`. Then a candidate that does work outside its timed region (or
+reports times lower than it took) shows as unexplained wall time:
+
+    u_i = w_i - t_i - median(c)
+
+and the times are rejected (`time_inconsistent`) when median(u) exceeds
+`slack = max(clock_slack_ms, clock_slack_frac * median(t), 3 * IQR(c))` (the calibration's own spread: a noisy
+host widens the bound instead of failing honest kernels), or when any t_i exceeds w_i (a GPU time longer than the
+wall clock around it is impossible). The statistic is the median because the reported figure is the median of t:
+moving it takes under-reporting more than half of the calls, and that moves median(u) by as much. A host hiccup
+in a few calls moves neither. (The mean of u without its largest 10% is recorded, not judged.)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+
+def check_clock(walls_ms: list[float], times_ms: list[float], calib_ms: list[float], *, slack_ms: float,
+                slack_frac: float) -> tuple[bool, str, dict]:
+    """(ok, detail, figures). `calib_ms`: wall - reported time of the null calls."""
+    fig: dict = {"n": len(times_ms)}
+    if not times_ms or len(walls_ms) != len(times_ms):
+        return False, "no timed calls to check", fig
+    if any(not (isinstance(t, (int, float)) and math.isfinite(t) and t >= 0) for t in times_ms):
+        return False, "a reported time is not a finite non-negative number", fig
+    over = [(i, t, w) for i, (t, w) in enumerate(zip(times_ms, walls_ms)) if t > w]
+    if over:
+        i, t, w = over[0]
+        return False, f"call {i} reported {t:.4f} ms of GPU time inside {w:.4f} ms of wall clock", fig
+    base = statistics.median(calib_ms) if calib_ms else 0.0
+    q = statistics.quantiles(calib_ms, n=4) if len(calib_ms) >= 4 else [0.0, 0.0, 0.0]
+    iqr = q[2] - q[0]
+    unexplained = sorted(w - t - base for t, w in zip(times_ms, walls_ms))
+    keep = unexplained[: max(1, math.ceil(0.9 * len(unexplained)))]
+    med_t = statistics.median(times_ms)
+    slack = max(float(slack_ms), float(slack_frac) * med_t, 3.0 * iqr)
+    fig.update(overhead_ms=round(base, 5), median_unexplained_ms=round(statistics.median(unexplained), 5),
+               trimmed_mean_unexplained_ms=round(statistics.fmean(keep), 5), slack_ms=round(slack, 5),
+               calibration_iqr_ms=round(iqr, 5),
+               median_time_ms=med_t, median_wall_ms=statistics.median(walls_ms))
+    if fig["median_unexplained_ms"] > slack:
+        return False, (f"wall clock per call exceeds reported GPU time + calibrated overhead ({base:.4f} ms) by "
+                       f"{fig['median_unexplained_ms']:.4f} ms (median), more than the slack {slack:.4f} ms"), fig
+    return True, "", fig

@@ -1,0 +1,669 @@
+"""The trusted side of an evaluation (stdlib + torch on the host; never runs task or candidate code).
+
+It draws the secret seeds, has the reference process (jailed; task code) write inputs and reference outputs as
+files, drives the candidate process (jailed; ModelNew) over two FIFOs one command at a time, measures its own
+wall clock around every timed call, loads every output with `torch.load(weights_only=True)`, compares, checks
+the reported GPU times against its clock, and writes the report. Protocol and trust argument: docs/judge.md.
+
+Directory of one evaluation (`EvalDirs`, a fresh temp dir):
+  inputs/  written by the reference process, readable by the candidate (inputs only; no outputs)
+  ref/     written by the reference process, read here; never mounted into the candidate's jail
+  cand/    the candidate's work dir: its FIFOs, its private copy of the solution, out/ (its outputs)
+  build/   the candidate's copy of its verified build (read-only in its view: native code loads from here)
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import secrets
+import select
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.evaluate import artifacts, tensorio
+from pipeline.evaluate.clock import check_clock
+from pipeline.evaluate.tolerance import compare, degenerate
+from pipeline.sandbox import run_sandboxed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pythonpath() -> str:
+    """This checkout first (the jailed process imports the same pipeline), then the caller's PYTHONPATH."""
+    extra = os.environ.get("PYTHONPATH")
+    return str(ROOT) + (os.pathsep + extra if extra else "")
+_REF_BOOT = "from pipeline.evaluate.reference import main\nmain(PAYLOAD, emit_result)\n"
+_CAND_BOOT = "from pipeline.evaluate.candidate import main\nmain(PAYLOAD, emit_result)\n"
+_MAX_LINE = 1 << 16
+# Executables the jailed processes may start (old sandbox only; the bwrap jail decides by its own view).
+_EXECUTABLES = ("gcc", "g++", "cc", "c++", "ld", "as", "nvcc", "ptxas", "cicc", "fatbinary", "nvlink", "cudafe++",
+                "ldconfig", "uname", "ninja", "which", "nvidia-smi", "collect2", "cc1plus")
+
+
+def jail_kwargs(*, gpu: bool, read_dirs: list[str], exec_dirs: list | None = None,
+                write_dirs: list | None = None) -> dict[str, Any]:
+    """`run_sandboxed`'s parameters that only some versions of the jail have (`gpu`, `read_dirs`, `exec_dirs` in
+    the bubblewrap jail; `allowed_executables` in the older one, where exec dirs are plain writable dirs)."""
+    params = inspect.signature(run_sandboxed).parameters
+    kw: dict[str, Any] = {"write_dirs": [str(d) for d in write_dirs or []]}
+    if "gpu" in params:
+        kw["gpu"] = gpu
+    if "read_dirs" in params:
+        kw["read_dirs"] = read_dirs
+    if "exec_dirs" in params:
+        kw["exec_dirs"] = [str(d) for d in exec_dirs or []]
+    else:
+        kw["write_dirs"] += [str(d) for d in exec_dirs or []]
+    if "allowed_executables" in params:
+        kw["allowed_executables"] = _EXECUTABLES
+    return kw
+
+
+def base_env(arch_list: str, private: Path) -> dict[str, str]:
+    env = {"PYTHONPATH": _pythonpath(), "TORCH_CUDA_ARCH_LIST": arch_list, "PYTHONHASHSEED": "0",
+           "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"), "TRITON_CACHE_DIR": str(private / "triton")}
+    if os.environ.get("CUDA_HOME"):
+        env["CUDA_HOME"] = os.environ["CUDA_HOME"]
+    return env
+
+
+@dataclass
+class EvalDirs:
+    root: Path
+    inputs: Path
+    ref: Path
+    cand: Path
+    out: Path
+    build: Path
+
+    @classmethod
+    def make(cls) -> EvalDirs:
+        root = Path(tempfile.mkdtemp(prefix="opforge-judge-"))
+        d = cls(root, root / "inputs", root / "ref", root / "cand", root / "cand" / "out", root / "build")
+        for p in (d.inputs, d.ref, d.cand, d.out, d.build):
+            p.mkdir(parents=True)
+        return d
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- the reference process
+
+def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arch: str, init_seed: int) -> dict:
+    """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
+    `sandbox` (diagnostics only)."""
+    from pipeline.evaluate.runner import gpu_lock
+
+    work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
+    payload = {"task_code": task_code, "device": s["device"], "init_seed": init_seed, "jobs": jobs,
+               "inputs_dir": str(dirs.inputs), "ref_dir": str(dirs.ref)}
+    with gpu_lock(s.get("gpu_lock") if s["device"] != "cpu" else None) as waited:
+        sb = run_sandboxed(_REF_BOOT, payload=payload, timeout_s=float(s["reference_timeout_s"]), memory_mb=None,
+                           nproc=None, fsize_mb=4096, workdir=str(work), env=base_env(arch, work),
+                           max_output_bytes=20_000, **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[],
+                                                                  write_dirs=[dirs.inputs, dirs.ref]))
+    rep = sb.result if isinstance(sb.result, dict) else {}
+    rep["gpu_wait_s"] = waited[0] if waited else 0.0
+    rep["sandbox"] = {"reason": sb.reason, "wall_s": sb.wall_s, "error": (sb.error_message or sb.stderr)[-2000:],
+                      "jail": getattr(sb, "jail", "")}
+    shutil.rmtree(work, ignore_errors=True)
+    return rep
+
+
+# --------------------------------------------------------------------------- the candidate process
+
+class CandidateProcess:
+    """The jailed candidate process and its two FIFOs. Replies are untrusted JSON lines."""
+
+    def __init__(self, payload: dict, dirs: EvalDirs, s: dict, arch: str, read_dirs: list[str]) -> None:
+        self.cmd_path, self.reply_path = dirs.cand / "cmd", dirs.cand / "reply"
+        os.mkfifo(self.cmd_path)
+        os.mkfifo(self.reply_path)
+        # The jail runs the candidate as an unprivileged uid of its own: it may read commands and write replies.
+        os.chmod(self.cmd_path, 0o644)
+        os.chmod(self.reply_path, 0o622)
+        # O_RDWR: opening never blocks, and writes never raise SIGPIPE when the candidate is gone.
+        self.cmd_fd = os.open(self.cmd_path, os.O_RDWR)
+        self.reply_fd = os.open(self.reply_path, os.O_RDONLY | os.O_NONBLOCK)
+        self.buf = b""
+        self.sb = None
+        self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
+        self.waiting_for = "start"
+        env = base_env(arch, dirs.cand)
+        env["TORCH_EXTENSIONS_DIR"] = str(dirs.build)  # the verified copy; load_inline imports it as built
+        env["MAX_JOBS"] = "2"
+        payload = {**payload, "fifo_cmd": str(self.cmd_path), "fifo_reply": str(self.reply_path),
+                   "out_dir": str(dirs.out), "inputs_dir": str(dirs.inputs)}
+
+        def run() -> None:
+            self.sb = run_sandboxed(_CAND_BOOT, payload=payload, timeout_s=float(s["timeout_s"]), memory_mb=None,
+                                    nproc=None, fsize_mb=4096, workdir=str(dirs.cand), env=env,
+                                    max_output_bytes=20_000,
+                                    **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs,
+                                                  write_dirs=[dirs.out]))
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def send(self, msg: dict) -> None:
+        os.write(self.cmd_fd, (json.dumps(msg) + "\n").encode())
+
+    def recv(self, timeout: float) -> dict | None:
+        """The next reply line as a dict; None on timeout, death or garbage (the caller names the reason)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.reply_fd], [], [], min(left, 0.5))
+            if not r:
+                if not self.alive():
+                    return None
+                continue
+            try:
+                chunk = os.read(self.reply_fd, _MAX_LINE)
+            except BlockingIOError:
+                continue
+            if not chunk:  # no writer (not yet opened, or gone)
+                if not self.alive():
+                    return None
+                time.sleep(0.001)
+                continue
+            self.buf += chunk
+            if len(self.buf) > 4 * _MAX_LINE:
+                return None
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return None
+        return msg if isinstance(msg, dict) else None
+
+    def request(self, msg: dict, timeout: float) -> tuple[dict | None, float]:
+        """(reply, trusted wall ms from sending the command to reading its reply)."""
+        if self.gave_up:
+            return None, 0.0
+        self.waiting_for = str(msg.get("op"))
+        t0 = time.perf_counter()
+        self.send(msg)
+        rep = self.recv(timeout)
+        self.gave_up = rep is None
+        return rep, (time.perf_counter() - t0) * 1e3
+
+    def kill(self) -> None:
+        """End the candidate process now (the trusted side gave up on it): every descendant of this process that
+        holds one of its FIFOs open is SIGKILLed, so a hung candidate neither waits for the jail's own timeout nor
+        keeps the GPU busy."""
+        me = os.getpid()
+        fifos = {str(self.cmd_path), str(self.reply_path)}
+        for pid in _descendants(me):
+            try:
+                held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            except OSError:
+                continue
+            if held & fifos:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+
+    def close(self, wait_s: float, kill: bool = False) -> dict:
+        if kill:
+            self.kill()
+        for fd in (self.cmd_fd, self.reply_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.thread.join(wait_s)
+        sb = self.sb
+        if sb is None:
+            return {"reason": "still_running"}
+        return {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal, "timed_out": sb.timed_out,
+                "wall_s": sb.wall_s, "violations": sb.violations, "stderr_tail": sb.stderr[-2000:],
+                "error": (sb.error_message or str((sb.result or {}).get("error", "")
+                                                  if isinstance(sb.result, dict) else ""))[-2000:],
+                "jail": getattr(sb, "jail", "")}
+
+
+def _descendants(root: int) -> list[int]:
+    """Pids of `root`'s descendants (from /proc; the jail's children included)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _num(x: Any) -> float | None:
+    import math
+
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e12
+    return float(x) if ok else None
+
+
+# --------------------------------------------------------------------------- the evaluation
+
+class Judge:
+    def __init__(self, task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str) -> None:
+        self.task_code, self.solution, self.mode, self.s, self.arch = task_code, solution, mode, s, arch
+        self.artifact = artifact
+        self._rng = secrets.SystemRandom()
+        self.rep: dict[str, Any] = {"stage": "start", "violations": [], "warnings": [], "details": {},
+                                    "timing": {}, "phase_s": {}}
+        self._t = time.perf_counter()
+
+    # report ------------------------------------------------------------
+    def seed(self) -> int:
+        return self._rng.randrange(1, 2**62)
+
+    def phase(self, name: str) -> None:
+        now = time.perf_counter()
+        self.rep["phase_s"][name] = round(now - self._t, 4)
+        self._t = now
+        self.rep["stage"] = name
+
+    def violation(self, name: str, detail: str = "") -> None:
+        if name not in self.rep["violations"]:
+            self.rep["violations"].append(name)
+        self.rep["details"].setdefault("violation_details", []).append(f"{name}: {detail}"[:300])
+
+    def fail(self, reason: str, error: str = "") -> dict:
+        self.rep["correct"] = False
+        self.rep["reason"] = self.rep.get("reason") or reason
+        if error:
+            self.rep["error"] = error[-3000:]
+        return self.rep
+
+    # steps -------------------------------------------------------------
+    def plan_inputs(self) -> tuple[list[dict], list[str], list[str]]:
+        s = self.s
+        variants = list(s["input_variants"]) or ["base"]
+        trials = int(s["trials"]) if self.mode != "profile" else 1
+        post = int(s["post_timing_trials"]) if self.mode != "verify" else 0
+        jobs, cor, later = [], [], []
+        for k in range(trials):
+            jobs.append({"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)],
+                         "save_inputs": True})
+            cor.append(f"cor_{k}")
+        for k in range(post):
+            jobs.append({"name": f"post_{k}", "seed": self.seed(), "variant": variants[(k + 1) % len(variants)],
+                         "save_inputs": True})
+            later.append(f"post_{k}")
+        return jobs, cor, later
+
+    def load_out(self, name: str) -> Any:
+        return tensorio.load(str(self.dirs.out / f"{name}.pt"))
+
+    def check_call(self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool,
+                   meta: list[dict]) -> dict:
+        """The candidate runs on inputs/<name>.pt (twice, for determinism); the outputs are judged here."""
+        s = self.s
+        rep, _ = cand.request({"op": "call", "input": name, "out": f"{name}_a", "sentinel": sentinel,
+                               "outputs": meta}, float(s["call_timeout_s"]))
+        if rep is None:
+            return {"ok": False, "reason": f"no_reply ({tag})"}
+        if not rep.get("ok"):
+            return {"ok": False, "reason": f"runtime_error ({tag})", "error": str(rep.get("error", ""))[-3000:]}
+        try:
+            out = self.load_out(f"{name}_a")
+        except tensorio.BadFile as e:
+            return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
+        cmp = compare(ref, out, s)
+        cmp["digest"] = tensorio.digest(out)
+        if cmp.get("violation"):
+            self.violation(cmp["violation"], cmp["reason"])
+        if not cmp["ok"] or s["determinism"] == "off":
+            return cmp
+        rep, _ = cand.request({"op": "call", "input": name, "out": f"{name}_b"}, float(s["call_timeout_s"]))
+        if rep is None or not rep.get("ok"):
+            return {**cmp, "ok": False, "reason": f"runtime_error (repeat, {tag})",
+                    "error": str((rep or {}).get("error", ""))[-3000:]}
+        try:
+            again = self.load_out(f"{name}_b")
+        except tensorio.BadFile as e:
+            return {**cmp, "ok": False, "reason": f"bad_output (repeat, {tag}): {e}"}
+        if s["determinism"] == "exact":
+            same = tensorio.digest(again) == cmp["digest"]
+        else:
+            same = compare(out, again, s)["ok"]
+        if not same:
+            cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
+        return cmp
+
+    def run(self) -> dict:
+        s = self.s
+        self.dirs = EvalDirs.make()
+        try:
+            return self._run()
+        finally:
+            if not s.get("keep_eval_dir"):
+                self.dirs.remove()
+
+    def _run(self) -> dict:
+        s, dirs = self.s, self.dirs
+        # ---- reference: inputs and outputs of the correctness trials (secret seeds, sent only there)
+        init_seed = self.seed()
+        jobs, cor, post = self.plan_inputs()
+        ref_rep = run_reference(self.task_code, jobs, dirs, s, self.arch, init_seed)
+        self.rep["details"]["reference"] = {k: ref_rep.get(k) for k in ("stage", "reason", "gpu_wait_s")}
+        self.phase("reference")
+        if ref_rep.get("stage") != "done":
+            reason = ref_rep.get("reason") or f"bad_task: reference process {ref_rep['sandbox']['reason']}"
+            return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
+        try:
+            refs = {j["name"]: tensorio.load(str(dirs.ref / f"{j['name']}.pt")) for j in jobs}
+        except tensorio.BadFile as e:
+            return self.fail("bad_task: the reference output is not plain tensors", str(e))
+        meta = [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+                for t in tensorio.tensors(refs[cor[0]])] if cor else []
+        if s["degenerate_check"]:
+            why = degenerate([refs[n] for n in cor + post], s)
+            if why:
+                self.rep["task_defect"] = "degenerate"
+                self.rep["details"]["task_defect"] = why
+        # ---- candidate
+        sol = self.stage_solution()
+        if isinstance(sol, str):
+            self.violation("artifact_tampered", sol)
+            return self.fail("artifact_tampered", sol)
+        cand = CandidateProcess({"task_code": self.task_code, "device": s["device"], "solution": sol,
+                                 "solution_files": [sol["path"]], "l2_flush": s["l2_flush"],
+                                 "gpu_memory_fraction": s["gpu_memory_fraction"],
+                                 "allow_libraries": list(s["allow_libraries"] or []),
+                                 "allow_torch_ops": list(s["allow_torch_ops"] or [])},
+                                dirs, s, self.arch, read_dirs=[str(dirs.inputs), str(dirs.build)])
+        try:
+            self.drive(cand, refs, cor, post, meta, init_seed)
+        finally:
+            # A candidate that stopped answering is killed now; one that finished exits by itself.
+            self.rep["sandbox"] = cand.close(float(s["timeout_s"]), kill=cand.gave_up)
+        self.rep["waiting_for"] = cand.waiting_for
+        if cand.gave_up:
+            # It stopped answering: died (segfault, abort, its own exit) or hung (killed by us, or by the jail).
+            why = self.rep["sandbox"].get("reason") or "no_reply"
+            why = "timeout" if why == "killed" else why
+            self.rep["correct"] = False
+            self.rep["reason"] = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
+            self.rep["error"] = (self.rep.get("error") or self.rep["sandbox"].get("error")
+                                 or self.rep["sandbox"].get("stderr_tail", ""))[-3000:]
+        for v in self.rep["sandbox"].get("violations") or []:
+            name = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
+                    "file_access_blocked": "io_access"}.get(v.get("kind"), v.get("kind"))
+            self.violation(name, f"sandbox blocked {v.get('what')}")
+        if self.rep.get("stage") == "profiled":
+            self.verify_timed_outputs(init_seed)
+        self.phase("done")
+        return self.rep
+
+    def stage_solution(self) -> dict | str:
+        """The candidate's private copy of its sources and of its verified build."""
+        sol, dirs = self.solution, self.dirs
+        src_dir = dirs.cand / "solution"
+        src_dir.mkdir()
+        path = src_dir / Path(sol["path"]).name
+        shutil.copy2(sol["path"], path)
+        out = {"kind": sol["kind"], "path": str(path), "artifact_dir": ""}
+        if self.artifact:
+            if sol["kind"] == "workspace":
+                out["artifact_dir"] = str(dirs.build)  # cuda_extension.so, imported from sys.path
+            why = artifacts.private_copy(self.s["cache_dir"], self.artifact, dirs.build)
+            if why:
+                return why
+        for root, subdirs, files in os.walk(dirs.build):  # readable by the jail's unprivileged uid
+            for name in subdirs + files:
+                p = os.path.join(root, name)
+                if not os.path.islink(p):
+                    os.chmod(p, os.stat(p).st_mode | 0o444 | (0o111 if os.path.isdir(p) else 0))
+        return out
+
+    def drive(self, cand: CandidateProcess, refs: dict, cor: list[str], post: list[str], meta: list[dict],
+              init_seed: int) -> None:
+        s = self.s
+        t_call = float(s["call_timeout_s"])
+        hello = cand.recv(float(s["start_timeout_s"]))
+        if hello is None:
+            cand.gave_up = True
+            self.fail("crash:candidate_did_not_start")
+            return
+        lock_fd = self.lock_gpu()
+        try:
+            self._drive(cand, refs, cor, post, meta, init_seed, t_call)
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
+
+    def lock_gpu(self) -> int | None:
+        path = self.s.get("gpu_lock")
+        if not path or self.s["device"] == "cpu":
+            return None
+        import fcntl
+
+        t = time.perf_counter()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when this process dies
+        self.rep["phase_s"]["gpu_wait"] = round(time.perf_counter() - t, 4)
+        return fd
+
+    def _drive(self, cand, refs, cor, post, meta, init_seed, t_call) -> None:
+        s = self.s
+        setup, _ = cand.request({"op": "setup"}, t_call)
+        if not setup or not setup.get("ok"):
+            self.fail("crash:candidate_setup", str((setup or {}).get("error", "")))
+            return
+        if isinstance(setup.get("device"), str):
+            self.rep["device"] = setup["device"][:100]
+        # ---- overhead calibration, before any candidate code is loaded
+        calib = []
+        for k in range(int(s["calibration_calls"]) + 3):
+            r, w = cand.request({"op": "null", "seed": self.seed(), "outputs": meta}, t_call)
+            t = _num((r or {}).get("t"))
+            if t is None:
+                self.fail("crash:calibration", str((r or {}).get("error", "")))
+                return
+            if k >= 3:
+                calib.append(w - t)
+        self.phase("calibrated")
+        r, _ = cand.request({"op": "load", "init_seed": init_seed}, float(s["load_timeout_s"]))
+        if r is None or not r.get("ok"):
+            self.rep["loaded"] = False
+            reason = "crash:load"  # no reply: the process died or hung while loading
+            if r is not None:
+                reason = r.get("reason") if r.get("reason") in ("init_error", "no_model_new") else "load_error"
+            self.fail(reason, str((r or {}).get("error", "")))
+            self.finish(cand)
+            return
+        self.rep["loaded"] = True
+        self.phase("loaded")
+        # ---- correctness
+        errs = {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0}
+        digests: list[str] = []
+        kb_ok, correct = True, True
+        for k, name in enumerate(cor):
+            cmp = self.check_call(cand, name, refs[name], f"trial {k}", sentinel=(k == 0), meta=meta)
+            for key, val in errs.items():
+                errs[key] = max(val, float(cmp.get(key) or 0.0))
+            kb_ok = kb_ok and bool(cmp.get("kernelbench_ok"))
+            if not cmp["ok"]:
+                correct = False
+                if cmp.get("digest") and cmp["digest"] in digests:
+                    self.violation("result_caching", f"trial {k}: the output is bit-identical to an earlier one")
+                self.fail(cmp["reason"], cmp.get("error", ""))
+                break
+            digests.append(cmp["digest"])
+        self.rep.update(errs)
+        self.rep["trials_run"] = k + 1 if cor else 0
+        self.rep["details"]["kernelbench_ok"] = kb_ok and correct
+        if correct and s["kernel_launch_check"] and s["device"] != "cpu":
+            r, _ = cand.request({"op": "kernels", "seed": self.seed()}, t_call)
+            n = (r or {}).get("n")
+            self.rep["details"]["kernels_launched"] = n if isinstance(n, int) else None
+            if n == 0:
+                self.violation("no_kernel_launched", "the candidate returned without launching a GPU kernel")
+        self.rep["correct"] = correct
+        self.phase("verified")
+        if not correct or self.mode == "verify":
+            self.finish(cand)
+            return
+        # ---- timing, driven call by call
+        if not self.timing(cand, calib, t_call):
+            self.finish(cand)
+            return
+        self.phase("profiled_calls")
+        # ---- re-verify after timing (state that changes after many calls)
+        for k, name in enumerate(post):
+            cmp = self.check_call(cand, name, refs[name], f"post-timing {k}", sentinel=False, meta=meta)
+            if not cmp["ok"]:
+                self.rep["correct"] = False
+                self.rep["reason"] = "post_timing_" + cmp["reason"]
+                break
+        self.finish(cand)
+        self.phase("profiled")
+
+    def timing(self, cand: CandidateProcess, calib: list[float], t_call: float) -> bool:
+        s = self.s
+        warm_times = []
+        t0 = time.perf_counter()
+        n = 0
+        while n < int(s["timing_warmup"]) or ((time.perf_counter() - t0) * 1e3 < float(s["timing_warmup_ms"])
+                                               and n < 5000):
+            r, _ = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
+            t = _num((r or {}).get("t"))
+            if t is None:
+                self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
+                return False
+            warm_times.append(t)
+            n += 1
+        estimate = statistics.median(warm_times[-50:])
+        planned = int(s["timing_trials"])
+        if float(s["timing_min_ms"]) > 0 and estimate > 0:
+            planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
+        planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
+        p_check = min(1.0, int(s["check_max_calls"]) / planned)
+        times, stream, walls, checked = [], [], [], []
+        for i in range(planned + 1):
+            seed = self.seed()
+            r, w = cand.request({"op": "timed", "seed": seed}, t_call)
+            t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
+            dg = (r or {}).get("digest")
+            if t is None or ts is None or not isinstance(dg, str):
+                self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
+                return False
+            # Decided after the reply (the digest commits the output first): the candidate cannot know which
+            # calls are checked. The last call is always checked.
+            if i == planned or self._rng.random() < p_check:
+                k, _ = cand.request({"op": "keep", "out": f"timed_{i}"}, t_call)
+                if k is None or not k.get("ok"):
+                    self.fail("runtime_error (timing)", "a timed output could not be kept")
+                    return False
+                checked.append({"i": i, "seed": seed, "digest": dg[:4096]})
+            if i == 0:
+                continue  # the first timed call is discarded
+            times.append(t)
+            stream.append(ts)
+            walls.append(w)
+        from pipeline.evaluate.timing import TIMING_METHOD, stats
+
+        ok, detail, fig = check_clock(walls, times, calib, slack_ms=float(s["clock_slack_ms"]),
+                                      slack_frac=float(s["clock_slack_frac"]))
+        if not ok:
+            self.violation("time_inconsistent", detail)
+        self.rep["timing"] = {"method": TIMING_METHOD + "; driven call by call by the trusted side",
+                              "solution": {"times_ms": times, "stream_times_ms": stream, "wall_ms": walls,
+                                           "stats": stats(times), "stream_stats": stats(stream),
+                                           "warmup": n, "warmup_estimate_ms": estimate, "trials": planned,
+                                           "discarded": 1},
+                              "clock_check": fig, "calibration_ms": calib,
+                              "checked_calls": [c["i"] for c in checked]}
+        self.rep["solution_ms"] = statistics.median(times)
+        self._checked = checked
+        dev_ms, stream_ms = statistics.median(times), statistics.median(stream)
+        if stream_ms < float(s["offstream_ratio"]) * dev_ms and dev_ms - stream_ms > float(s["offstream_min_ms"]):
+            self.violation("work_off_stream", f"stream-ordered {stream_ms:.4f} ms vs device-synchronised "
+                                              f"{dev_ms:.4f} ms: work ran outside the current stream")
+        return True
+
+    def finish(self, cand: CandidateProcess) -> None:
+        r, _ = cand.request({"op": "finish"}, float(self.s["call_timeout_s"]))
+        for item in (r or {}).get("violations") or []:
+            if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
+                self.violation(item[0][:40], item[1])
+        for item in (r or {}).get("warnings") or []:
+            if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
+                if item[0][:40] not in self.rep["warnings"]:
+                    self.rep["warnings"].append(item[0][:40])
+                self.rep["details"].setdefault("warning_details", []).append(item[1][:300])
+
+    def verify_timed_outputs(self, init_seed: int) -> None:
+        """Outputs of the checked timed calls: saved file == committed digest, and == the reference on the same
+        seed (recomputed by a fresh reference process)."""
+        checked = getattr(self, "_checked", [])
+        if not checked:
+            return
+        jobs = [{"name": f"timed_{c['i']}", "seed": c["seed"], "variant": "base", "save_inputs": False}
+                for c in checked]
+        rep = run_reference(self.task_code, jobs, self.dirs, self.s, self.arch, init_seed)
+        if rep.get("stage") != "done":
+            self.rep["correct"] = False
+            self.rep["reason"] = "reference_failed (timed outputs)"
+            self.rep["error"] = (rep.get("error") or rep["sandbox"]["error"])[-3000:]
+            return
+        mismatches = []
+        for c in checked:
+            name = f"timed_{c['i']}"
+            try:
+                out = tensorio.load(str(self.dirs.out / f"{name}.pt"))
+                ref = tensorio.load(str(self.dirs.ref / f"{name}.pt"))
+            except tensorio.BadFile as e:
+                mismatches.append(f"timed call {c['i']}: {e}")
+                continue
+            if tensorio.digest(out) != c["digest"]:
+                self.violation("output_commitment_mismatch",
+                               f"timed call {c['i']}: the saved output is not the one committed at the call")
+                mismatches.append(f"timed call {c['i']}: saved output differs from its commitment")
+                continue
+            cmp = compare(ref, out, self.s)
+            if not cmp["ok"]:
+                mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
+        self.rep["details"]["timed_outputs_checked"] = len(checked)
+        if mismatches:
+            self.violation("result_caching", "; ".join(mismatches[:3]))
+            self.rep["correct"] = False
+            self.rep["reason"] = "timed_output_mismatch: " + mismatches[0]
+
+
+def judge_candidate(task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str) -> dict:
+    """One evaluation's report (see `Judge`); never raises for anything the task or the candidate does."""
+    j = Judge(task_code, solution, mode, s, arch, artifact)
+    try:
+        return j.run()
+    except Exception as e:  # noqa: BLE001 - a judge bug must not take the actor down; the row keeps the reason
+        import traceback
+
+        j.rep["reason"] = j.rep.get("reason") or f"judge_error: {type(e).__name__}"
+        j.rep["error"] = traceback.format_exc()[-3000:]
+        j.rep["correct"] = False
+        return j.rep

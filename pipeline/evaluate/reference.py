@@ -1,0 +1,72 @@
+"""The reference process (jailed; torch + numpy + stdlib only): runs the TASK's code, never the candidate's.
+
+Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
+  task_code, device ("cuda" | "cpu"), init_seed, inputs_dir (written here, later read by the candidate),
+  ref_dir (written here; never mounted into the candidate's jail),
+  jobs: [{"name", "seed", "variant", "save_inputs": bool}]
+For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
+`inputs_dir/<name>.pt` when asked, runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
+Seeds are secret from the candidate, not from the task: the reference is the definition of correct.
+The report (emit_result) is diagnostic only; the trusted side reads the files.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+import types
+from typing import Any, Callable
+
+import torch
+
+from pipeline.evaluate import tensorio
+
+
+def load_task(code: str) -> types.ModuleType:
+    mod = types.ModuleType("opforge_reference")
+    mod.__file__ = "<task>"
+    exec(compile(code, "<task>", "exec"), mod.__dict__)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, attr):
+            raise AttributeError(f"the task defines no {attr}")
+    return mod
+
+
+def device_of(name: str) -> torch.device:
+    if name == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("no_gpu")
+    torch.cuda.set_device(0)
+    return torch.device("cuda", 0)
+
+
+def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> torch.nn.Module:
+    init = list(task.get_init_inputs())
+    torch.manual_seed(init_seed)
+    return task.Model(*init).to(dev).eval()
+
+
+def main(payload: dict, emit: Callable[[Any], None]) -> None:
+    rep: dict[str, Any] = {"stage": "start", "outputs": {}}
+    try:
+        task = load_task(payload["task_code"])
+        dev = device_of(payload.get("device", "cuda"))
+        model = build_model(task, int(payload["init_seed"]), dev)
+        rep["stage"] = "built"
+        for job in payload["jobs"]:
+            xs = tensorio.make_inputs(task, int(job["seed"]), dev, job.get("variant", "base"))
+            if job.get("save_inputs"):
+                tensorio.save(xs, os.path.join(payload["inputs_dir"], job["name"] + ".pt"))
+            with torch.no_grad():
+                out = model(*xs)
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            tensorio.save(out, os.path.join(payload["ref_dir"], job["name"] + ".pt"))
+            rep["outputs"][job["name"]] = [list(t.shape) for t in tensorio.tensors(out)]
+        rep["stage"] = "done"
+    except BaseException as e:  # noqa: BLE001 - the task's failure is reported, never raised
+        rep["reason"] = "no_gpu" if str(e) == "no_gpu" else f"bad_task: {type(e).__name__}"
+        rep["error"] = traceback.format_exc()[-3000:]
+    emit(rep)
+    os._exit(0)

@@ -1,0 +1,126 @@
+"""Tensors across process boundaries (torch + stdlib only): input generation, files, digests.
+
+Inputs and outputs cross between the reference process, the candidate process and the trusted side as
+`torch.save` files of plain tensors, lists, tuples, dicts and numbers; every reader uses `torch.load(...,
+weights_only=True)` (no arbitrary unpickling) and the trusted side re-checks the structure (`plain`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import torch
+
+MAX_FILE_BYTES = 4 * 2**30
+
+
+def tmap(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(tmap(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return {k: tmap(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def tensors(obj: Any) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in tensors(o)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in tensors(v)]
+    return []
+
+
+def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base") -> list[Any]:
+    """The task's inputs for `seed`, drawn on `device` (GPU RNG: cheap). `variant` "perturbed" multiplies every
+    floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
+    preconditions hold; the distribution differs, so outputs that barely move under get_inputs' own distribution
+    still get checked where they differ)."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        xs = list(task.get_inputs())
+    xs = [tmap(x, lambda t: t.to(device)) for x in xs]
+    if variant == "perturbed":
+        g = torch.Generator(device=device)
+        g.manual_seed(seed ^ 0x5DEECE66D)
+
+        def perturb(t: torch.Tensor) -> torch.Tensor:
+            if not t.is_floating_point():
+                return t
+            f = torch.rand(t.shape, generator=g, device=device, dtype=torch.float32) + 0.5
+            return (t.float() * f).to(t.dtype)
+        xs = [tmap(x, perturb) for x in xs]
+    return xs
+
+
+def to_host(obj: Any) -> Any:
+    return tmap(obj, lambda t: t.detach().to("cpu", copy=True).contiguous())
+
+
+def save(obj: Any, path: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    torch.save(to_host(obj), tmp)
+    os.replace(tmp, path)
+
+
+class BadFile(ValueError):
+    pass
+
+
+def plain(obj: Any, depth: int = 0) -> bool:
+    """Only plain tensors (not subclasses), numbers, strings, None and containers of them."""
+    if depth > 8:
+        return False
+    if isinstance(obj, torch.Tensor):
+        return type(obj) is torch.Tensor
+    if isinstance(obj, (list, tuple)):
+        return all(plain(o, depth + 1) for o in obj)
+    if isinstance(obj, dict):
+        return all(isinstance(k, str) and plain(v, depth + 1) for k, v in obj.items())
+    return obj is None or isinstance(obj, (bool, int, float, complex, str))
+
+
+def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """Load a tensor file written by another process: a regular file (not a link, FIFO or device: opened with
+    O_NOFOLLOW | O_NONBLOCK and checked), size-bounded, weights_only, plain structure only."""
+    import io
+    import stat
+
+    name = os.path.basename(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise BadFile(f"missing or not a plain file: {name}") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadFile(f"{name}: not a regular file")
+        if st.st_size > max_bytes:
+            raise BadFile(f"{name}: {st.st_size} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    try:
+        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # any unreadable file is the writer's fault
+        raise BadFile(f"{name}: {type(e).__name__}: {str(e)[:200]}") from e
+    if not plain(obj):
+        raise BadFile(f"{os.path.basename(path)}: not plain tensors")
+    return obj
+
+
+def digest(obj: Any) -> str:
+    """A commitment to an output, computed where it lives (GPU or host) with exact integer arithmetic, so the
+    trusted side recomputes the same value from the saved file: per tensor its dtype, shape and the sum of its
+    bytes read as int32 (or uint8) words, widened to int64 (no overflow below 2^32 words)."""
+    parts = []
+    for t in tensors(obj):
+        b = t.detach().contiguous().reshape(-1).view(torch.uint8)
+        w = b.view(torch.int32) if b.numel() % 4 == 0 else b
+        parts.append(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}:{int(w.to(torch.int64).sum())}")
+    return ";".join(parts)

@@ -1,0 +1,155 @@
+"""Scale-aware output comparison and the degenerate-task test (torch + stdlib only; runs on the trusted side).
+
+The rule, per output tensor (float or complex; complex as (real, imaginary) pairs):
+
+    ok  iff  |out - ref| <= atol_eff + rtol * |ref|  elementwise,  atol_eff = max(atol_floor, scale_atol * scale)
+
+where `scale` is the root mean square of the reference's finite values (magnitude and spread together:
+rms^2 = mean^2 + variance). A row softmax over 32,768 columns (outputs ~3e-5) is judged at its own scale, so a
+constant-zero kernel fails there; an output of magnitude 1e3 gets an absolute slack in proportion. NaN must match NaN
+and inf the same inf. Integer and bool outputs must be equal. KernelBench's fixed verdict (allclose with
+atol = rtol = 1e-2) is computed too and kept in the record (`kernelbench_ok`), for comparison only.
+
+`degenerate(ref_outputs)` compares reference outputs ACROSS inputs (never elements within one output), with the same
+rule: a task whose every output is within tolerance of the first input's output does not depend on its input.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+KB_ATOL = KB_RTOL = 1e-2  # KernelBench's verdict (settings `atol`, `rtol`), recorded beside ours
+
+
+def flatten(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)):
+        return [x for o in obj for x in flatten(o)]
+    return [obj]
+
+
+def _real(t: torch.Tensor) -> torch.Tensor:
+    if t.is_complex():
+        t = torch.view_as_real(t.resolve_conj())
+    return t.double() if t.dtype == torch.float64 else t.float()
+
+
+def scale_of(ref: torch.Tensor) -> float:
+    """Root mean square of the finite reference values (0.0 when there are none)."""
+    r = _real(ref).reshape(-1)
+    r = r[torch.isfinite(r)]
+    if r.numel() == 0:
+        return 0.0
+    return float(r.double().pow(2).mean().sqrt())
+
+
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, *, rtol: float, scale_atol: float, atol_floor: float,
+                   kb_atol: float = KB_ATOL, kb_rtol: float = KB_RTOL, scale: float | None = None) -> dict[str, Any]:
+    """The rule above for one pair of same-shape, same-dtype tensors; `scale` defaults to the reference's own."""
+    res: dict[str, Any] = {"ok": True, "reason": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0,
+                           "kernelbench_ok": True, "scale": 0.0, "atol_eff": atol_floor}
+    if ref.numel() == 0:
+        return res
+    if not (ref.is_floating_point() or ref.is_complex()):
+        same = bool(torch.equal(ref, out))
+        res.update(ok=same, kernelbench_ok=same, reason="" if same else "output_mismatch: integer outputs differ")
+        return res
+    rf, of = _real(ref), _real(out)
+    sc = scale_of(ref) if scale is None else float(scale)
+    atol_eff = max(float(atol_floor), float(scale_atol) * sc)
+    diff = (of - rf).abs()
+    finite = torch.isfinite(diff)
+    both_nan = torch.isnan(rf) & torch.isnan(of)
+    same_inf = torch.isinf(rf) & (rf == of)
+    bad_nonfinite = bool((~finite & ~both_nan & ~same_inf).any())
+    d = torch.where(finite, diff, torch.zeros_like(diff))
+    denom = torch.where(torch.isfinite(rf), rf.abs(), torch.zeros_like(rf))  # matched NaN/inf: their d is 0
+    mabs = float(d.max())
+    mrel = float(torch.where(denom > 0, d / denom.clamp_min(1e-30), torch.zeros_like(d)).max())
+    mtol = float((d / (1.0 + denom)).max())  # allclose(atol=rtol=t) <=> mtol <= t
+    within = bool((d <= atol_eff + rtol * denom).all())
+    kb = bool((d <= kb_atol + kb_rtol * denom).all()) and not bad_nonfinite
+    res.update(max_abs_err=mabs, max_rel_err=mrel, max_tol_err=mtol, kernelbench_ok=kb, scale=sc, atol_eff=atol_eff)
+    if bad_nonfinite:
+        res.update(ok=False, reason="output_nonfinite: NaN/inf where the reference has none")
+    elif not within:
+        res.update(ok=False, reason=f"output_mismatch: max_abs_err={mabs:.3g} max_rel_err={mrel:.3g} "
+                                    f"(scale {sc:.3g}, atol_eff {atol_eff:.3g})")
+    return res
+
+
+def tolerances(s: dict[str, Any]) -> dict[str, float]:
+    return {"rtol": float(s["rtol"]), "scale_atol": float(s["scale_atol"]), "atol_floor": float(s["atol_floor"]),
+            "kb_atol": float(s["atol"]), "kb_rtol": float(s["rtol"])}
+
+
+def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
+    """Structure, type, shape, dtype, then the scale-aware rule; max errors over all tensors. Both sides are
+    host tensors loaded by the trusted side."""
+    tol = tolerances(s)
+    r_items, o_items = flatten(ref), flatten(out)
+    res: dict[str, Any] = {"ok": True, "reason": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0,
+                           "kernelbench_ok": True, "scales": []}
+    if len(r_items) != len(o_items):
+        return {**res, "ok": False, "kernelbench_ok": False,
+                "reason": f"output_structure: expected {len(r_items)} outputs, got {len(o_items)}"}
+    for i, (r, o) in enumerate(zip(r_items, o_items)):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(o, torch.Tensor):
+                return {**res, "ok": False, "kernelbench_ok": False,
+                        "reason": f"output_type: output {i} is {type(o).__name__}, not a tensor"}
+            if type(o) is not torch.Tensor:
+                return {**res, "ok": False, "kernelbench_ok": False, "violation": "lazy_tensor",
+                        "reason": f"tensor_subclass_output: {type(o).__name__}"}
+            if o.shape != r.shape:
+                return {**res, "ok": False, "kernelbench_ok": False,
+                        "reason": f"output_shape: output {i}: {tuple(o.shape)} != {tuple(r.shape)}"}
+            if o.dtype != r.dtype:
+                return {**res, "ok": False, "kernelbench_ok": False,
+                        "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}"}
+            c = compare_tensor(r, o, **tol)
+            res["scales"].append(c["scale"])
+            for k in ("max_abs_err", "max_rel_err", "max_tol_err"):
+                res[k] = max(res[k], c[k])
+            res["kernelbench_ok"] = res["kernelbench_ok"] and c["kernelbench_ok"]
+            if not c["ok"] and res["ok"]:
+                res.update(ok=False, reason=f"{c['reason']} [output {i}]")
+        else:
+            if isinstance(o, torch.Tensor) and o.numel() == 1:
+                o = o.item()
+            if isinstance(r, (int, float)) and isinstance(o, (int, float)) and not isinstance(r, bool):
+                sc = abs(float(r))
+                ok = math.isclose(float(o), float(r), rel_tol=tol["rtol"],  # a number's scale is itself
+                                  abs_tol=max(tol["atol_floor"], tol["scale_atol"] * sc))
+            else:
+                ok = r == o
+            if not ok:
+                res.update(ok=False, kernelbench_ok=False, reason=f"output_mismatch: output {i}: {o!r} != {r!r}")
+    return res
+
+
+def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
+    """Why the task's output does not depend on its input ('' when it does): every reference output, across the
+    inputs drawn, is within the scale-aware tolerance of the first one (scale: the largest of the two outputs'
+    RMS, so an output near zero is not judged at its own tiny scale against a larger one)."""
+    if len(ref_outputs) < 2:
+        return ""
+    tol = tolerances(s)
+    first = flatten(ref_outputs[0])
+    for other in ref_outputs[1:]:
+        items = flatten(other)
+        if len(items) != len(first):
+            return ""
+        for a, b in zip(first, items):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+                if a.shape != b.shape or a.dtype != b.dtype:
+                    return ""
+                sc = max(scale_of(a), scale_of(b)) if (a.is_floating_point() or a.is_complex()) else None
+                if not compare_tensor(a, b, scale=sc, **tol)["ok"]:
+                    return ""
+            elif a != b:
+                return ""
+    return (f"the reference output is the same (within the scale-aware tolerance) for all {len(ref_outputs)} "
+            "inputs drawn")

@@ -1,0 +1,282 @@
+"""The judge's protocol end to end on the CPU (device "cpu"): real jailed reference and candidate processes, the
+real FIFOs, the trusted side's verdicts. Candidates here are Python (the runtime op guard is told to allow the
+torch ops they use, and static checks are off): what is tested is that the protocol holds when the candidate's
+process is hostile, not the static checks.
+
+The GPU twin of these tests (native code, CUDA timing) is tests/test_eval_gpu.py."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.evaluate import artifacts, judge
+from pipeline.evaluate.build import CompileResult
+from pipeline.evaluate.harness import evaluate
+
+TASK = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    def get_inputs():
+        return [torch.randn(4, 32768)]
+
+    def get_init_inputs():
+        return []
+""")
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+"""
+
+# A host as loaded as CI's (2 cores, several processes) jitters by milliseconds per call: the clock's slack is set
+# for it here; attacks below hide far more than that.
+CPU = {"device": "cpu", "static_checks": False, "allow_torch_ops": ["_softmax", "softmax", "zeros_like", "add"],
+       "trials": 3, "post_timing_trials": 1, "timing_trials": 10, "timing_min_ms": 5.0, "timing_warmup": 3,
+       "timing_warmup_ms": 5.0, "timing_max_trials": 40, "calibration_calls": 10, "clock_slack_ms": 15.0,
+       "check_max_calls": 4, "kernel_launch_check": False}
+BUILT = CompileResult(True, 0.0, "", True, "", "single_file")  # nothing to build: a pure-Python candidate
+
+
+def _eval(tmp_path: Path, code: str, mode: str = "full", task: str = TASK, prefix: str = "", **settings):
+    """Evaluate `textwrap.dedent(prefix) + code` as a single-file solution on the CPU."""
+    code = textwrap.dedent(prefix) + code
+    sol = tmp_path / f"sol_{abs(hash(code)) % 10**8}.py"
+    sol.write_text(code)
+    return evaluate(task, str(sol), mode=mode, settings={**CPU, "cache_dir": str(tmp_path / "cache"), **settings},
+                    compile_result=BUILT)
+
+
+def test_honest_candidate_accepted_and_constant_output_rejected(tmp_path):
+    res = _eval(tmp_path, HONEST)
+    assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.details)
+    sol = res.timing["solution"]
+    assert sol["trials"] >= 10 and len(sol["wall_ms"]) == len(sol["times_ms"]) == sol["trials"]
+    assert res.timing["clock_check"]["n"] == sol["trials"] and res.details["timed_outputs_checked"] >= 1
+    assert res.details["kernelbench_ok"] is True
+    zero = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"))
+    assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
+
+
+def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):
+    """A candidate that collects everything it can reach (its environment, the driver's payload, every file in
+    its directories) finds none of the correctness seeds, and no reference output."""
+    seeds: list[int] = []
+    dirs: list[judge.EvalDirs] = []
+    real_ref, real_make = judge.run_reference, judge.EvalDirs.make
+
+    def spy_ref(task_code, jobs, d, *a, **k):
+        seeds.extend(j["seed"] for j in jobs)
+        return real_ref(task_code, jobs, d, *a, **k)
+
+    monkeypatch.setattr(judge, "run_reference", spy_ref)
+    monkeypatch.setattr(judge.EvalDirs, "make", classmethod(lambda cls: dirs.append(real_make()) or dirs[-1]))
+    snoop = """
+        import gc, os
+        found = [open("/proc/self/environ", "rb").read().decode(errors="replace")]
+        found += [repr(o) for o in gc.get_objects() if isinstance(o, dict) and "fifo_cmd" in o]
+        for root in (os.getcwd(), os.path.dirname(os.getcwd())):
+            for d, _, files in os.walk(root):
+                found.append(d + ": " + " ".join(files))
+                for f in files:
+                    if not os.path.isfile(os.path.join(d, f)):  # its FIFOs
+                        continue
+                    try:
+                        found.append(open(os.path.join(d, f), "rb").read(1 << 20).decode(errors="replace"))
+                    except OSError as e:
+                        found.append(repr(e))
+        open("snoop.txt", "w").write("\\n".join(found))
+    """
+    res = _eval(tmp_path, HONEST, prefix=snoop, mode="verify", keep_eval_dir=True)
+    try:
+        assert res.outputs_match, res.reason
+        assert "caller_introspection" in res.violations  # the in-process guard still names the snooping
+        text = (dirs[0].cand / "snoop.txt").read_text()
+        assert "fifo_cmd" in text and len(seeds) == 3  # it did look, and the trials had seeds
+        assert not [s for s in seeds if str(s) in text]
+        jail = res.details["sandbox"].get("jail")
+        if jail == "bwrap":  # the jail mounts only the candidate's own dir and the inputs: no reference outputs
+            assert "ref" not in [Path(line.split(":")[0]).name for line in text.splitlines() if ":" in line]
+    finally:
+        for d in dirs:
+            d.remove()
+
+
+def test_forged_replies_and_reports_change_nothing(tmp_path):
+    """The candidate writes "all correct" on every channel it can reach: its reply FIFO, the sandbox's result
+    channel. Its output is zeros: the verdict comes from the files and the trusted side's comparison."""
+    forger = """
+        import json
+        with open("reply", "w") as f:
+            for op in ("load", "call", "finish"):
+                f.write(json.dumps({"op": op, "ok": True, "violations": []}) + "\\n")
+        emit_result({"correct": True, "reward": 3, "violations": []}) if "emit_result" in globals() else None
+    """
+    res = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), prefix=forger,
+                mode="verify")
+    assert not res.correct and res.reward == -1
+
+
+def test_work_hidden_outside_the_timed_region_is_caught(tmp_path):
+    """Native code in the candidate's process can rewrite its timer: here the driver reports 1 us per call while
+    each call does 100 ms more work. The trusted side's clock sees it."""
+    cheat = """
+        import sys, time
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv._time
+        def fake(self, fn, args):
+            out, t, ts = real(self, fn, args)
+            time.sleep(0.1)
+            return out, 0.001, 0.001
+        drv._time = fake
+    """
+    res = _eval(tmp_path, HONEST, prefix=cheat)
+    assert "time_inconsistent" in res.violations and res.reward == -1, res.details.get("violation_details")
+
+
+def test_reused_output_in_timed_calls_is_caught(tmp_path):
+    """Honest on the correctness calls, it returns its first timed output on every later timed call (a native
+    hook could tell timed calls apart): the outputs the judge keeps after the fact do not match."""
+    cheat = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv.op_timed
+        memo = {}
+        def lazy(self, msg):
+            if "out" in memo and not msg.get("warm"):
+                self.held = memo["out"]
+                from pipeline.evaluate import tensorio
+                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+            rep = real(self, msg)
+            if self.held is not None:
+                memo["out"] = self.held
+            return rep
+        drv.op_timed = lazy
+    """
+    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6)  # only the output check may catch it here
+    assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
+
+
+def test_crash_hang_and_error_while_loading_are_contained(tmp_path):
+    seg = _eval(tmp_path, "import ctypes\nctypes.string_at(0)\n" + HONEST, mode="verify")
+    assert seg.reason == "crash:segfault (during load)" and not seg.correct and not seg.compiled
+    before = set(judge._descendants(os.getpid()))
+    t0 = time.perf_counter()
+    hang = _eval(tmp_path, "while True:\n    pass\n" + HONEST, mode="verify", load_timeout_s=3.0,
+                 call_timeout_s=3.0, timeout_s=300.0)
+    # killed as soon as the judge gave up on it (not at the jail's 300 s), and nothing of it is left
+    assert hang.reason == "crash:timeout (during load)" and hang.details["sandbox"]["reason"] == "killed"
+    assert not hang.compiled
+    assert time.perf_counter() - t0 < 60
+    assert set(judge._descendants(os.getpid())) <= before
+    err = _eval(tmp_path, "raise RuntimeError('boom')\n" + HONEST, mode="verify")
+    assert err.reason == "load_error" and "boom" in err.error and not err.compiled
+
+
+DEGENERATE_TASK = TASK.replace("return torch.softmax(x, dim=-1)", "return torch.zeros_like(x[0]) + 2.0")
+
+
+def test_degenerate_task_is_a_task_defect_not_the_kernels_fault(tmp_path):
+    match = HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x[0]) + 2.0")
+    res = _eval(tmp_path, match, mode="verify", task=DEGENERATE_TASK)
+    assert res.correct and res.reward == 0 and res.reason == "task_defect:degenerate" and res.task_defect
+    wrong = _eval(tmp_path, HONEST, mode="verify", task=DEGENERATE_TASK)
+    assert not wrong.correct and wrong.reward == -1  # a kernel that does not match is still wrong
+
+
+def test_tampered_artifact_is_refused_before_load(tmp_path):
+    cache = tmp_path / "cache"
+    ext = cache / "extensions" / "k"  # a single-file solution's TORCH_EXTENSIONS_DIR
+    (ext / "my_ext").mkdir(parents=True)
+    so = ext / "my_ext" / "my_ext.so"
+    so.write_bytes(b"\x7fELF as built")
+    artifacts.seal(cache, ext)  # at build time
+    so.write_bytes(b"\x7fELF swapped")  # later, by anything that could write the cache
+    sol = tmp_path / "sol.py"
+    sol.write_text(HONEST)
+    cr = CompileResult(True, 0.0, "", True, str(ext), "single_file")
+    res = evaluate(TASK, str(sol), mode="verify", settings={**CPU, "cache_dir": str(cache)}, compile_result=cr)
+    assert res.reason == "artifact_tampered" and "artifact_tampered" in res.violations and res.reward == -1
+
+
+@pytest.mark.parametrize("variant", ["base", "perturbed"])
+def test_reference_and_candidate_draw_the_same_inputs(tmp_path, variant):
+    """Seed -> inputs is the same function in both processes (timed calls are re-run on the reference)."""
+    import torch
+
+    from pipeline.evaluate import tensorio
+    from pipeline.evaluate.reference import load_task
+
+    task = load_task(TASK)
+    a = tensorio.make_inputs(task, 1234, torch.device("cpu"), variant)
+    b = tensorio.make_inputs(task, 1234, torch.device("cpu"), variant)
+    c = tensorio.make_inputs(task, 1235, torch.device("cpu"), variant)
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+    if variant == "perturbed":
+        base = tensorio.make_inputs(task, 1234, torch.device("cpu"), "base")
+        ratio = a[0] / base[0]
+        assert not torch.equal(a[0], base[0]) and float(ratio.min()) >= 0.5 and float(ratio.max()) <= 1.5
+
+
+def test_single_file_extension_is_loaded_from_its_verified_build_without_rebuilding(tmp_path):
+    """A load_inline solution imports the extension its build made (a sealed artifact, copied into the
+    candidate's own dir) instead of re-running ninja there: nothing is compiled while it is judged."""
+    import subprocess
+    import sysconfig
+
+    cache = tmp_path / "cache"
+    ext = cache / "extensions" / "key"  # what the build step leaves: <TORCH_EXTENSIONS_DIR>/<name>/<name>.so
+    (ext / "opforge_prebuilt").mkdir(parents=True)
+    c = tmp_path / "m.c"
+    c.write_text('#include <Python.h>\nstatic PyObject* two(PyObject* s, PyObject* a) { return PyLong_FromLong(2); }\n'
+                 'static PyMethodDef f[] = {{"two", two, METH_NOARGS, ""}, {0}};\n'
+                 'static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "opforge_prebuilt", 0, -1, f};\n'
+                 "PyMODINIT_FUNC PyInit_opforge_prebuilt(void) { return PyModule_Create(&m); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], str(c), "-o",
+                    str(ext / "opforge_prebuilt" / "opforge_prebuilt.so")], check=True)
+    sol = tmp_path / "sol.py"
+    sol.write_text("from torch.utils.cpp_extension import load_inline\n"
+                   "ext = load_inline(name='opforge_prebuilt', cpp_sources='not C++ at all: a rebuild would fail',"
+                   " functions=[])\nassert ext.two() == 2\n" + HONEST)
+    cr = CompileResult(True, 0.0, "", True, str(ext), "single_file")
+    res = evaluate(TASK, str(sol), mode="verify", settings={**CPU, "cache_dir": str(cache)}, compile_result=cr)
+    assert res.correct and res.compiled, (res.reason, res.error[-1500:])
+
+
+def test_lazy_output_computed_when_looked_at_is_named(tmp_path):
+    """A tensor subclass that computes its value only when read (e.g. when the output is saved) would be correct on
+    file: the candidate process's guard names it, and it is rejected."""
+    lazy = """
+import torch
+import torch.nn as nn
+
+class Lazy(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        args = [torch.softmax(a._x, dim=-1) if isinstance(a, Lazy) else a for a in args]
+        return func(*args, **(kwargs or {}))
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x).as_subclass(Lazy)
+        out._x = x
+        return out
+"""
+    res = _eval(tmp_path, lazy, mode="verify", allow_torch_ops=CPU["allow_torch_ops"] + ["empty_like", "alias"])
+    assert "lazy_tensor" in res.violations and res.reward == -1, (res.reason, res.violations)

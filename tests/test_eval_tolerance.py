@@ -1,0 +1,216 @@
+"""The trusted side's functions on crafted data (no processes): the scale-aware comparison and the degenerate-task
+test, the clock cross-check, loading files written by the candidate, sealed artifacts and locks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from pipeline.evaluate import artifacts, options, tensorio
+from pipeline.evaluate.clock import check_clock
+from pipeline.evaluate.tolerance import compare, degenerate
+
+S = options.resolve({})
+
+
+def _softmax_rows(seed: int, cols: int = 32768) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(torch.randn(8, cols, generator=g), dim=-1)
+
+
+# ---------------------------------------------------------------- tolerance
+
+def test_small_magnitude_outputs_are_judged_at_their_own_scale():
+    ref = _softmax_rows(0)  # values ~3e-5: KernelBench's atol 1e-2 accepts anything here
+    honest = (ref.double() * (1 + 1e-4 * torch.randn_like(ref, dtype=torch.float64))).float()  # fp32-level error
+    zeros = torch.zeros_like(ref)
+    uniform = torch.full_like(ref, 1.0 / ref.shape[1])  # right mean, no dependence on the input
+    c = compare(ref, honest, S)
+    assert c["ok"] and c["kernelbench_ok"]
+    for wrong in (zeros, uniform):
+        c = compare(ref, wrong, S)
+        assert not c["ok"] and c["reason"].startswith("output_mismatch")
+        assert c["kernelbench_ok"]  # ... which KernelBench's fixed 1e-2 would have accepted (kept in the record)
+
+
+def test_mean_reduction_matvec_and_scalar_loss():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4096, 512, generator=g)
+    mean = x.mean(dim=0)  # ~1/sqrt(4096) = 0.016 magnitude
+    assert compare(mean, mean + 1e-7 * torch.randn(512, generator=g), S)["ok"]
+    assert not compare(mean, torch.zeros_like(mean), S)["ok"]
+    w, v = torch.randn(64, 1 << 16, generator=g), torch.randn(1 << 16, generator=g)
+    mv = w @ v  # long K: magnitude ~256, fp32 accumulation-order error ~1e-4 relative to the scale
+    mv_other_order = (w.double() @ v.double()).float()
+    assert compare(mv, mv_other_order, S)["ok"]
+    loss = torch.nn.functional.mse_loss(torch.randn(128, generator=g), torch.randn(128, generator=g))  # 0-dim
+    assert compare(loss, loss * (1 + 1e-6), S)["ok"]
+    assert not compare(loss, torch.zeros_like(loss), S)["ok"]
+    assert not compare(loss, loss.reshape(1), S)["ok"]  # shape must match
+
+
+def test_structure_dtype_nan_and_integer_rules():
+    a = torch.randn(16)
+    assert compare((a, a), [a, a], S)["ok"]  # tuple vs list: same flattened structure
+    assert compare((a, a), (a,), S)["reason"].startswith("output_structure")
+    assert compare(a, a.double(), S)["reason"].startswith("output_dtype")
+    n = a.clone()
+    n[3] = float("nan")
+    assert compare(n, n.clone(), S)["ok"]  # NaN where the reference has NaN
+    assert compare(a, n, S)["reason"].startswith("output_nonfinite")
+    i = torch.arange(10)
+    assert compare(i, i.clone(), S)["ok"] and not compare(i, i + 1, S)["ok"]
+    z = torch.zeros(8)  # an all-zero reference: atol_eff is the floor
+    assert compare(z, z.clone(), S)["ok"] and not compare(z, z + 1e-3, S)["ok"]
+    cplx = torch.randn(8, dtype=torch.complex64)
+    assert compare(cplx, cplx.clone(), S)["ok"] and not compare(cplx, cplx.conj(), S)["ok"]
+
+
+def test_degenerate_is_across_inputs_never_within_one_output():
+    softmaxes = [_softmax_rows(k) for k in range(4)]
+    assert degenerate(softmaxes, S) == ""  # tiny values, but they depend on the input
+    const = [torch.full((8, 16), 3.0) for _ in range(4)]
+    assert "same" in degenerate(const, S)
+    nearly = [torch.full((8,), 5.0) + 1e-6 * k for k in range(4)]  # 1e-6 wiggle around 5: below tolerance
+    assert degenerate(nearly, S)
+    loss_like = [torch.tensor(float(k + 1)) for k in range(3)]  # a scalar per input: not degenerate
+    assert degenerate(loss_like, S) == ""
+    same_elements = [torch.full((4,), float(k)) for k in range(3)]  # every element equal WITHIN an output
+    assert degenerate(same_elements, S) == ""
+    assert degenerate([const[0]], S) == ""  # one input says nothing
+
+
+# ---------------------------------------------------------------- clock cross-check
+
+def test_clock_accepts_consistent_times_and_catches_hidden_work():
+    calib = [0.30, 0.31, 0.29, 0.35, 0.30]
+    times = [1.0 + 0.01 * (k % 5) for k in range(100)]
+    walls = [t + 0.31 + (0.02 if k % 7 else 3.0) for k, t in enumerate(times)]  # a few host hiccups
+    ok, why, fig = check_clock(walls, times, calib, slack_ms=0.2, slack_frac=0.15)
+    assert ok, why
+    assert fig["n"] == 100 and abs(fig["overhead_ms"] - 0.30) < 1e-9
+    hidden = [w + 0.8 for w in walls]  # 0.8 ms per call done outside the timed region
+    ok, why, _ = check_clock(hidden, times, calib, slack_ms=0.2, slack_frac=0.15)
+    assert not ok and "exceeds" in why
+    forged = [0.01] * 100  # reported 100x faster than the wall clock allows
+    assert not check_clock(walls, forged, calib, slack_ms=0.2, slack_frac=0.15)[0]
+    impossible = list(times)
+    impossible[5] = walls[5] + 1.0  # a GPU time longer than the wall clock around it
+    ok, why, _ = check_clock(walls, impossible, calib, slack_ms=0.2, slack_frac=0.15)
+    assert not ok and "inside" in why
+    assert not check_clock(walls, [float("nan")] * 100, calib, slack_ms=0.2, slack_frac=0.15)[0]
+    assert not check_clock([], [], calib, slack_ms=0.2, slack_frac=0.15)[0]
+
+
+# ---------------------------------------------------------------- files written by the candidate
+
+def test_load_accepts_plain_tensors_and_refuses_crafted_files(tmp_path):
+    good = tmp_path / "good.pt"
+    tensorio.save([torch.ones(3), (torch.zeros(2), 1.5)], str(good))
+    out = tensorio.load(str(good))
+    assert torch.equal(out[0], torch.ones(3))
+    fifo = tmp_path / "fifo.pt"
+    os.mkfifo(fifo)  # would block a plain open() forever
+    link = tmp_path / "link.pt"
+    link.symlink_to(good)
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"\x80\x04not a pickle")
+    evil = tmp_path / "evil.pt"
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    torch.save({"x": Boom()}, evil)  # arbitrary unpickling is refused by weights_only
+    big = tmp_path / "big.pt"
+    torch.save(torch.zeros(1000), big)
+    for bad in (fifo, link, junk, evil, tmp_path / "missing.pt"):
+        with pytest.raises(tensorio.BadFile):
+            tensorio.load(str(bad))
+    with pytest.raises(tensorio.BadFile):
+        tensorio.load(str(big), max_bytes=100)
+
+
+def test_digest_binds_content_and_shape():
+    a = torch.randn(100)
+    assert tensorio.digest(a) == tensorio.digest(a.clone())
+    b = a.clone()
+    b[7] += 1.0
+    assert tensorio.digest(a) != tensorio.digest(b)
+    assert tensorio.digest(a) != tensorio.digest(a.reshape(10, 10))
+    assert tensorio.digest(torch.ones(3, dtype=torch.bool)) != tensorio.digest(torch.ones(3, dtype=torch.uint8))
+
+
+# ---------------------------------------------------------------- sealed artifacts and locks
+
+def test_sealed_artifact_copy_is_checked(tmp_path):
+    cache = tmp_path / "cache"
+    art = cache / "extensions" / "k1"
+    (art / "ext").mkdir(parents=True)
+    (art / "ext" / "ext.so").write_bytes(b"\x7fELF real")
+    (art / "ext" / "lock").write_text("")  # a FileBaton: not part of the artifact
+    artifacts.seal(cache, art)
+    assert artifacts.private_copy(cache, art, tmp_path / "copy1") == ""
+    assert (tmp_path / "copy1" / "ext" / "ext.so").read_bytes() == b"\x7fELF real"
+    (art / "ext" / "ext.so").write_bytes(b"\x7fELF evil")  # rewritten after the build
+    why = artifacts.private_copy(cache, art, tmp_path / "copy2")
+    assert "ext/ext.so" in why
+    artifacts.seal(cache, art)  # a later seal does not bless the change: the first record stays
+    assert artifacts.private_copy(cache, art, tmp_path / "copy3") != ""
+    assert "never sealed" in artifacts.private_copy(cache, tmp_path / "other", tmp_path / "copy4")
+    so = cache / "builds" / "k2" / "cuda_extension.so"  # a workspace artifact is one file
+    so.parent.mkdir(parents=True)
+    so.write_bytes(b"obj")
+    artifacts.seal(cache, so)
+    assert artifacts.private_copy(cache, so, tmp_path / "copy5") == ""
+
+
+def test_flock_is_released_when_its_holder_dies(tmp_path):
+    lock = tmp_path / "gpu.lock"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)\n")],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR)
+    with pytest.raises(BlockingIOError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    holder.kill()
+    holder.wait()
+    with artifacts.flocked(lock):  # blocks until free: returns because the dead holder's lock is gone
+        pass
+    os.close(fd)
+
+
+def test_stale_torch_file_baton_of_a_dead_builder_is_removed(tmp_path):
+    from pipeline.evaluate.build import _sha
+
+    src = b"# a single-file solution\n"
+    ext = tmp_path / "extensions" / _sha(src, "9.0", torch.__version__) / "my_ext"
+    ext.mkdir(parents=True)
+    (ext / "lock").write_text("")  # left by a builder that was killed: load_inline would wait forever
+    other = tmp_path / "extensions" / "someone_else" / "my_ext"
+    other.mkdir(parents=True)
+    (other / "lock").write_text("")
+    removed = artifacts.remove_stale_batons(tmp_path, src, "9.0")
+    assert removed == [str(ext / "lock")] and not (ext / "lock").exists() and (other / "lock").exists()
+
+
+def test_every_policy_knob_and_rule_is_documented():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "judge.md").read_text()
+    missing = [k for k in options.DEFAULTS if f"`{k}`" not in doc]
+    assert not missing, f"options missing from docs/judge.md: {missing}"
+    from pipeline.evaluate.rules import RUNTIME_RULES, rules_text
+    from pipeline.rollout.prompts import SYSTEM_PROMPT
+
+    assert all(f"`{name}`" in doc for name in RUNTIME_RULES)
+    assert rules_text(compact=True) in SYSTEM_PROMPT  # the agent is told the same rules the judge applies
+    assert all(name in SYSTEM_PROMPT for name in RUNTIME_RULES)
