@@ -95,7 +95,9 @@ def _empty_select(table: str) -> str:
 
     con = duckdb.connect()
     try:
-        types = con.from_arrow(get_schema(table).empty_table()).types
+        from pipeline.storage import empty_table
+
+        types = con.from_arrow(empty_table(get_schema(table))).types
     finally:
         con.close()
     cols = [f'CAST(NULL AS {t}) AS "{f.name}"' for f, t in zip(get_schema(table), types)]

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from pipeline.identity import content_hash
 from pipeline.selection import drop_reasons, kept_mask  # which rows a stage kept: one rule per table
-from pipeline.storage import DataStore, read_parquet, write_table
+from pipeline.storage import DataStore, empty_table, read_parquet, write_table
 from schemas import get_schema, schema_version
 
 
@@ -190,7 +190,7 @@ def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping
 def read_shards(table: str, specs: Sequence[ShardSpec]) -> pa.Table:
     """The stage's output: every planned shard's rows, in shard order, in the table's schema."""
     parts = [read_parquet(Path(s.path), table) for s in specs]
-    return pa.concat_tables(parts) if parts else get_schema(table).empty_table()
+    return pa.concat_tables(parts) if parts else empty_table(table)
 
 
 def supersede_stale(store: DataStore, table: str, run_id: str, specs: Sequence[ShardSpec]) -> list[Path]:

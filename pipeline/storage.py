@@ -147,11 +147,31 @@ def atomic_write_parquet(tbl: pa.Table, path: Path, compression: str = "zstd") -
     return path
 
 
+def _empty_array(t: pa.DataType) -> pa.Array:
+    """No values of type `t`; extension types (arrow.json), also nested in lists and structs, from their storage:
+    pyarrow cannot make those directly."""
+    if isinstance(t, pa.ExtensionType):
+        return pa.ExtensionArray.from_storage(t, _empty_array(t.storage_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets = pa.array([0], pa.int64() if pa.types.is_large_list(t) else pa.int32())
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(offsets, _empty_array(t.value_type), type=t)
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_empty_array(f.type) for f in t], fields=list(t))
+    return pa.array([], type=t)
+
+
+def empty_table(table: str | pa.Schema) -> pa.Table:
+    """A table of no rows with exactly the schema (`Schema.empty_table` refuses extension types such as JSON)."""
+    schema = get_schema(table) if isinstance(table, str) else table
+    return pa.Table.from_arrays([_empty_array(f.type) for f in schema], schema=schema)
+
+
 @functools.lru_cache(maxsize=None)
 def _physical_columns(table: str) -> dict[str, tuple]:
     """How Parquet stores each leaf column of `table` (type, logical type, levels), from an empty file."""
     buf = io.BytesIO()
-    pq.write_table(get_schema(table).empty_table(), buf)
+    pq.write_table(empty_table(table), buf)
     return _leaves(pq.ParquetFile(io.BytesIO(buf.getvalue())).schema)
 
 
@@ -250,7 +270,7 @@ class DataStore:
         files = self.shards(table, run_id)
         schema = get_schema(table)
         if not files:
-            return schema.empty_table()
+            return empty_table(schema)
         return pa.concat_tables([read_parquet(f, table) for f in files])
 
 

@@ -328,11 +328,11 @@ def test_unsafe_config_is_recorded_and_publish_refuses_its_tasks(tmp_path, monke
     from pipeline.publish.jail_check import unsafe_tasks
     from pipeline.storage import conform, write_table
 
-    monkeypatch.delenv("OPFORGE_SANDBOX_MODE", raising=False)
+    monkeypatch.setenv("OPFORGE_SANDBOX_MODE", "jail")  # undone at teardown: the process's own mode comes back
     cfg = load_config(overrides=["sandbox.mode=unsafe"])
     assert cfg.sandbox.mode == "unsafe" and os.environ["OPFORGE_SANDBOX_MODE"] == "unsafe"
     assert cfg.dump()["sandbox"]["mode"] == "unsafe"  # what the run's config in the catalog records
-    monkeypatch.delenv("OPFORGE_SANDBOX_MODE")
+    monkeypatch.setenv("OPFORGE_SANDBOX_MODE", "jail")
     from pipeline.validate.stage import _empty_row
 
     rows = [{**_empty_row("t-jailed", "cpu"), "valid": True, "jail": "bwrap"},

@@ -101,6 +101,31 @@ CASES = {
                                 header="import torch\nimport torch.nn as nn\n"
                                        "from transformers.activations import MishActivation"), ""),
 }
+# Scale is not structure: a loss is one number, a softmax over 32k columns is ~3e-5 everywhere; both depend on
+# their inputs and must be kept (compared across inputs at their own scale, never element against element).
+LOSS_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(64, 32)
+
+    def forward(self, x, y):
+        return torch.nn.functional.mse_loss(self.lin(x), y)
+
+
+def get_inputs():
+    return [torch.randn(16, 64), torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+CASES["scalar_loss"] = (LOSS_TASK, "")
+CASES["wide_softmax"] = (task("return torch.softmax(x, dim=-1)", inputs="[torch.randn(4, 32768)]"), "")
+CASES["nearly_constant"] = (task("return x * 1e-12 + 3.0"), "constant_output")
 # Only reachable with the static import filter off (the sandbox layers alone must catch them).
 UNCHECKED = {
     "segfault": (task("import ctypes\nctypes.string_at(0)\nreturn x"), "segfault"),
@@ -208,7 +233,7 @@ def test_runtime_window_on_gpu(tmp_path):
     tiny = task("return torch.relu(x) * 2.0", inputs="[torch.randn(64)]")
     s = ValidateSettings(check_compile=False, memory_mb=0)
     out = validate(pa.table({"code": [big, tiny]}), s, "cuda").to_pylist()
-    assert all(r["runtime_window_checked"] for r in out)
+    assert all(r["runtime_window_checked"] for r in out), [(r["reason"], r["detail"], r["jail"]) for r in out]
     assert out[0]["check_runtime_window"] is True and 1.0 <= out[0]["eager_ms"] <= 100.0, out[0]
     assert out[1]["reason"] == "runtime_out_of_window" and out[1]["eager_ms"] < 1.0
 
