@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from pipeline.identity import content_hash
 from pipeline.selection import drop_reasons, kept_mask  # which rows a stage kept: one rule per table
 from pipeline.storage import DataStore, empty_table, read_parquet, write_table
-from schemas import get_schema, schema_version
+from schemas import schema_version
 
 
 class TransientError(RuntimeError):
