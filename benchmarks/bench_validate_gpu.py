@@ -53,17 +53,17 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
              for t in tasks]
     t0 = time.perf_counter()
     done: list[dict] = []
-    with cf.ThreadPoolExecutor(workers) as pool:  # each task runs in its own jailed process: threads only wait
-        futs = {pool.submit(check_candidate, it): it for it in items}
-        try:
-            for f in cf.as_completed(futs, timeout=budget):
-                done.append(f.result())
-        except cf.TimeoutError:
-            pass
-        for f in futs:
-            f.cancel()
-        elapsed = time.perf_counter() - t0
-        # Finished tasks only count; those still running are cut off at the budget.
+    pool = cf.ThreadPoolExecutor(workers)  # each task runs in its own jailed process: threads only wait
+    futs = {pool.submit(check_candidate, it): it for it in items}
+    try:
+        for f in cf.as_completed(futs, timeout=budget):
+            done.append(f.result())
+    except cf.TimeoutError:
+        pass
+    elapsed = time.perf_counter() - t0
+    # Finished tasks only count; those still running are cut off at the budget (main() exits without waiting:
+    # their jails die with this process).
+    pool.shutdown(wait=False, cancel_futures=True)
     reasons = collections.Counter(r["reason"] or "valid" for r in done)
     jails = collections.Counter(r.get("jail") or "-" for r in done)
     per_hour = 3600 * len(done) / elapsed if elapsed else 0.0
@@ -73,7 +73,7 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
            "reasons": dict(reasons.most_common()), "jail": dict(jails), "cpus": os.cpu_count(),
            "eager_ms_median": eager[len(eager) // 2] if eager else None,
            "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done)}
-    print(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1), flush=True)
 
 
 def main() -> None:
@@ -89,6 +89,8 @@ def main() -> None:
         compose(a.compose, a.to)
     if a.tasks:
         measure(a.tasks, a.workers, a.budget, a.limit)
+        sys.stdout.flush()
+        os._exit(0)  # do not wait for the cut-off tasks
 
 
 if __name__ == "__main__":

@@ -72,8 +72,8 @@ COMPILERS = ("gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "as", "nvcc", 
              "which", "uname", "ldconfig", "nvidia-smi", "openssl", "sha256sum", "sha512sum", "objcopy", "nm", "ar",
              "ldd", "readelf", "strip")
 # Environment variables passed through from the caller (everything else is dropped; secrets never pass).
-ENV_PASS = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES",
-            "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
+ENV_PASS = ("LANG", "LC_ALL", "CC", "CXX", "CUDAHOSTCXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
+            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
 # Host paths every job sees read-only (when present).
 _SYSTEM_RO = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
               "/etc/localtime", "/usr/local/cuda", "/usr/local/nvidia", "/opt/nvidia")
@@ -252,6 +252,14 @@ def _python_roots() -> list[str]:
     return sorted({os.path.realpath(r) for r in roots if r and os.path.exists(r)})
 
 
+def _tool_dirs() -> list[str]:
+    """Toolchains installed outside /usr (e.g. a compiler under /opt/gcc on GPU images): the bin dirs on the
+    caller's PATH (and of $CC/$CXX) that lie under /opt. Their whole /opt/<name> prefix is bound read-only."""
+    cands = os.environ.get("PATH", "").split(os.pathsep)
+    cands += [os.path.dirname(os.environ[k]) for k in ("CC", "CXX", "CUDAHOSTCXX") if os.path.isabs(os.environ.get(k, ""))]
+    return [d for d in dict.fromkeys(cands) if d.startswith("/opt/") and os.path.isdir(d)]
+
+
 def _package_dir() -> str:
     """This project's `pipeline` package dir (bound alone: the checkout around it holds data and secrets)."""
     return str(Path(__file__).resolve().parent)
@@ -355,6 +363,10 @@ def _launch_argv(spec: _Spec, inner: list[str], seccomp_fd: int, info_fd: int) -
     for p in [cuda_home] + os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         if p and os.path.isdir(p) and not b.covered(p) and not b.covered(os.path.realpath(p)):
             b.add("--ro-bind", os.path.realpath(p), p)
+    for d in _tool_dirs():
+        prefix = "/".join(d.split("/")[:3])  # /opt/<name>
+        if not b.covered(prefix):
+            b.add("--ro-bind", os.path.realpath(prefix), prefix)
     for r in spec.read_dirs:
         if not b.covered(r):
             b.add("--ro-bind", r)
@@ -587,7 +599,8 @@ def _default_cpu_s(timeout_s: float, env: dict[str, str] | None) -> float:
 def _base_env(workdir: str, extra: dict[str, str] | None, gpu: bool) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_PASS if k in os.environ}
     pybin = os.path.dirname(os.path.realpath(sys.executable))
-    path = [os.path.join(sys.prefix, "bin"), pybin, "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]
+    path = [os.path.join(sys.prefix, "bin"), pybin, *_tool_dirs(), "/usr/local/cuda/bin", "/usr/local/bin",
+            "/usr/bin", "/bin"]
     cuda_home = (extra or {}).get("CUDA_HOME") or os.environ.get("CUDA_HOME")
     if cuda_home:
         path.insert(0, os.path.join(cuda_home, "bin"))

@@ -147,7 +147,9 @@ def _sample(out: list) -> list:
     for t in out:
         flat = t.detach().reshape(-1)
         if flat.numel() > SEAL_ELEMS:
-            idx = torch.linspace(0, flat.numel() - 1, SEAL_ELEMS, device=flat.device).long()
+            # Integer arithmetic: a float32 linspace rounds the last index of a 2**28-element output past the end.
+            idx = torch.arange(SEAL_ELEMS, device=flat.device, dtype=torch.int64) * (flat.numel() - 1) // (
+                SEAL_ELEMS - 1)
             flat = flat[idx]
         res.append(flat.to("cpu", copy=True))
     return res
