@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from pipeline.decontam.disguise import TRANSFORMS, disguise  # noqa: E402
+from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise  # noqa: E402
 from pipeline.decontam.index import ReferenceIndex  # noqa: E402
-from pipeline.decontam.negatives import random_composition  # noqa: E402
+from pipeline.decontam.calibration.negatives import random_composition  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 from pipeline.decontam.stage import decontaminate  # noqa: E402
 from pipeline.kernelbench import load_reference  # noqa: E402
