@@ -142,7 +142,7 @@ def build_semantic_set(reference: list[RefProblem], seed: int = 0, max_refs: int
                         made += 1
                 if with_variants:
                     for mode in ("swap_op", "move_dim", "constant"):
-                        code = mutate(r.code, mode, rng.randint(0, 2))
+                        code = mutate(r.code, mode, 0)
                         if code is None:
                             continue
                         try:
