@@ -77,7 +77,8 @@ def main() -> None:
     ex = build_semantic_set(refs, seed=args.seed, max_refs=args.max_refs, combos=args.combos,
                             n_different=args.different)
     print(f"built {len(ex)} examples {dict(collections.Counter(e.label for e in ex))} from "
-          f"{len({e.source for e in ex if e.source})} problems in {time.perf_counter() - t:.0f} s (verified; not timed)")
+          f"{len({e.source for e in ex if e.source})} problems in {time.perf_counter() - t:.0f} s "
+          "(verified; not timed)")
     cache = args.cache or tempfile.mkdtemp(prefix="opforge-sem-cache-")
     settings = DecontamSettings(workers=args.workers, semantic_cache_dir=cache)
     t = time.perf_counter()

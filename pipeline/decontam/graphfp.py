@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_PASS = {"view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "clone",
+_PASS = {"broadcast_in_dim", "convert_element_type", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "clone",
          "contiguous", "alias", "detach", "lift_fresh_copy", "_to_copy", "to", "view_copy", "expand_copy",
          "permute_copy", "unsqueeze_copy", "squeeze_copy", "t_copy", "transpose_copy", "alias_copy",
          "_reshape_alias", "flatten", "unflatten", "clone_copy", "copy", "type_as", "broadcast_to"}
@@ -36,7 +36,9 @@ MAX_NODES = 4000
 
 def _base(target: str) -> str:
     parts = str(target).split(".")
-    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else str(target)
+    if "getitem" in str(target):
+        return "getitem"
+    return parts[1] if len(parts) >= 2 and parts[0] in ("aten", "prims") else str(target)
 
 
 def _const_label(c) -> str:
@@ -140,6 +142,7 @@ def _lower(b: _Builder, op: str, target: str, args: list, ref, operand) -> int |
     """One traced op as normalized nodes; returns the node that holds its value."""
     nodes = [ref(a) for a in args]
     first = next((x for x in nodes if x is not None), None)
+    n_nodes = sum(x is not None for x in nodes)
     if op in _PASS or op == "getitem":  # getitem: the values of max.dim / var_mean's first output
         return first
     x = nodes[0] if nodes else None
@@ -189,10 +192,13 @@ def _lower(b: _Builder, op: str, target: str, args: list, ref, operand) -> int |
             return x
     if op == "mean" and x is not None:
         return _mul(b, [b.node("sum", [x]), b.node("Kmean", [])])
-    if op in ("amax", "max") and x is not None and len(nodes) == 1:
+    if op in ("amax", "max") and x is not None and n_nodes == 1:
         return b.node("amax", [x])
-    if op in ("amin", "min") and x is not None and len(nodes) == 1:
+    if op in ("amin", "min") and x is not None and n_nodes == 1:
         return b.node("amin", [x])
+    if op == "var" and x is not None and n_nodes == 1:  # the mean of squared deviations from the mean
+        xc = _add(b, [x, _neg(b, _mul(b, [b.node("sum", [x]), b.node("Kmean", [])]))])
+        return _mul(b, [b.node("sum", [_mul(b, [xc, xc])]), b.node("Kmean", [])])
     if op == "sigmoid" and x is not None:
         return b.node("reciprocal", [_add(b, [b.node("exp", [_neg(b, x)]), b.const(1)])])
     if op in ("relu", "clamp_min", "maximum", "clamp") and x is not None:
@@ -229,6 +235,8 @@ def _mul(b: _Builder, xs: list[int]) -> int:
             flat.extend(b.g.kids[x])
         elif b.g.labels[x] != "K1":
             flat.append(x)
+    if any(b.g.labels[x] == "sum" for x in flat):  # sum * (1/n), sum / n, mean: one spelling, whatever n
+        flat = [b.node("Kmean", []) if b.g.labels[x].startswith("K") and not b.g.kids[x] else x for x in flat]
     if len(flat) == 1:
         return flat[0]
     return b.node("mul", flat)

@@ -49,8 +49,16 @@ def _enc(a, index):
 
 
 from torch.fx.experimental.proxy_tensor import make_fx
-from torch._decomp import core_aten_decompositions
-DECOMP = core_aten_decompositions()
+from torch._decomp import core_aten_decompositions, get_decompositions
+# Core ATen keeps some composite ops whole (softmax, layer/group/batch norm, gelu, var ...): decomposed as well, so
+# that a formula written by hand and the library call reach the same primitive ops.
+_a = torch.ops.aten
+DECOMP = {**core_aten_decompositions(), **get_decompositions([
+    _a._softmax, _a._log_softmax, _a.gelu, _a.native_layer_norm, _a.native_group_norm,
+    _a._native_batch_norm_legit_functional, _a._native_batch_norm_legit, _a._native_batch_norm_legit_no_training,
+    _a.native_batch_norm, _a.silu, _a.mish, _a.hardswish, _a.hardsigmoid, _a.elu, _a.leaky_relu, _a.softplus,
+    _a.logsumexp, _a.hardtanh, _a.var_mean, _a.var, _a.std, _a.addcmul, _a.addcdiv, _a.rsub,
+    _a.linalg_vector_norm, _a.norm])}
 
 
 def trace(code):

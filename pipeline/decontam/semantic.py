@@ -23,7 +23,7 @@ import numpy as np
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "1"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+TRACER_VERSION = "2"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()

@@ -2,8 +2,8 @@
 
 Positives: disguised copies of reference problems, built at run time from the reference itself (never stored):
 every transform of pipeline.decontam.calibration.disguise alone, and combined. Negatives: new operator compositions
-(pipeline.decontam.calibration.negatives.compose) and hard negatives derived from a reference problem that keep only one or
-two of its operators.
+(pipeline.decontam.calibration.negatives.compose) and hard negatives derived from a reference problem that keep only
+one or two of its operators.
 
 Against overfitting, thresholds are chosen on a *train* split and reported on a *test* split that differs in
 three ways: other random seeds, other reference problems (problems are split by hash), and three transforms

@@ -164,7 +164,8 @@ class _Rewriter(ast.NodeTransformer):
                 if mod.bias is not None and self.rng.random() < 0.5:
                     out = f"torch.tensordot({arg}, {w}, dims=([-1], [1])) + {b}"
                 elif mod.bias is not None:
-                    out = f"torch.addmm({b}, {arg}.reshape(-1, {arg}.shape[-1]), {w}.t()).reshape(*{arg}.shape[:-1], -1)"
+                    out = (f"torch.addmm({b}, {arg}.reshape(-1, {arg}.shape[-1]), {w}.t())"
+                           f".reshape(*{arg}.shape[:-1], -1)")
                 else:
                     out = f"torch.einsum('...i,oi->...o', {arg}, {w})"
             elif k == "conv_unfold" and t == "Conv2d" and mod.groups == 1 and isinstance(mod.padding, tuple) \
@@ -186,7 +187,8 @@ class _Rewriter(ast.NodeTransformer):
             x = None  # x.mean(dim) etc. handled below through the keyword helpers
         out = None
         if k == "formula":
-            if name in _FORMULAS and (x or arg) and not node.keywords and len(node.args) <= (0 if src == "method" else 1):
+            one_arg = len(node.args) <= (0 if src == "method" else 1)
+            if name in _FORMULAS and (x or arg) and not node.keywords and one_arg:
                 out = _FORMULAS[name].format(x if src == "method" else arg)
             elif name in ("softmax", "log_softmax") and src != "method":
                 d = _kw(node, "dim", 1)

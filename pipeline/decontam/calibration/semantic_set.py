@@ -15,8 +15,15 @@ import random
 import signal
 from dataclasses import dataclass
 
-from pipeline.decontam.calibration.paraphrase import (KINDS, Paraphrase, equivalent, paraphrase,
-                                                      input_variants, runnable, tied_outputs)
+from pipeline.decontam.calibration.paraphrase import (
+    KINDS,
+    Paraphrase,
+    equivalent,
+    input_variants,
+    paraphrase,
+    runnable,
+    tied_outputs,
+)
 from pipeline.kernelbench import RefProblem
 
 
