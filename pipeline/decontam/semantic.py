@@ -187,13 +187,18 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
     if todo:
         results = run_jobs([["trace", c] for c in todo.values()], settings, settings.trace_timeout_s)
         for k, r in zip(todo, results):
-            if str(r.get("reason", "")).startswith("jail_"):
-                recs[k] = r  # the jail itself failed: not the task's fault, not cached
+            if _transient(r):
+                recs[k] = r  # the jail failed, or time ran out (load): not cached, tried again next time
                 continue
             r = {key: r.get(key) for key in ("ok", "reason", "nodes", "wall_s", "error") if key in r}
             recs[k] = r
             _cache_put(root, k, r)
     return [_view_of(recs[k], k in cached) for k in keys]
+
+
+def _transient(rep: dict) -> bool:
+    reason = str(rep.get("reason") or "")
+    return reason.startswith("jail_") or reason == "timeout"
 
 
 def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
@@ -209,11 +214,29 @@ def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
 
 
 def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> list[dict]:
-    """Functional confirmation of (candidate code, reference code) pairs; each report gains `equivalent`."""
-    reps = run_jobs([["confirm", c, r] for c, r in pairs], settings, settings.confirm_timeout_s)
-    for rep in reps:
+    """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
+    traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances)."""
+    root = cache_dir(settings)
+    keys = [code_key("confirm\0" + c + "\0" + r) for c, r in pairs]
+    reps: dict[str, dict] = {}
+    todo: dict[str, tuple[str, str]] = {}
+    for k, pair in zip(keys, pairs):
+        got = _cache_get(root, k)
+        if got is not None:
+            reps[k] = got
+        else:
+            todo.setdefault(k, pair)
+    for k, rep in zip(todo, run_jobs([["confirm", c, r] for c, r in todo.values()], settings,
+                                     settings.confirm_timeout_s)):
+        reps[k] = rep
+        if not _transient(rep):
+            _cache_put(root, k, rep)
+    out = []
+    for k in keys:
+        rep = dict(reps[k])
         rep["equivalent"] = tolerance_ok(rep, settings.confirm_atol, settings.confirm_rtol)
-    return reps
+        out.append(rep)
+    return out
 
 
 # The view that fired, per reason code of the contamination table.
