@@ -122,6 +122,8 @@ def main() -> None:
     ap.add_argument("--baseline-tree", default=None)
     ap.add_argument("--semantic", action="store_true")
     ap.add_argument("--unjailed", action="store_true")
+    ap.add_argument("--cache", default=None, help="semantic cache holding the reference's traces (the candidates' "
+                                                  "are traced into a fresh copy: cold)")
     args = ap.parse_args()
     if args.baseline_tree:
         import subprocess
@@ -189,7 +191,12 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
 
         sem._RUN[0] = run_unjailed
     where = "UNJAILED worker (plain subprocess, fork per task)" if args.unjailed else "jailed worker"
-    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": tempfile.mkdtemp(prefix="sem-bench-")})
+    cache = tempfile.mkdtemp(prefix="sem-bench-")
+    if args.cache:  # the reference's traces only (they are made once per reference version)
+        import shutil
+
+        shutil.copytree(args.cache, cache, dirs_exist_ok=True)
+    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cache})
     index = ReferenceIndex(refs, on)
     t = time.perf_counter()
     index.semantic()
