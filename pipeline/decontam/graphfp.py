@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_PASS = {"broadcast_in_dim", "convert_element_type", "view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "clone",
+_PASS = {"broadcast_in_dim", "convert_element_type",
+         "view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "clone",
          "contiguous", "alias", "detach", "lift_fresh_copy", "_to_copy", "to", "view_copy", "expand_copy",
          "permute_copy", "unsqueeze_copy", "squeeze_copy", "t_copy", "transpose_copy", "alias_copy",
          "_reshape_alias", "flatten", "unflatten", "clone_copy", "copy", "type_as", "broadcast_to"}

@@ -93,7 +93,9 @@ def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
     """The worker program in the jail (one place, so that benchmarks can say what runs it)."""
     from pipeline.sandbox import run_sandboxed
 
-    return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb)
+    # torch's caches inside the jail's own work dir (the caller's cache dirs are not writable there)
+    env = {"TORCHINDUCTOR_CACHE_DIR": "torch-cache/inductor", "TRITON_CACHE_DIR": "torch-cache/triton"}
+    return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
 
 
 def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
@@ -317,7 +319,10 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
                             "semantic_score": [0.0] * n, "semantic_ref": [""] * n,
                             "semantic_status": ["not_run"] * n, "near_variant": [False] * n, "evidence": [""] * n}
     todo = [i for i in range(n) if not cols["contaminated"][i] and cols["parse_ok"][i]]
-    if not todo or not settings.semantic:
+    if not settings.semantic:
+        return out
+    _recheck_copies(codes, cols, out, ref_codes, ref_ids, ref, settings)
+    if not todo:
         return out
     views = semantic_views([codes[i] for i in todo], settings)
     ok = [k for k, v in enumerate(views) if v.ok]
@@ -380,6 +385,43 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
                                          "graph_candidate": graph_text(views[k]),
                                          "graph_reference": graph_text(ref.views[best])})
     return out
+
+
+def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list], ref_codes: list[str],
+                    ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
+    """Rows the canonical/ops views flagged: run beside their nearest problem. Same output shapes, outputs that
+    differ and at most near_variant_changes ops changed make it a near_variant (softmax over another axis reads
+    like a copy to the token views); equal outputs or other shapes (sizes changed) keep the copy's reason."""
+    from pipeline.decontam.graphfp import difference
+
+    pos = {rid: j for j, rid in enumerate(ref_ids)}
+    rows = [i for i in range(len(codes)) if cols["contaminated"][i]
+            and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
+    if not rows:
+        return
+    views = semantic_views([codes[i] for i in rows], settings)
+    jobs = [(codes[i], ref_codes[pos[cols["nearest_ref"][i]]]) for i in rows]
+    for i, v, rep in zip(rows, views, confirm_pairs(jobs, settings)):
+        j = pos[cols["nearest_ref"][i]]
+        out["semantic_status"][i] = "traced" if v.ok else v.reason
+        if not (v.ok and ref.views[j].ok and rep.get("ok") and rep.get("max_abs_diff") is not None):
+            continue
+        sim = float(ref.similarities([v.features])[0, j])
+        out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
+        diff = difference(v.graph, ref.views[j].graph)
+        if rep["equivalent"] or sim < settings.near_variant_threshold \
+                or diff["n_changes"] > settings.near_variant_changes:
+            continue
+        out["near_variant"][i], out["view"][i] = True, "semantic"
+        cols["reason"][i] = "near_variant"
+        cols["contaminated"][i] = settings.near_variant_policy == "remove"
+        out["evidence"][i] = json.dumps({"kind": "near_variant", "ref": ref_ids[j], "difference": diff,
+                                         "policy": settings.near_variant_policy, "flagged_first_by": "canon/ops",
+                                         "tried": [{"ref": ref_ids[j], "semantic": round(sim, 4),
+                                                    "equivalent": False, "max_abs_diff": rep.get("max_abs_diff"),
+                                                    "status": "ran"}],
+                                         "graph_candidate": graph_text(v),
+                                         "graph_reference": graph_text(ref.views[j])})
 
 
 def graph_text(v: SemView, limit: int = 60) -> list[str]:
