@@ -32,7 +32,7 @@ class DecontamSettings(BaseModel):
                                                "nearest ones, plus those with the same input shapes, at most this.")
     near_variant_threshold: float = Field(0.8, description="near_variant: semantic Jaccard at least this to a "
                                                            "problem whose outputs differ, and ...")
-    near_variant_changes: int = Field(2, description="... at most this many ops (with their dims and constants) "
+    near_variant_changes: int = Field(1, description="... at most this many ops (with their dims and constants) "
                                                      "added or removed against it.")
     near_variant_policy: Literal["remove", "keep"] = Field(
         "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
