@@ -1,12 +1,18 @@
 """Decontamination of N candidates against KernelBench, side by side with a naive datasketch baseline.
 
-    .venv/bin/python benchmarks/bench_decontam.py [--n 6000] [--workers 2]
+    .venv/bin/python benchmarks/bench_decontam.py [--n 6000] [--workers 2] [--baseline-tree /work/main]
+        [--semantic] [--unjailed]
 
 Candidates (labelled, built at run time): a third disguised KernelBench copies (random subsets of the
 transforms), two thirds new compositions. Printed: wall time of our stage (reference index built once, then
 `decontaminate`), of the LSH-only path (no exhaustive scoring), and of the naive baseline (MinHash.update per
 shingle with SHA-1, raw whitespace-token shingles, MinHashLSH hits taken as contamination without verification);
 recall / false-positive rate of each on the same candidates.
+`--baseline-tree DIR`: first runs DIR's own copy of this script (another checkout, e.g. the code before a change)
+in a subprocess on the same machine, so that both timings come from one run. `--semantic`: then the stage with the
+semantic view and functional confirmation on (the default configuration), with a cold trace cache (every distinct
+code traced) and again warm (the same candidates: every view from the cache); `--unjailed` runs the tracing worker
+in a plain subprocess (fork per task) instead of the jail, and says so.
 """
 
 from __future__ import annotations
@@ -16,18 +22,20 @@ import time
 _T0 = time.perf_counter()
 
 import argparse  # noqa: E402
+import collections  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from pipeline.decontam.disguise import TRANSFORMS, disguise  # noqa: E402
+from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise  # noqa: E402
 from pipeline.decontam.index import ReferenceIndex  # noqa: E402
-from pipeline.decontam.negatives import random_composition  # noqa: E402
+from pipeline.decontam.calibration.negatives import random_composition  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 from pipeline.decontam.stage import decontaminate  # noqa: E402
 from pipeline.kernelbench import load_reference  # noqa: E402
@@ -111,13 +119,26 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=6000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--reference", default=None)
+    ap.add_argument("--baseline-tree", default=None)
+    ap.add_argument("--semantic", action="store_true")
+    ap.add_argument("--unjailed", action="store_true")
+    ap.add_argument("--cache", default=None, help="semantic cache holding the reference's traces (the candidates' "
+                                                  "are traced into a fresh copy: cold)")
     args = ap.parse_args()
+    if args.baseline_tree:
+        import subprocess
+
+        print(f"=== baseline: {args.baseline_tree}/benchmarks/bench_decontam.py (same machine, same run) ===")
+        subprocess.run([sys.executable, "benchmarks/bench_decontam.py", "--n", str(args.n), "--workers",
+                        str(args.workers)] + (["--reference", args.reference] if args.reference else []),
+                       cwd=args.baseline_tree, check=False)
+        print("=== this tree ===")
     refs = load_reference(args.reference)
     t = time.perf_counter()
     rows, labels, sources = make_candidates(refs, args.n)
     print(f"built {len(rows)} labelled candidates ({labels.sum()} disguised copies) in "
           f"{time.perf_counter() - t:.1f} s (not timed below)")
-    settings = DecontamSettings(workers=args.workers)
+    settings = DecontamSettings(workers=args.workers, semantic=False)  # the views of the original stage
 
     print(f"imports (numpy, pyarrow, datasketch + scipy, pipeline.decontam): {_T_IMPORTS:.2f} s (not timed below)")
     print(load())
@@ -155,6 +176,41 @@ def main() -> None:
           f"{rates(base, labels)}")
     print(f"ours / baseline: wall {(t_ours + t_index) / t_base:.2f}x, CPU {(c_ours + c_index) / c_base:.2f}x "
           f"(ours incl. index build)")
+    print(load())
+    if args.semantic:
+        semantic_section(refs, rows, labels, settings, args)
+
+
+def semantic_section(refs, rows, labels, settings, args) -> None:
+    import tempfile
+
+    import pipeline.decontam.semantic as sem
+
+    if args.unjailed:
+        from bench_semantic import run_unjailed
+
+        sem._RUN[0] = run_unjailed
+    where = "UNJAILED worker (plain subprocess, fork per task)" if args.unjailed else "jailed worker"
+    cache = tempfile.mkdtemp(prefix="sem-bench-")
+    if args.cache:  # the reference's traces only (they are made once per reference version)
+        import shutil
+
+        shutil.copytree(args.cache, cache, dirs_exist_ok=True)
+    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cache})
+    index = ReferenceIndex(refs, on)
+    t = time.perf_counter()
+    index.semantic()
+    t_ref = time.perf_counter() - t
+    print(f"semantic on ({where}): reference traced in {t_ref:.1f} s (once per reference version, cached)")
+    for label in ("cold cache", "warm cache"):
+        t, c = time.perf_counter(), cpu_seconds()
+        out = decontaminate(rows, index, on)
+        t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c
+        flagged = np.array(out.column("contaminated").to_pylist())
+        status = out.column("semantic_status").to_pylist()
+        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU; {rates(flagged, labels)}; "
+              f"traced {sum(s == 'traced' for s in status)}, not run {sum(s == 'not_run' for s in status)}; reasons "
+              f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}")
     print(load())
 
 

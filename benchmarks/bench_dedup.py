@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_dedup.py --n 1000000 [--view canon|raw] [--ray] [--shard 20000]
 
-Tasks come from pipeline.decontam.negatives.compose (random bases, 1-5 random ops, random names/constants), plus
+Tasks come from pipeline.decontam.calibration.negatives.compose (random bases, 1-5 random ops, random names/constants), plus
 planted copies: every 10th task is repeated verbatim, every 10th (offset 5) with its variable renamed, so the
 expected clusters are known. Printed: generation time (not counted), dedup time, tasks removed, whether every
 planted copy landed in its original's cluster, and peak RSS (ru_maxrss of this process and of its children).
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
 
-from pipeline.decontam.negatives import compose, _BASES, _OPS  # noqa: E402
+from pipeline.decontam.calibration.negatives import compose, _BASES, _OPS  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 
 

@@ -64,13 +64,13 @@ REASONS = (
 MODES = ("jail", "unsafe")
 MODE_ENV = "OPFORGE_SANDBOX_MODE"
 
-# Programs a Python job may spawn (torch.compile's inductor runs the C++ compiler; load_inline runs ninja/nvcc),
-# by base name AND only when their real path lies in a read-only system directory of the jail.
-COMPILERS = ("gcc", "g++", "cc", "c++", "clang", "clang++", "ld", "as", "nvcc", "ptxas", "cicc", "fatbinary",
-             "nvlink", "cudafe++", "ninja", "collect2", "cc1plus", "cc1", "ld.gold", "ld.bfd", "x86_64-linux-gnu-gcc",
-             "x86_64-linux-gnu-g++", "x86_64-linux-gnu-gcc-12", "x86_64-linux-gnu-g++-12", "gcc-12", "g++-12",
-             "which", "uname", "ldconfig", "nvidia-smi", "openssl", "sha256sum", "sha512sum", "objcopy", "nm", "ar",
-             "ldd", "readelf", "strip")
+# A Python job may spawn a program only when its real path lies in a read-only system directory of the jail (a
+# compiler, ptxas, ldconfig: torch.compile and Triton need them) and it is not a shell, an interpreter or a
+# namespace tool: those are refused by name too, so a task's attempt gets a reason code (the jail contains it anyway).
+DENIED_PROGRAMS = ("sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "nsenter",
+                   "unshare", "setpriv", "chroot", "su", "sudo", "perl", "ruby", "node", "lua", "tclsh", "nc", "ncat",
+                   "socat", "curl", "wget", "ssh", "scp", "mount", "umount", "gdb", "strace", "ltrace", "xargs",
+                   "find", "timeout", "nohup", "setsid", "script", "expect")
 # Environment variables passed through from the caller (everything else is dropped; secrets never pass).
 ENV_PASS = ("LANG", "LC_ALL", "CC", "CXX", "CUDAHOSTCXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
             "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
@@ -448,8 +448,9 @@ sys.dont_write_bytecode = True
 _roots = [os.path.realpath(p) for p in _cfg["write_roots"]]
 _exec_roots = [os.path.realpath(p) for p in _cfg["exec_roots"]]
 _sys_roots = [os.path.realpath(p) for p in _cfg["system_roots"]]
-_compilers = set(_cfg["compilers"])
+_denied = set(_cfg["denied_programs"])
 _allow_net = _cfg["allow_network"]
+_cfg_fork = _cfg.get("allow_fork", False)
 _reported = set()
 def _violation(kind, what):
     key = (kind, str(what)[:200])
@@ -470,9 +471,13 @@ def _writable(path):
     if p in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/shm") or p.startswith(("/dev/shm/", "/tmp/")) or p == "/tmp":
         return True
     return _under(p, _roots + _exec_roots)
-def _system_exe(prog):
-    p = _real(prog if os.sep in os.fsdecode(prog) else (__import__("shutil").which(os.fsdecode(prog)) or prog))
-    return os.path.basename(p) in _compilers or os.path.basename(os.fsdecode(prog)) in _compilers, _under(p, _sys_roots)
+def _allowed_program(prog):
+    name = os.fsdecode(prog)
+    p = _real(name if os.sep in name else (__import__("shutil").which(name) or name))
+    bases = {os.path.basename(p), os.path.basename(name)}
+    if any(b in _denied or b.startswith("python") for b in bases):
+        return False
+    return _under(p, _sys_roots) and not _writable(p)
 _WFLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS = {"os.remove": 0, "os.rename": 0, "os.rmdir": 0, "os.mkdir": 0, "shutil.rmtree": 0, "os.chmod": 0,
                 "os.chown": 0, "os.symlink": 1, "os.link": 1, "os.truncate": 0, "os.utime": 0, "shutil.copyfile": 1,
@@ -499,20 +504,18 @@ def _hook(event, args):
         _violation("network_blocked", addr)
     elif not _allow_net and event == "socket.getaddrinfo":
         _violation("network_blocked", args[0])
+    elif event == "os.fork" and _cfg_fork:
+        return
     elif event in ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn"):
         exe = args[0] if args else ""
-        if event in ("os.posix_spawn", "os.exec", "os.spawn") and exe:
-            named, system = _system_exe(exe)
-            if named and system:
-                return
+        if event in ("os.posix_spawn", "os.exec", "os.spawn") and exe and _allowed_program(exe):
+            return
         _violation("process_blocked", f"{event} {exe}")
     elif event == "subprocess.Popen":
         exe, argv = args[0], args[1]
         prog = exe or (argv[0] if isinstance(argv, (list, tuple)) and argv else argv)
-        if isinstance(prog, (str, bytes, os.PathLike)):
-            named, system = _system_exe(prog)
-            if named and system:
-                return
+        if isinstance(prog, (str, bytes, os.PathLike)) and _allowed_program(prog):
+            return
         # torch inductor probes each compiled .so with `python -c "...cdll.LoadLibrary(path)"`: allow exactly that.
         if (isinstance(argv, (list, tuple)) and len(argv) == 3 and argv[1] == "-c" and isinstance(prog, (str, bytes))
                 and _real(prog) == _real(sys.executable) and isinstance(argv[2], str) and len(argv[2]) < 600
@@ -805,6 +808,7 @@ def run_sandboxed(
     gpu: bool | list[int] = False,
     env: dict[str, str] | None = None,
     allow_network: bool = False,
+    allow_fork: bool = False,
     max_output_bytes: int = 20_000,
     max_result_bytes: int = 16 * 2**20,
     mode: str | None = None,
@@ -818,6 +822,8 @@ def run_sandboxed(
     `write_dirs`: more writable dirs, private to this job (noexec). `exec_dirs`: writable dirs from which the job may
     load native code it compiles itself (an inductor cache, a load_inline build dir). `read_dirs`: read-only dirs.
     `gpu`: False, True (the GPUs in CUDA_VISIBLE_DEVICES) or a list of indices: only those device nodes appear.
+    `allow_fork`: the code may fork (a trusted driver that isolates each task in a child); the jail still bounds
+    the processes (pid namespace, per-job process limit).
     `cpu_s` defaults to the wall-clock limit times the threads the code may use, plus a little.
     """
     mode = sandbox_mode(mode)
@@ -847,7 +853,7 @@ def run_sandboxed(
                "write_roots": [wd_s] + wdirs, "exec_roots": xdirs,
                "system_roots": ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc/alternatives"]
                + _python_roots() + [p for p in (os.environ.get("CUDA_HOME"), (env or {}).get("CUDA_HOME")) if p],
-               "compilers": list(COMPILERS), "allow_network": allow_network}
+               "denied_programs": list(DENIED_PROGRAMS), "allow_network": allow_network, "allow_fork": allow_fork}
         (ctl / "cfg.json").write_text(json.dumps(cfg))
         (ctl / "bootstrap.py").write_text(_BOOTSTRAP)
         for f in ctl.iterdir():

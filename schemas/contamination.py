@@ -2,7 +2,7 @@ from schemas._base import BOOL, F64, I64, STR, field, table_schema
 
 SCHEMA = table_schema(
     "contamination",
-    1,
+    2,
     "One row per candidate task: whether it copies a reference (KernelBench) problem, its nearest reference "
     "problem and every view's similarity (pipeline.decontam).",
     [
@@ -11,8 +11,9 @@ SCHEMA = table_schema(
                                     "not be judged (reason unparseable / empty_code): never clean"),
         field("nearest_ref", STR, "nearest reference problem, 'levelN/<file stem>'; empty if none was scored"),
         field("score", F64, "decision score 0..1: 1 for an MD5 match, else max(min(canon, ops), raw) at nearest_ref"),
-        field("reason", STR, "exact_md5 | canonical_and_ops | same_ops_signature | raw_near_copy when "
-                             "contaminated; empty when clean; "
+        field("reason", STR, "exact_md5 | canonical_and_ops | same_ops_signature | raw_near_copy | "
+                             "functional_match | near_variant when contaminated; near_variant also when kept "
+                             "(near_variant_policy=keep); empty when clean; "
                              "unparseable / empty_code when the code could not be judged (then contaminated is true)"),
         field("canon_jaccard", F64, "best canonical-token-shingle Jaccard over all scored references"),
         field("ops_jaccard", F64, "best operator-signature n-gram Jaccard over all scored references"),
@@ -29,6 +30,17 @@ SCHEMA = table_schema(
         field("lsh_hits", I64, "references returned by the MinHash LSH of any view"),
         field("lsh_recalled", BOOL, "nearest_ref is among the LSH hits (false: only exhaustive scoring found it)"),
         field("method", STR, "exact: scored against every reference; lsh: LSH hits verified by exact Jaccard"),
+        field("view", STR, "the view that fired: md5 | canon+ops | ops | raw | functional | semantic (near_variant); "
+                           "empty when none did"),
+        field("semantic_score", F64, "semantic (traced core-ATen graph, WL-hash) Jaccard to semantic_ref; 0 when "
+                                     "the semantic view did not run for this row"),
+        field("semantic_ref", STR, "the semantically nearest reference problem (or the functionally matched one)"),
+        field("semantic_status", STR, "traced | not_run (another view decided, or semantic off) | why the trace "
+                                      "failed (exception, timeout, graph_too_large, jail_<reason> ...)"),
+        field("near_variant", BOOL, "one or two changes of meaning from semantic_ref: semantically near, outputs "
+                                    "differ (the difference is in evidence)"),
+        field("evidence", STR, "JSON: functional evidence (max_abs_diff, ref_scale, tensor mapping, both "
+                               "normalized graphs), near_variant's difference, or the confirmations tried"),
         field("reference_fingerprint", STR, "pipeline.kernelbench.fingerprint of the reference set"),
     ],
 )

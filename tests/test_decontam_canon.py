@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from pipeline.decontam.canon import canonicalize
-from pipeline.decontam.disguise import TRANSFORMS, disguise
+from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise
 from pipeline.decontam.views import jaccard, task_views
 
 BASE = '''
@@ -199,7 +199,7 @@ def test_restructured_copies_are_flagged_and_new_compositions_are_not():
                                   "x = x + self.bias\n        x = torch.relu(x)"),
     }
     rows = list(positives.items()) + list(negatives.items())
-    out = {r["task_id"]: r for r in decontaminate(rows, ref, DecontamSettings()).to_pylist()}
+    out = {r["task_id"]: r for r in decontaminate(rows, ref, DecontamSettings(semantic=False)).to_pylist()}
     for tid in positives:
         assert out[tid]["contaminated"], out[tid]
     for tid in negatives:

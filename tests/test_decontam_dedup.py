@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import pipeline.decontam.dedup as dd
-from pipeline.decontam.disguise import disguise
-from pipeline.decontam.negatives import compose
+from pipeline.decontam.calibration.disguise import disguise
+from pipeline.decontam.calibration.negatives import compose
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.stage import dedup
 

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.decontam.disguise import TRANSFORMS, disguise
-from pipeline.decontam.negatives import compose
+from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise
+from pipeline.decontam.calibration.negatives import compose
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.stage import UNDECIDED, decontaminate
 from pipeline.kernelbench import fingerprint, load_reference
@@ -94,7 +94,7 @@ def refs(kernelbench_path):
 def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
     from pipeline.cli import app
 
-    from pipeline.decontam.calibrate import equivalent_refs
+    from pipeline.decontam.calibration.calibrate import equivalent_refs
     from pipeline.decontam.settings import DecontamSettings
 
     rows = _candidates(refs)
@@ -102,7 +102,8 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
     cand = tmp_path / "candidates.parquet"
     pq.write_table(pa.table({"task_id": [r[0] for r in rows], "code": [r[1] for r in rows]}), cand)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["decontam", str(cand), "--reference", str(kernelbench_path), "--out", str(out)])
+    result = CliRunner().invoke(app, ["decontam", str(cand), "--reference", str(kernelbench_path), "--out", str(out),
+                                      "--set", "decontam.semantic=false"])  # semantic: test_decontam_semantic.py
     assert result.exit_code == 0, result.output
     tbl = pq.read_table(out / "contamination.parquet")
     assert tbl.num_rows == len(rows)
@@ -130,8 +131,8 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
 def test_lsh_path_agrees_with_exact_scoring(refs):
     rows = _candidates(refs)
     pairs = [(r[0], r[1]) for r in rows]
-    exact = decontaminate(pairs, refs, DecontamSettings())
-    lsh = decontaminate(pairs, refs, DecontamSettings(exact_max_refs=0))
+    exact = decontaminate(pairs, refs, DecontamSettings(semantic=False))
+    lsh = decontaminate(pairs, refs, DecontamSettings(exact_max_refs=0, semantic=False))
     assert set(lsh.column("method").to_pylist()) == {"lsh"}
     assert exact.column("contaminated").to_pylist() == lsh.column("contaminated").to_pylist()
     flagged = [i for i, c in enumerate(exact.column("contaminated").to_pylist())
@@ -144,7 +145,7 @@ def test_lsh_path_agrees_with_exact_scoring(refs):
 def test_table_input_and_duplicate_codes(refs):
     code = refs[0].code
     tbl = pa.table({"task_id": ["a", "b", "c"], "code": [code, code, None]})
-    out = decontaminate(tbl, refs[:20], DecontamSettings())
+    out = decontaminate(tbl, refs[:20], DecontamSettings(semantic=False))
     assert out.column("task_id").to_pylist() == ["a", "b", "c"]
     assert out.column("contaminated").to_pylist() == [True, True, True]  # no code: never clean
     assert out.column("reason")[2].as_py() == "empty_code"
@@ -155,9 +156,9 @@ def test_workers_and_chunks_give_identical_rows(refs, monkeypatch):
 
     rows = _candidates(refs)
     pairs = [(r[0], r[1]) for r in rows] + [("dup", rows[0][1])]
-    one = decontaminate(pairs, refs, DecontamSettings(workers=1))
+    one = decontaminate(pairs, refs, DecontamSettings(workers=1, semantic=False))
     monkeypatch.setattr(stage, "MIN_CHUNK", 3)  # many chunks over a forked pool of two
-    two = decontaminate(pairs, refs, DecontamSettings(workers=2))
+    two = decontaminate(pairs, refs, DecontamSettings(workers=2, semantic=False))
     assert one.equals(two)
 
 
@@ -179,7 +180,7 @@ def test_batched_signatures_and_lsh_queries_equal_datasketch(refs):
     views = views_of([r[1] for r in _candidates(refs)] + [r.code for r in refs[:60:7]], settings)
     for view in ("canon", "ops", "raw"):
         vs = [v.sets[view] for v in views]
-        got = query_many(index.lsh[view], signatures(vs, settings), np.array([len(x) > 0 for x in vs]))
+        got = query_many(index.lsh[view], signatures(vs, settings), np.array([len(x) > 0 for x in vs]), settings)
         want = [set(index.lsh[view].query(m)) if len(x) else set() for x, m in zip(vs, minhashes(vs, settings))]
         assert got == want, view
         assert any(got)
@@ -218,8 +219,8 @@ def test_report_renders_in_headless_chromium(tmp_path, refs):
 
     rows = _candidates(refs)
     pairs = [(r[0], r[1]) for r in rows]
-    result = decontaminate(pairs, refs, DecontamSettings())
-    path = write_report(result, pairs, refs, DecontamSettings(), tmp_path, reference_source="test")
+    result = decontaminate(pairs, refs, DecontamSettings(semantic=False))
+    path = write_report(result, pairs, refs, DecontamSettings(semantic=False), tmp_path, reference_source="test")
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
            "--virtual-time-budget=3000", "--dump-dom", path.resolve().as_uri()]
@@ -255,5 +256,6 @@ def test_a_failing_canonical_rewrite_costs_one_code_its_canonical_views_not_the_
     monkeypatch.setattr(canon, "fuse_formulas", broken)
     code = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n"
             "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
-    rows = decontaminate([("t1", code)], load_reference(kernelbench_path)[:20]).to_pylist()
+    rows = decontaminate([("t1", code)], load_reference(kernelbench_path)[:20],
+                         DecontamSettings(semantic=False)).to_pylist()
     assert len(rows) == 1 and rows[0]["reason"] == "canon_error" and rows[0]["parse_ok"] is False

@@ -41,9 +41,9 @@ def dedup_set(code: str | None, settings: DecontamSettings) -> np.ndarray:
 
 
 def lsh_params(settings: DecontamSettings) -> tuple[int, int]:
-    from datasketch.lsh import _optimal_param
+    from pipeline.decontam.signatures import lsh_params as _params
 
-    return _optimal_param(settings.dedup_threshold, settings.num_perm, 0.5, 0.5)
+    return _params(settings.dedup_threshold, settings.num_perm)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 from datasketch import MinHashLSH  # at import time: importing datasketch (and the scipy it loads) takes ~0.5 s
 
 from pipeline.decontam.settings import DecontamSettings
-from pipeline.decontam.signatures import as_minhashes, lsh_params, query_many, signatures
+from pipeline.decontam.signatures import as_minhashes, query_many, signatures
 from pipeline.decontam.views import VIEWS, TaskViews, jaccard, sequence_matcher, task_views
 from pipeline.kernelbench import RefProblem, fingerprint
 
@@ -67,7 +67,7 @@ class ReferenceIndex:
         self.lsh: dict[str, MinHashLSH] = {}
         for view in VIEWS:
             thr = settings.lsh_threshold_ops if view == "ops" else settings.lsh_threshold
-            lsh = MinHashLSH(num_perm=settings.num_perm, params=lsh_params(thr, settings.num_perm))
+            lsh = MinHashLSH(threshold=thr, num_perm=settings.num_perm)
             sets = [v.sets[view] for v in self.views]
             with lsh.insertion_session() as session:
                 for i, m in enumerate(as_minhashes(signatures(sets, settings), settings)):
@@ -79,11 +79,21 @@ class ReferenceIndex:
             self.matrices()
         self._fingerprint: str | None = None
         self._matchers: dict[int, object] = {}
+        self._semantic = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_matchers"] = {}  # per-process caches, rebuilt on demand
+        state["_semantic"] = None  # used by the stage's parent process only
         return state
+
+    def semantic(self):
+        """The references' semantic views (pipeline.decontam.semantic.SemanticReference), built on first use."""
+        if self._semantic is None:
+            from pipeline.decontam.semantic import SemanticReference
+
+            self._semantic = SemanticReference([r.code for r in self.refs], self.settings)
+        return self._semantic
 
     @property
     def fingerprint(self) -> str:
@@ -122,7 +132,7 @@ class ReferenceIndex:
         for view in VIEWS:
             sets = [v.sets[view] for v in views]
             mask = np.fromiter((len(s) > 0 for s in sets), dtype=bool, count=len(sets))
-            for i, h in enumerate(query_many(self.lsh[view], signatures(sets, self.settings), mask)):
+            for i, h in enumerate(query_many(self.lsh[view], signatures(sets, self.settings), mask, self.settings)):
                 if h:
                     hits[i].update(h)
         return hits

@@ -24,6 +24,31 @@ class DecontamSettings(BaseModel):
                                                 "kind; restructured copies scored 0.29-0.6 against their source).")
     raw_threshold: float = Field(0.9, description="Code that does not parse is contaminated when its raw "
                                                   "character-shingle Jaccard to a reference reaches this.")
+    semantic: bool = Field(False, description="Also compare what tasks compute: the semantic view (traced core ATen "
+                                              "graphs) and functional confirmation (docs/contamination.md). Off by "
+                                              "default until its cold reference trace (minutes) and its 0.005 "
+                                              "false-positive rate on the disguise calibration are brought down.")
+    semantic_threshold: float = Field(0.5, description="Semantic (graph) Jaccard from which a reference problem is "
+                                                       "a candidate for functional confirmation.")
+    semantic_top_k: int = Field(3, description="Reference problems confirmed per candidate: the semantically "
+                                               "nearest ones, plus those with the same input shapes, at most this.")
+    near_variant_threshold: float = Field(0.8, description="near_variant: semantic Jaccard at least this to a "
+                                                           "problem whose outputs differ, and ...")
+    near_variant_changes: int = Field(1, description="... at most this many ops (with their dims and constants) "
+                                                     "added or removed against it.")
+    near_variant_policy: Literal["remove", "keep"] = Field(
+        "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
+                              "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).")
+    confirm_atol: float = Field(1e-4, description="Functional confirmation: outputs equal within atol + "
+                                                  "rtol * max|reference output|.")
+    confirm_rtol: float = Field(1e-4, description="See confirm_atol.")
+    confirm_max_numel: int = Field(20_000_000, description="Functional confirmation runs the first 2 rows of a "
+                                                          "batch; inputs (elements) still above this are not run.")
+    trace_timeout_s: float = Field(20.0, description="Time limit of one task's trace (in the jail).")
+    confirm_timeout_s: float = Field(30.0, description="Time limit of one functional confirmation (in the jail).")
+    semantic_memory_mb: int = Field(8192, description="Memory limit of a jailed tracing/confirmation process.")
+    semantic_cache_dir: str = Field("", description="Cache of traced views (content-addressed by code); empty: "
+                                                    "$XDG_CACHE_HOME/opforge/decontam-semantic.")
     workers: int = Field(1, description="Processes that compute views when Ray is not running (1: in-process).")
 
     dedup_threshold: float = Field(0.9, description="Exact Jaccard above which two of our tasks are duplicates.")

@@ -4,8 +4,8 @@
 .update_batch(s).hashvalues` returns for every set (the same permutations, taken from datasketch, and the same
 MurmurHash3 pre-mix and affine maps; tests/test_decontam_stage.py checks the equality), in one numpy pass over
 all sets: datasketch hashes each element through a Python call and builds one MinHash object per set, which cost
-more than the arithmetic for the 20,000-odd small sets of a decontamination run. `query_many` returns what
-`MinHashLSH.query` returns for each signature, reading the index's own band tables. The `legacy` scheme falls
+more than the arithmetic for the 20,000-odd small sets of a decontamination run. `query_many` asks
+`MinHashLSH.query` for each signature. The `legacy` scheme falls
 back to datasketch's per-object calls.
 """
 
@@ -39,10 +39,12 @@ def minhashes(sets: list[np.ndarray], settings: DecontamSettings) -> list:
 
 @lru_cache(maxsize=32)
 def lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
-    """The (bands, rows) MinHashLSH(threshold, num_perm) chooses (its optimisation costs ~12 ms per index)."""
-    from datasketch.lsh import _optimal_param
+    """The (bands, rows) MinHashLSH(threshold, num_perm) chooses: read from an empty index (public attributes b, r;
+    the optimisation costs ~12 ms, hence the cache)."""
+    from datasketch import MinHashLSH
 
-    return _optimal_param(threshold, num_perm, 0.5, 0.5)
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    return lsh.b, lsh.r
 
 
 def as_minhashes(sigs: np.ndarray, settings: DecontamSettings) -> list:
@@ -103,19 +105,11 @@ def signatures(sets: list[np.ndarray], settings: DecontamSettings) -> np.ndarray
     return out
 
 
-def query_many(lsh, sigs: np.ndarray, mask: np.ndarray) -> list[set]:
-    """MinHashLSH.query for every row of `sigs` (hash values of the index's scheme) where `mask` is true (else an
-    empty set). For an index built as ReferenceIndex builds it: no hash function of its own, keys not pickled."""
-    assert getattr(lsh, "hashfunc", None) is None and not getattr(lsh, "prepickle", False)
+def query_many(lsh, sigs: np.ndarray, mask: np.ndarray, settings: DecontamSettings) -> list[set]:
+    """MinHashLSH.query (datasketch's public API) for every row of `sigs` (hash values of the index's scheme) where
+    `mask` is true (else an empty set)."""
     out: list[set] = [set() for _ in range(len(sigs))]
     rows = np.flatnonzero(mask)
-    swapped = sigs[rows].byteswap()  # MinHashLSH's band key: the band's values as big-endian bytes
-    for (start, end), table in zip(lsh.hashranges, lsh.hashtables):
-        blob = np.ascontiguousarray(swapped[:, start:end]).tobytes()
-        w = (end - start) * swapped.itemsize
-        get = table.get
-        for k, i in enumerate(rows.tolist()):
-            got = get(blob[k * w:(k + 1) * w])
-            if got:
-                out[i].update(got)
+    for i, m in zip(rows.tolist(), as_minhashes(sigs[rows], settings)):
+        out[i] = set(lsh.query(m))
     return out

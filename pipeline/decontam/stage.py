@@ -1,6 +1,7 @@
 """The decontamination stage: is each candidate task a (disguised) copy of a reference problem?
 
-Decision rule (documented in README.md (Decontamination), thresholds calibrated by pipeline.decontam.calibrate):
+Decision rule (documented in docs/contamination.md; thresholds calibrated by
+pipeline.decontam.calibration.calibrate):
   contaminated  <=>  normalized MD5 equals a reference's                         (reason exact_md5)
                  or  min(canon, ops) >= threshold for one reference problem       (reason canonical_and_ops)
                  or  ops >= ops_threshold and canon >= canon_floor                 (reason same_ops_signature)
@@ -10,6 +11,10 @@ still scores ~0.7), the operator signature alone over-flags short signatures; re
 disguised copies (both ~1) and rejects new compositions that share one or two operators (ops low). The same
 ordered operators as a problem, in a task of similar shape, is that problem restructured (helper methods,
 nn.Sequential, functional instead of module layers), whatever the canonical tokens say.
+Rows none of these flag then go through the semantic view (pipeline.decontam.semantic):
+                 or  outputs equal a semantically near reference problem's          (reason functional_match)
+                 or  semantically near, outputs differ, <= near_variant_changes (1) ops changed            (reason near_variant; removed
+                                                                                     unless near_variant_policy=keep)
 """
 
 from __future__ import annotations
@@ -151,6 +156,17 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
     return {c: [x for p in parts for x in p[c]] for c in _CODE_COLUMNS}
 
 
+def _semantic_columns(codes: list[str], cols: dict[str, list], index: ReferenceIndex,
+                      settings: DecontamSettings) -> dict[str, list]:
+    """The semantic view and functional confirmation (pipeline.decontam.semantic) for the rows the other views let
+    through; updates their decision in `cols`."""
+    from pipeline.decontam.semantic import semantic_pass
+
+    sem_ref = index.semantic() if settings.semantic and index.refs else None
+    return semantic_pass(codes, cols, [r.code for r in index.refs], [r.ref_id for r in index.refs], sem_ref,
+                         settings if sem_ref is not None else settings.model_copy(update={"semantic": False}))
+
+
 def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
                   settings: DecontamSettings | None = None) -> pa.Table:
     """Rows of the `contamination` table, one per candidate, in input order."""
@@ -160,6 +176,7 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
     codes = [c if isinstance(c, str) else "" for _, c in pairs]
     uniq = list(dict.fromkeys(codes))  # each distinct code is scored once
     cols = score_all(uniq, index, settings)
+    cols.update(_semantic_columns(uniq, cols, index, settings))
     if len(uniq) == len(codes):
         take = None
     else:

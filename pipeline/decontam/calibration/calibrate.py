@@ -1,9 +1,9 @@
 """The labelled calibration set and the threshold choice.
 
 Positives: disguised copies of reference problems, built at run time from the reference itself (never stored):
-every transform of pipeline.decontam.disguise alone, and combined. Negatives: new operator compositions
-(pipeline.decontam.negatives.compose) and hard negatives derived from a reference problem that keep only one or
-two of its operators.
+every transform of pipeline.decontam.calibration.disguise alone, and combined. Negatives: new operator compositions
+(pipeline.decontam.calibration.negatives.compose) and hard negatives derived from a reference problem that keep only
+one or two of its operators.
 
 Against overfitting, thresholds are chosen on a *train* split and reported on a *test* split that differs in
 three ways: other random seeds, other reference problems (problems are split by hash), and three transforms
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from pipeline.decontam.disguise import TRANSFORMS, disguise
-from pipeline.decontam.negatives import mutate_reference, random_composition
+from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise
+from pipeline.decontam.calibration.negatives import mutate_reference, random_composition
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import RefProblem
 

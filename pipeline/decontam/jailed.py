@@ -1,0 +1,329 @@
+"""Code that runs inside the jail (pipeline.sandbox.run_sandboxed): tracing tasks into core ATen graphs, and running
+a candidate beside a reference problem on the same inputs. Kept as source text: it is the jailed process's program.
+
+One jailed process imports torch once (~3 s) and forks one child per job, so that a hostile task cannot alter
+another task's trace (monkey-patched torch, altered globals): each child starts from the clean parent and dies
+after its job. The child's answer travels over a pipe; the parent kills a child that runs past its time limit.
+Everything a child reports is written by untrusted code: the stage computes verdicts from data it can check (the
+graph's shape, a numeric difference) and a task can only misreport about itself.
+"""
+
+WORKER = r'''
+import json, os, select, signal, sys, time
+import torch
+torch.set_num_threads(1)
+
+MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
+TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
+
+
+def _load(code, name):
+    g = {"__name__": name}
+    exec(compile(code, "<" + name + ">", "exec"), g)
+    return g
+
+
+def _build(g, device, seed):
+    torch.manual_seed(seed)
+    with torch.device(device):
+        init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+        model = g["Model"](*init)
+    torch.manual_seed(seed + 1)
+    with torch.device(device):
+        inputs = g["get_inputs"]()
+    return model, list(inputs)
+
+
+def _enc(a, index):
+    # An FX argument as JSON: a node is ["n", i]; tensors that are not nodes, dtypes, devices as strings.
+    import torch.fx as fx
+    if isinstance(a, fx.Node):
+        return ["n", index[a]]
+    if isinstance(a, (list, tuple)):
+        return [_enc(x, index) for x in a]
+    if isinstance(a, bool) or a is None or isinstance(a, (int, str)):
+        return a
+    if isinstance(a, float):
+        return a if a == a and abs(a) != float("inf") else str(a)
+    return str(a)
+
+
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch._decomp import core_aten_decompositions, get_decompositions
+# Core ATen keeps some composite ops whole (softmax, layer/group/batch norm, gelu, var ...): decomposed as well, so
+# that a formula written by hand and the library call reach the same primitive ops.
+_a = torch.ops.aten
+DECOMP = {**core_aten_decompositions(), **get_decompositions([
+    _a._softmax, _a._log_softmax, _a.gelu, _a.native_layer_norm, _a.native_group_norm,
+    _a._native_batch_norm_legit_functional, _a._native_batch_norm_legit, _a._native_batch_norm_legit_no_training,
+    _a.native_batch_norm, _a.silu, _a.mish, _a.hardswish, _a.hardsigmoid, _a.elu, _a.leaky_relu, _a.softplus,
+    _a.logsumexp, _a.hardtanh, _a.var_mean, _a.var, _a.std, _a.addcmul, _a.addcdiv, _a.rsub,
+    _a.linalg_vector_norm, _a.norm])}
+
+
+def trace(code):
+    g = _load(code, "task")
+    model, inputs = _build(g, "meta", 0)  # meta tensors: shapes only, no memory, no data-dependent work
+    pnames = [n for n, _ in model.named_parameters()]
+    bnames = [n for n, _ in model.named_buffers()]
+    state = dict(model.named_parameters())
+    state.update(dict(model.named_buffers()))
+    leaves = [state[n] for n in pnames + bnames]
+
+    def f(pb, ins):
+        return torch.func.functional_call(model, dict(zip(pnames + bnames, pb)), tuple(ins))
+
+    gm = make_fx(f, decomposition_table=DECOMP)(leaves, inputs)
+    index, nodes = {}, []
+    n_ph = 0
+    kinds = ["param"] * len(pnames) + ["buffer"] * len(bnames)
+    for node in gm.graph.nodes:
+        if len(nodes) >= MAX_NODES:
+            return {"ok": False, "reason": "graph_too_large", "n_nodes": len(gm.graph.nodes)}
+        index[node] = len(nodes)
+        val = node.meta.get("val")
+        nd = val.dim() if isinstance(val, torch.Tensor) else -1
+        if node.op == "placeholder":
+            kind = kinds[n_ph] if n_ph < len(kinds) else "input"
+            shape = list(val.shape) if isinstance(val, torch.Tensor) else []
+            nodes.append(["P", kind, nd, shape])
+            n_ph += 1
+        elif node.op == "get_attr":
+            nodes.append(["C", nd])
+        elif node.op == "call_function":
+            nodes.append([str(node.target), _enc(list(node.args), index), nd])
+        elif node.op == "output":
+            nodes.append(["O", _enc(list(node.args), index), -1])
+    return {"ok": True, "nodes": nodes}
+
+
+def _match(cand, ref):
+    """Candidate tensors (parameters, then buffers) -> reference tensors of the same shape, in registration order;
+    then the transpose of a matrix, then the same number of elements (a flattened weight)."""
+    mapping, used = [], set()
+    for how in ("shape", "transpose", "numel"):
+        for cn, ct in cand:
+            if any(m[0] == cn for m in mapping):
+                continue
+            for rn, rt in ref:
+                if rn in used or ct.dtype != rt.dtype:
+                    continue
+                if how == "shape" and ct.shape == rt.shape:
+                    val = rt
+                elif how == "transpose" and ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape:
+                    val = rt.t()
+                elif how == "numel" and ct.numel() == rt.numel() and ct.numel() > 1:
+                    val = rt.reshape(ct.shape)
+                else:
+                    continue
+                with torch.no_grad():
+                    ct.copy_(val)
+                mapping.append([cn, rn, how])
+                used.add(rn)
+                break
+    return mapping
+
+
+def _flat(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flat(o)]
+    return []
+
+
+def _sliced(ts, first_only, rows=2):
+    # The first rows of every tensor input along dim 0 when all share that size (the batch), or of the first one
+    # only (A in A @ B): the same function on less data; both models get the same slice.
+    tt = [t for t in ts if isinstance(t, torch.Tensor) and t.dim() > 0]
+    if not tt or (not first_only and len({t.shape[0] for t in tt}) != 1) or tt[0].shape[0] <= rows:
+        return ts
+    out, done = [], False
+    for t in ts:
+        if isinstance(t, torch.Tensor) and t.dim() > 0 and not (first_only and done):
+            out.append(t[:rows].clone())
+            done = True
+        else:
+            out.append(t)
+    return out
+
+
+def _variants(g, max_numel):
+    """The candidate's inputs to try, smallest first (all batch inputs cut to 2 rows, the first one cut, whole);
+    get_inputs() when small, else random tensors of its shapes; any above max_numel skipped."""
+    torch.manual_seed(1)
+    with torch.device("meta"):
+        meta = list(g["get_inputs"]())
+    real = None
+    if sum(t.numel() for t in meta if isinstance(t, torch.Tensor)) <= max_numel:
+        torch.manual_seed(1)
+        real = list(g["get_inputs"]())
+    for variant in ("all", "first", "none"):
+        src = real if real is not None else meta
+        ins = src if variant == "none" else _sliced(src, variant == "first")
+        if sum(t.numel() for t in ins if isinstance(t, torch.Tensor)) > max_numel:
+            continue
+        if real is None:
+            ins = [(torch.rand(t.shape, dtype=t.dtype) if t.is_floating_point() else
+                    torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in ins]
+        yield ins
+
+
+def _model(g, seed, max_params):
+    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+    with torch.device("meta"):
+        size = sum(p.numel() for p in g["Model"](*init).parameters())
+    if size > max_params:
+        raise MemoryError(f"{size} parameters")
+    torch.manual_seed(seed)
+    return g["Model"](*init)
+
+
+def confirm(cand_code, ref_code, max_numel):
+    gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
+    ref, cand = _model(gr, 0, 4 * max_numel), _model(gc, 0, 4 * max_numel)
+    with torch.device("meta"):
+        r_meta = list(gr["get_inputs"]())
+    with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
+        for p in ref.parameters():
+            p.normal_(0, 0.5)
+    rt = list(ref.named_parameters()) + [(n, b) for n, b in ref.named_buffers() if b.is_floating_point()]
+    ct = list(cand.named_parameters()) + [(n, b) for n, b in cand.named_buffers() if b.is_floating_point()]
+    mapping = _match(ct, rt)
+    def run(ins):
+        with torch.no_grad():
+            ro = _flat(ref(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
+            co = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
+        return ro, co
+
+    ro = co = c_in = None
+    err = None
+    for c_in in _variants(gc, max_numel):
+        try:
+            ro, co = run(c_in)
+            break
+        except Exception as e:  # this slice does not fit the model (A[:2] @ B[:2]): the next one
+            err = e
+    if ro is None:
+        if err is not None:
+            raise err
+        return {"ok": False, "reason": "inputs_too_large"}
+    same_inputs = c_in is not None and len(r_meta) == len(c_in) and all(
+        isinstance(a, torch.Tensor) == isinstance(b, torch.Tensor)
+        and (not isinstance(a, torch.Tensor) or a.shape[1:] == b.shape[1:]) for a, b in zip(r_meta, c_in))
+    shapes_r = [list(t.shape) for t in ro]
+    shapes_c = [list(t.shape) for t in co]
+    out = {"ok": True, "mapping": mapping, "unmatched_cand": len(ct) - len(mapping),
+           "unmatched_ref": len(rt) - len(mapping), "same_inputs": same_inputs,
+           "ref_shapes": shapes_r[:4], "cand_shapes": shapes_c[:4], "max_abs_diff": None, "ref_scale": None}
+    if shapes_r == shapes_c and ro:
+        diffs, scale = [], []
+        for a, b in zip(ro, co):
+            a, b = a.double(), b.double()
+            if a.is_complex() or b.is_complex():
+                a, b = torch.view_as_real(a.cdouble()), torch.view_as_real(b.cdouble())
+            d = (a - b).abs()
+            diffs.append(float(d.max()) if d.numel() else 0.0)
+            scale.append(float(a.abs().max()) if a.numel() else 0.0)
+        out["max_abs_diff"] = max(diffs)
+        out["ref_scale"] = max(scale)
+        out["finite"] = all(bool(torch.isfinite(t.double()).all()) for t in ro + co if not t.is_complex())
+    return out
+
+
+def run_child(job):
+    signal.alarm(int(TIME_S) + 1)  # a child that ignores the parent's kill still dies
+    if job[0] == "trace":
+        return trace(job[1])
+    return confirm(job[1], job[2], int(PAYLOAD.get("max_numel", 20_000_000)))
+
+
+def fork_one(job):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            res = run_child(job)
+        except BaseException as e:
+            res = {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
+        try:
+            data = json.dumps(res).encode()
+        except Exception as e:
+            data = json.dumps({"ok": False, "reason": "exception", "error": str(e)[:300]}).encode()
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    buf, t0 = bytearray(), time.monotonic()
+    timed_out = False
+    while True:
+        left = TIME_S - (time.monotonic() - t0)
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([r], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > 8 << 20:
+            break
+    os.close(r)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+    if timed_out:
+        return {"ok": False, "reason": "timeout"}
+    try:
+        res = json.loads(bytes(buf))
+        return res if isinstance(res, dict) else {"ok": False, "reason": "bad_result"}
+    except ValueError:
+        return {"ok": False, "reason": "crashed"}
+
+
+# Warm up here, before any task: make_fx's first trace initializes lazily (~2 s); every forked child inherits it.
+_WARM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+        self.c = nn.Conv2d(2, 2, 3)
+        self.n = nn.BatchNorm2d(2)
+    def forward(self, x, y):
+        z = self.n(self.c(y)).mean() + torch.softmax(self.l(x), 1).sum()
+        return F.gelu(z) * torch.sigmoid(x).amax()
+def get_inputs():
+    return [torch.randn(2, 4), torch.randn(1, 2, 5, 5)]
+def get_init_inputs():
+    return []
+"""
+t_start = time.monotonic()
+try:
+    trace(_WARM)
+    confirm(_WARM, _WARM, 1000)
+except Exception:
+    pass
+results = []
+warm_s = round(time.monotonic() - t_start, 3)
+for job in PAYLOAD["jobs"]:
+    t0 = time.monotonic()
+    try:
+        res = fork_one(job)
+    except PermissionError:  # a jail without fork: the caller runs one jailed process per job instead
+        emit_result({"nofork": True})
+        raise SystemExit(0)
+    res["wall_s"] = round(time.monotonic() - t0, 4)
+    results.append(res)
+emit_result({"results": results, "wall_s": round(time.monotonic() - t_start, 3), "warm_s": warm_s})
+'''
+
+# The same jobs, one per jailed process (a jail that forbids fork): no fork, no isolation needed.
+SINGLE = WORKER.replace("        res = fork_one(job)", "        res = run_child(job)")

@@ -1,0 +1,432 @@
+"""The semantic view and the functional confirmation: what a task computes, not how it is spelled.
+
+`semantic_views(codes)`: each task's Model.forward traced (in the jail, meta tensors) into core ATen ops after
+PyTorch's core decompositions, normalized and fingerprinted (pipeline.decontam.graphfp). Traced once per distinct
+code: the normalized trace is cached on disk, content-addressed by sha256(tracer version, torch version, code).
+`confirm_pairs(pairs)`: a candidate and a reference problem run (jailed) on the candidate's inputs with the
+candidate's tensors taken from the reference's by shape; the parent compares the reported difference to its own
+tolerance. Both batch their jobs into one jailed process per worker that imports torch once and forks per job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
+from pipeline.decontam.settings import DecontamSettings
+
+TRACER_VERSION = "2"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+_EMPTY = np.zeros(0, dtype=np.uint32)
+_MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
+_LOCK = threading.Lock()
+
+
+@dataclass
+class SemView:
+    ok: bool
+    reason: str = ""  # why there is no graph (trace_error, timeout, graph_too_large ...)
+    features: np.ndarray = field(default_factory=lambda: _EMPTY)
+    graph: SemGraph | None = None
+    trace_s: float = 0.0
+    cached: bool = False
+    error: str = ""
+
+    @property
+    def input_key(self) -> str:
+        return json.dumps(self.graph.inputs) if self.graph is not None else ""
+
+
+def _torch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # pragma: no cover - torch is a dependency
+        return "?"
+
+
+def cache_dir(settings: DecontamSettings) -> Path:
+    if settings.semantic_cache_dir:
+        return Path(settings.semantic_cache_dir)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "opforge" / "decontam-semantic"
+
+
+def code_key(code: str) -> str:
+    return hashlib.sha256(f"{TRACER_VERSION}\0{_torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _cache_get(root: Path, key: str) -> dict | None:
+    got = _MEM.get(key)
+    if got is not None:
+        return got
+    p = root / key[:2] / f"{key}.json"
+    try:
+        got = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    _MEM[key] = got
+    return got
+
+
+def _cache_put(root: Path, key: str, value: dict) -> None:
+    _MEM[key] = value
+    p = root / key[:2] / f"{key}.json"
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(value))
+        tmp.replace(p)
+    except OSError:  # a read-only cache only costs time
+        pass
+
+
+def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
+    """The worker program in the jail (one place, so that benchmarks can say what runs it)."""
+    from pipeline.sandbox import run_sandboxed
+
+    # torch's caches inside the jail's own work dir (the caller's cache dirs are not writable there)
+    env = {"TORCHINDUCTOR_CACHE_DIR": "torch-cache/inductor", "TRITON_CACHE_DIR": "torch-cache/triton"}
+    # The worker forks one child per task (each task's trace isolated from the others'); the jail contains them.
+    return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb, env=env,
+                         allow_fork=True)
+
+
+def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
+    """Run jobs in one jailed process (fork per job); one jailed process per job where the jail forbids fork."""
+    from pipeline.decontam.jailed import SINGLE, WORKER
+
+    run_sandboxed = _RUN[0]
+    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
+    res = run_sandboxed(WORKER, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
+    if res.ok and isinstance(res.result, dict) and isinstance(res.result.get("results"), list) \
+            and len(res.result["results"]) == len(jobs):
+        return [r if isinstance(r, dict) else {"ok": False, "reason": "bad_result"} for r in res.result["results"]]
+    nofork = (res.ok and isinstance(res.result, dict) and res.result.get("nofork")) or any(
+        str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
+    if not nofork:
+        return [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
+                for _ in jobs]
+    out = []
+    for job in jobs:
+        one = run_sandboxed(SINGLE, {**payload, "jobs": [job]}, 60 + per_job_s, settings.semantic_memory_mb)
+        r = one.result.get("results", [None])[0] if one.ok and isinstance(one.result, dict) else None
+        out.append(r if isinstance(r, dict) else {"ok": False, "reason": one.reason or "bad_result",
+                                                  "error": one.error_message[-300:]})
+    return out
+
+
+_RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
+PAYLOAD_BYTES = 100_000  # per jailed process: a jail that passes the payload in its environment caps it at 128 kB
+
+
+def _batches(jobs: list, n: int) -> list[list[int]]:
+    """Job indexes in n round-robin groups, each cut into batches of at most PAYLOAD_BYTES of code."""
+    out = []
+    for g in range(n):
+        cur, size = [], 0
+        for i in range(g, len(jobs), n):
+            s = sum(len(x) for x in jobs[i][1:])
+            if cur and size + s > PAYLOAD_BYTES:
+                out.append(cur)
+                cur, size = [], 0
+            cur.append(i)
+            size += s
+        if cur:
+            out.append(cur)
+    return out
+
+
+def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
+    """Jobs over `settings.workers` jailed processes at a time (threads wait on them); results in job order."""
+    if not jobs:
+        return []
+    w = max(1, min(settings.workers, len(jobs)))
+    batches = _batches(jobs, w)
+    with ThreadPoolExecutor(w) as ex:
+        parts = list(ex.map(lambda b: _jail_batch([jobs[i] for i in b], settings, per_job_s), batches))
+    out: list[dict] = [{}] * len(jobs)
+    for b, part in zip(batches, parts):
+        for i, r in zip(b, part):
+            out[i] = r
+    return out
+
+
+def _view_of(rec: dict, cached: bool) -> SemView:
+    if not rec.get("ok") or not isinstance(rec.get("nodes"), list):
+        return SemView(False, str(rec.get("reason") or "trace_error")[:40], trace_s=float(rec.get("wall_s") or 0),
+                       cached=cached, error=str(rec.get("error", ""))[:300])
+    try:
+        g = normalize(rec["nodes"])
+        feats = wl_features(g)
+    except Exception as e:  # malformed report from a hostile trace: no semantic view for that task only
+        return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
+    if not g.outputs:
+        return SemView(False, "no_tensor_output", cached=cached)
+    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached)
+
+
+def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView]:
+    """The semantic view of each code: from the cache, else traced in the jail (and cached)."""
+    root = cache_dir(settings)
+    keys = [code_key(c) for c in codes]
+    recs: dict[str, dict] = {}
+    cached: set[str] = set()
+    todo: dict[str, str] = {}
+    for k, c in zip(keys, codes):
+        got = _cache_get(root, k)
+        if got is not None:
+            recs[k] = got
+            cached.add(k)
+        elif k not in todo:
+            todo[k] = c
+    if todo:
+        results = run_jobs([["trace", c] for c in todo.values()], settings, settings.trace_timeout_s)
+        for k, r in zip(todo, results):
+            if _transient(r):
+                recs[k] = r  # the jail failed, or time ran out (load): not cached, tried again next time
+                continue
+            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "wall_s", "error") if key in r}
+            recs[k] = r
+            _cache_put(root, k, r)
+    return [_view_of(recs[k], k in cached) for k in keys]
+
+
+def _transient(rep: dict) -> bool:
+    reason = str(rep.get("reason") or "")
+    return reason.startswith("jail_") or reason == "timeout"
+
+
+def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
+    """The parent's verdict on a confirmation report: same output shapes and every output within tolerance."""
+    d, s = rec.get("max_abs_diff"), rec.get("ref_scale")
+    if not rec.get("ok") or not isinstance(d, (int, float)) or not isinstance(s, (int, float)):
+        return False
+    if not rec.get("finite", False) or d != d:
+        return False
+    if rec.get("ref_shapes") != rec.get("cand_shapes"):
+        return False
+    return float(d) <= atol + rtol * float(s) and float(s) > 0
+
+
+def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> list[dict]:
+    """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
+    traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances)."""
+    root = cache_dir(settings)
+    keys = [code_key("confirm\0" + c + "\0" + r) for c, r in pairs]
+    reps: dict[str, dict] = {}
+    todo: dict[str, tuple[str, str]] = {}
+    for k, pair in zip(keys, pairs):
+        got = _cache_get(root, k)
+        if got is not None:
+            reps[k] = got
+        else:
+            todo.setdefault(k, pair)
+    for k, rep in zip(todo, run_jobs([["confirm", c, r] for c, r in todo.values()], settings,
+                                     settings.confirm_timeout_s)):
+        reps[k] = rep
+        if not _transient(rep):
+            _cache_put(root, k, rep)
+    out = []
+    for k in keys:
+        rep = dict(reps[k])
+        rep["equivalent"] = tolerance_ok(rep, settings.confirm_atol, settings.confirm_rtol)
+        out.append(rep)
+    return out
+
+
+# The view that fired, per reason code of the contamination table.
+VIEW_OF_REASON = {"exact_md5": "md5", "canonical_and_ops": "canon+ops", "same_ops_signature": "ops",
+                  "raw_near_copy": "raw", "functional_match": "functional", "near_variant": "semantic"}
+SEM_COLUMNS = ("view", "semantic_score", "semantic_ref", "semantic_status", "near_variant", "evidence")
+
+
+class SemanticReference:
+    """The reference problems' semantic views (traced once, cached by code) with exact and MinHash-LSH lookup."""
+
+    def __init__(self, codes: list[str], settings: DecontamSettings) -> None:
+        from pipeline.decontam.index import _to_matrix
+
+        self.settings = settings
+        self.views = semantic_views(codes, settings)
+        sets = [v.features for v in self.views]
+        self.matrix = _to_matrix(sets)
+        self.matrix.mat_t = self.matrix.mat.T.tocsr()
+        self.by_inputs: dict[str, list[int]] = {}
+        for j, v in enumerate(self.views):
+            if v.ok:
+                self.by_inputs.setdefault(v.input_key, []).append(j)
+        self.lsh = None
+        if len(codes) > settings.exact_max_refs:  # large references: LSH candidates, verified exactly
+            from datasketch import MinHashLSH
+
+            from pipeline.decontam.signatures import as_minhashes, signatures
+
+            self.lsh = MinHashLSH(threshold=settings.lsh_threshold, num_perm=settings.num_perm)
+            for j, m in enumerate(as_minhashes(signatures(sets, settings), settings)):
+                if len(sets[j]):
+                    self.lsh.insert(j, m)
+
+    def similarities(self, feats: list[np.ndarray]) -> np.ndarray:
+        """Exact Jaccard of each feature set against every reference (LSH misses are 0 for large references)."""
+        from pipeline.decontam.index import _to_matrix
+
+        cand = _to_matrix(feats, self.matrix.vocab)
+        inter = (cand.mat @ self.matrix.mat_t).toarray()
+        union = cand.sizes[:, None] + self.matrix.sizes[None, :] - inter
+        with np.errstate(invalid="ignore", divide="ignore"):
+            jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        if self.lsh is not None:
+            from pipeline.decontam.signatures import as_minhashes, signatures
+
+            mask = np.zeros_like(jac, dtype=bool)
+            for i, m in enumerate(as_minhashes(signatures(feats, self.settings), self.settings)):
+                mask[i, list(self.lsh.query(m))] = True
+            jac = np.where(mask, jac, 0.0)
+        return jac
+
+
+def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list[int]:
+    """Reference problems worth running beside the candidate: the semantically nearest ones above the threshold,
+    then those with the same input shapes (a paraphrase keeps get_inputs), nearest first; at most top_k + 2."""
+    order = np.argsort(-sims, kind="stable")
+    picked = [int(j) for j in order[:settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
+    same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
+    for j in same:
+        if len(picked) >= settings.semantic_top_k + 2:
+            break
+        if j not in picked:
+            picked.append(j)
+    return picked
+
+
+def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str], ref_ids: list[str],
+                  ref: SemanticReference, settings: DecontamSettings) -> dict[str, list]:
+    """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
+    functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
+    at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
+    from pipeline.decontam.graphfp import difference
+
+    n = len(codes)
+    out: dict[str, list] = {"view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in
+                                     zip(cols["reason"], cols["contaminated"])],
+                            "semantic_score": [0.0] * n, "semantic_ref": [""] * n,
+                            "semantic_status": ["not_run"] * n, "near_variant": [False] * n, "evidence": [""] * n}
+    todo = [i for i in range(n) if not cols["contaminated"][i] and cols["parse_ok"][i]]
+    if not settings.semantic:
+        return out
+    _recheck_copies(codes, cols, out, ref_codes, ref_ids, ref, settings)
+    if not todo:
+        return out
+    views = semantic_views([codes[i] for i in todo], settings)
+    ok = [k for k, v in enumerate(views) if v.ok]
+    for k, v in enumerate(views):
+        out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
+    if not ok:
+        return out
+    sims = ref.similarities([views[k].features for k in ok])
+    jobs, owners = [], []
+    for row, k in enumerate(ok):
+        i = todo[k]
+        best = int(np.argmax(sims[row])) if sims.shape[1] else -1
+        if best >= 0:
+            out["semantic_score"][i] = float(sims[row, best])
+            out["semantic_ref"][i] = ref_ids[best]
+        for j in _shortlist(sims[row], views[k], ref, settings):
+            jobs.append((codes[i], ref_codes[j]))
+            owners.append((row, k, j))
+    reports = confirm_pairs(jobs, settings) if jobs else []
+    per_row: dict[int, list] = {}
+    for (row, k, j), rep in zip(owners, reports):
+        per_row.setdefault(row, []).append((j, rep))
+    for row, k in enumerate(ok):
+        i = todo[k]
+        tried = per_row.get(row, [])
+        match = next(((j, rep) for j, rep in tried if rep.get("equivalent")), None)
+        summary = [{"ref": ref_ids[j], "semantic": round(float(sims[row, j]), 4), "equivalent": rep["equivalent"],
+                    "max_abs_diff": rep.get("max_abs_diff"), "status": rep.get("reason", "") or "ran"}
+                   for j, rep in tried]
+        if match is not None:
+            j, rep = match
+            cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, "functional_match", ref_ids[j]
+            cols["score"][i] = max(cols["score"][i], float(sims[row, j]))
+            out["view"][i] = "functional"
+            out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[j], float(sims[row, j])
+            out["evidence"][i] = json.dumps({
+                "kind": "functional", "ref": ref_ids[j], "max_abs_diff": rep.get("max_abs_diff"),
+                "ref_scale": rep.get("ref_scale"), "mapping": rep.get("mapping", [])[:40],
+                "same_inputs": rep.get("same_inputs"), "tolerance": [settings.confirm_atol, settings.confirm_rtol],
+                "graph_candidate": graph_text(views[k]), "graph_reference": graph_text(ref.views[j]),
+                "tried": summary})
+            continue
+        best = int(np.argmax(sims[row])) if sims.shape[1] else -1
+        if best < 0 or sims[row, best] < settings.near_variant_threshold or not ref.views[best].ok:
+            if summary:
+                out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary})
+            continue
+        diff = difference(views[k].graph, ref.views[best].graph)
+        if diff["n_changes"] > settings.near_variant_changes:
+            out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary, "difference": diff})
+            continue
+        out["near_variant"][i] = True
+        out["view"][i] = "semantic"
+        out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[best], float(sims[row, best])
+        if settings.near_variant_policy == "remove":
+            cols["contaminated"][i] = True
+        cols["reason"][i], cols["nearest_ref"][i] = "near_variant", ref_ids[best]
+        out["evidence"][i] = json.dumps({"kind": "near_variant", "ref": ref_ids[best], "difference": diff,
+                                         "policy": settings.near_variant_policy, "tried": summary,
+                                         "graph_candidate": graph_text(views[k]),
+                                         "graph_reference": graph_text(ref.views[best])})
+    return out
+
+
+def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list], ref_codes: list[str],
+                    ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
+    """Rows the canonical/ops views flagged: run beside their nearest problem. Same output shapes, outputs that
+    differ and at most near_variant_changes ops changed make it a near_variant (softmax over another axis reads
+    like a copy to the token views); equal outputs or other shapes (sizes changed) keep the copy's reason."""
+    from pipeline.decontam.graphfp import difference
+
+    pos = {rid: j for j, rid in enumerate(ref_ids)}
+    rows = [i for i in range(len(codes)) if cols["contaminated"][i]
+            and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
+    if not rows:
+        return
+    views = semantic_views([codes[i] for i in rows], settings)
+    jobs = [(codes[i], ref_codes[pos[cols["nearest_ref"][i]]]) for i in rows]
+    for i, v, rep in zip(rows, views, confirm_pairs(jobs, settings)):
+        j = pos[cols["nearest_ref"][i]]
+        out["semantic_status"][i] = "traced" if v.ok else v.reason
+        if not (v.ok and ref.views[j].ok and rep.get("ok") and rep.get("max_abs_diff") is not None):
+            continue
+        sim = float(ref.similarities([v.features])[0, j])
+        out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
+        diff = difference(v.graph, ref.views[j].graph)
+        if rep["equivalent"] or sim < settings.near_variant_threshold \
+                or diff["n_changes"] > settings.near_variant_changes + 1:  # a moved dim shows in 2 primitives
+            continue
+        out["near_variant"][i], out["view"][i] = True, "semantic"
+        cols["reason"][i] = "near_variant"
+        cols["contaminated"][i] = settings.near_variant_policy == "remove"
+        out["evidence"][i] = json.dumps({"kind": "near_variant", "ref": ref_ids[j], "difference": diff,
+                                         "policy": settings.near_variant_policy, "flagged_first_by": "canon/ops",
+                                         "tried": [{"ref": ref_ids[j], "semantic": round(sim, 4),
+                                                    "equivalent": False, "max_abs_diff": rep.get("max_abs_diff"),
+                                                    "status": "ran"}],
+                                         "graph_candidate": graph_text(v),
+                                         "graph_reference": graph_text(ref.views[j])})
+
+
+def graph_text(v: SemView, limit: int = 60) -> list[str]:
+    from pipeline.decontam.graphfp import graph_lines
+
+    return graph_lines(v.graph, limit) if v.ok and v.graph is not None else []

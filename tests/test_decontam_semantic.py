@@ -1,0 +1,161 @@
+"""The semantic view, functional confirmation and near_variant decision, through the real jail.
+
+Paraphrases are generated from ../shared/kernelbench by the rewrite rules (one per kind) and verified numerically
+equal to their source before use; the reference is a small subset of KernelBench (the sources and a few others),
+so that the traces stay few. One decontamination run is shared by the tests of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from pipeline.decontam.calibration.paraphrase import KINDS, equivalent, paraphrase, tied_outputs
+from pipeline.decontam.calibration.semantic_set import HAND_WRITTEN, mutate
+from pipeline.decontam.settings import DecontamSettings
+from pipeline.kernelbench import load_reference
+
+# Small problems each rewrite kind applies to (the first that paraphrases and verifies is used).
+SOURCES = {
+    "functional": ["level2/76_Gemm_Add_ReLU", "level2/40_Matmul_Scaling_ResidualAdd", "level1/40_LayerNorm"],
+    "formula": ["level1/23_Softmax", "level1/26_GELU_", "level1/40_LayerNorm"],
+    "matmul": ["level2/76_Gemm_Add_ReLU", "level1/1_Square_matrix_multiplication_"],
+    "conv_unfold": ["level2/1_Conv2D_ReLU_BiasAdd", "level2/85_Conv2d_GroupNorm_Scale_MaxPool_Clamp"],
+    "reduction": ["level1/94_MSELoss", "level1/38_L1Norm_", "level1/100_HingeLoss"],
+    "algebra": ["level2/40_Matmul_Scaling_ResidualAdd", "level2/76_Gemm_Add_ReLU"],
+    "helpers": ["level2/76_Gemm_Add_ReLU", "level1/23_Softmax"],
+}
+OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_"]
+DIFFERENT = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.cumsum(torch.abs(x), dim=1) * 0.25
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return []
+'''
+# A task that tries to poison every later trace in its jailed process: it must change nothing but its own view.
+HOSTILE = '''
+import torch
+import torch.nn as nn
+torch.matmul = lambda a, b: a
+torch.nn.functional.linear = lambda x, w, b=None: x
+torch.Tensor.__matmul__ = lambda a, b: a
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.matmul(x, x)
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture(scope="module")
+def semantic_run(kernelbench_path, tmp_path_factory):
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    rng = random.Random(0)
+    cands, sources = [], {}
+    for kind in KINDS:
+        for rid in SOURCES[kind]:
+            p = paraphrase(by_id[rid].code, [kind], rng)
+            got = tied_outputs(by_id[rid].code, p) if p is not None else None
+            if got is not None and equivalent(*got):
+                cands.append((f"para:{kind}", p.code))
+                sources[f"para:{kind}"] = rid
+                break
+    cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
+    sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
+    variant = mutate(by_id["level1/23_Softmax"].code, "move_dim", 0)
+    cands += [("variant:softmax_dim", variant), ("different", DIFFERENT), ("hostile", HOSTILE)]
+    refs = sorted({*sources.values(), *OTHERS})
+    reference = [by_id[r] for r in refs]
+    settings = DecontamSettings(workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
+    table = decontaminate(cands, reference, settings)
+    keep = decontaminate(cands, reference, settings.model_copy(update={"near_variant_policy": "keep"}))
+    return {"rows": {r["task_id"]: r for r in table.to_pylist()}, "table": table, "cands": cands,
+            "reference": reference, "sources": sources, "settings": settings,
+            "keep": {r["task_id"]: r for r in keep.to_pylist()}}
+
+
+def test_every_rewrite_kind_has_a_verified_paraphrase(semantic_run):
+    assert {f"para:{k}" for k in KINDS} <= set(semantic_run["sources"])
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "hand"])
+def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
+    tid = next(t for t in semantic_run["sources"] if t.split(":")[0] in ("para", "hand") and
+               (t == f"para:{kind}" or (kind == "hand" and t.startswith("hand:"))))
+    r = semantic_run["rows"][tid]
+    assert r["contaminated"], (r["semantic_status"], r["semantic_score"], r["evidence"][:600])
+    assert r["nearest_ref"] == semantic_run["sources"][tid], r
+    assert r["view"] in ("functional", "canon+ops", "ops", "md5"), r
+    if r["view"] == "functional":
+        ev = json.loads(r["evidence"])
+        assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
+
+
+def test_near_variant_is_its_own_decision_and_the_policy_decides(semantic_run):
+    r = semantic_run["rows"]["variant:softmax_dim"]
+    assert r["reason"] == "near_variant" and r["near_variant"] and r["contaminated"], r
+    assert r["semantic_ref"] == "level1/23_Softmax" and r["view"] == "semantic"
+    ev = json.loads(r["evidence"])
+    assert ev["difference"]["n_changes"] <= 2 and not any(t["equivalent"] for t in ev["tried"])
+    kept = semantic_run["keep"]["variant:softmax_dim"]
+    assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"]
+    # the policy changes near-variants only
+    for tid, row in semantic_run["rows"].items():
+        if tid != "variant:softmax_dim":
+            assert semantic_run["keep"][tid]["contaminated"] == row["contaminated"], tid
+
+
+def test_different_and_hostile_tasks_are_not_flagged(semantic_run):
+    r = semantic_run["rows"]["different"]
+    assert not r["contaminated"] and r["semantic_status"] == "traced" and not r["near_variant"], r
+    # the hostile task patches torch in its own process: it can only mislead the verdict about itself (here it made
+    # the reference's matmul an identity too, and is dropped); other rows are checked by the next test
+    assert semantic_run["rows"]["hostile"]["semantic_status"] == "traced"
+
+
+def test_a_hostile_task_cannot_alter_other_traces(semantic_run):
+    from pipeline.decontam.semantic import semantic_views
+
+    settings = semantic_run["settings"].model_copy(update={"semantic_cache_dir": semantic_run["settings"]
+                                                           .semantic_cache_dir + "-fresh"})
+    code = dict(semantic_run["cands"])["para:matmul"]
+    alone = semantic_views([code], settings.model_copy(update={"semantic_cache_dir": settings.semantic_cache_dir
+                                                               + "-alone"}))[0]
+    after = semantic_views([HOSTILE, code], settings.model_copy(update={"workers": 1}))[1]
+    assert alone.ok and after.ok and alone.features.tobytes() == after.features.tobytes()
+    assert any(lab == "mm" for lab in after.graph.labels)
+
+
+def test_report_shows_view_evidence_and_graphs(semantic_run, tmp_path):
+    from pipeline.decontam.report import write_report
+
+    path = write_report(semantic_run["table"], semantic_run["cands"], semantic_run["reference"],
+                        semantic_run["settings"], tmp_path, reference_source="test")
+    html = path.read_text()
+    meta = json.loads((tmp_path / "report_meta.json").read_text())
+    assert "view fired" in html and "near-policy" in html and "normalized core ATen graph" in html
+    assert "diff-variant:softmax_dim" in html
+    functional = [r for r in semantic_run["rows"].values() if r["view"] == "functional"]
+    if functional:
+        assert "class='max-diff'" in html and "class='mapping'" in html
+    assert meta["near_variants"] >= 1 and "functional_match" in meta["rule"]
