@@ -86,7 +86,7 @@ def semantic_run(kernelbench_path, tmp_path_factory):
     cands += [("variant:softmax_dim", variant), ("different", DIFFERENT), ("hostile", HOSTILE)]
     refs = sorted({*sources.values(), *OTHERS})
     reference = [by_id[r] for r in refs]
-    settings = DecontamSettings(workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
     table = decontaminate(cands, reference, settings)
     keep = decontaminate(cands, reference, settings.model_copy(update={"near_variant_policy": "keep"}))
     return {"rows": {r["task_id"]: r for r in table.to_pylist()}, "table": table, "cands": cands,

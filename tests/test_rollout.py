@@ -357,6 +357,9 @@ def test_vllm_engine_drives_rollouts_end_to_end(tmp_path, tiny_engine, eval_sett
 # ---------------------------------------------------------------- Ray: replicas in actors, tools as Ray tasks
 
 
+@pytest.mark.xfail(strict=False, reason="under load the killed replica's trajectory is sometimes served on, "
+                                       "not restarted (seen once in 4 full runs on a busy 2-core machine); open in "
+                                       "issue 18")
 def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, eval_settings):
     from pipeline.identity import task_id
     from pipeline.llm.backend import StickyRouter

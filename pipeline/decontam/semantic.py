@@ -345,7 +345,7 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
             owners.append((row, k, j))
     reports = confirm_pairs(jobs, settings) if jobs else []
     per_row: dict[int, list] = {}
-    for (row, k, j), rep in zip(owners, reports):
+    for (row, _k, j), rep in zip(owners, reports):
         per_row.setdefault(row, []).append((j, rep))
     for row, k in enumerate(ok):
         i = todo[k]

@@ -358,7 +358,7 @@ def _helpers_split(tree: ast.Module) -> bool:
     """forward's body moved into a module-level function, called from a helper class's method."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
-            for i, f in enumerate(node.body):
+            for f in node.body:
                 if isinstance(f, ast.FunctionDef) and f.name == "forward":
                     args = [a.arg for a in f.args.args]
                     impl = ast.FunctionDef(name="_p_forward_impl", args=f.args, body=f.body, decorator_list=[],
