@@ -448,6 +448,7 @@ sys.dont_write_bytecode = True
 _roots = [os.path.realpath(p) for p in _cfg["write_roots"]]
 _exec_roots = [os.path.realpath(p) for p in _cfg["exec_roots"]]
 _sys_roots = [os.path.realpath(p) for p in _cfg["system_roots"]]
+_ro_roots = _sys_roots + [os.path.realpath(p) for p in _cfg["read_roots"]]
 _denied = set(_cfg["denied_programs"])
 _allow_net = _cfg["allow_network"]
 _cfg_fork = _cfg.get("allow_fork", False)
@@ -468,9 +469,12 @@ def _writable(path):
     if isinstance(path, int):
         return True
     p = _real(path)
-    if p in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/shm") or p.startswith(("/dev/shm/", "/tmp/")) or p == "/tmp":
+    if _under(p, _roots + _exec_roots):
         return True
-    return _under(p, _roots + _exec_roots)
+    if _under(p, _ro_roots):  # read-only binds, also those inside the private /tmp (a checkout or venv under /tmp)
+        return False
+    return p in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/shm", "/tmp") or p.startswith(
+        ("/dev/shm/", "/tmp/"))
 def _allowed_program(prog):
     name = os.fsdecode(prog)
     p = _real(name if os.sep in name else (__import__("shutil").which(name) or name))
@@ -853,6 +857,7 @@ def run_sandboxed(
                "write_roots": [wd_s] + wdirs, "exec_roots": xdirs,
                "system_roots": ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc/alternatives"]
                + _python_roots() + [p for p in (os.environ.get("CUDA_HOME"), (env or {}).get("CUDA_HOME")) if p],
+               "read_roots": [_package_dir(), *rdirs],
                "denied_programs": list(DENIED_PROGRAMS), "allow_network": allow_network, "allow_fork": allow_fork}
         (ctl / "cfg.json").write_text(json.dumps(cfg))
         (ctl / "bootstrap.py").write_text(_BOOTSTRAP)
