@@ -469,10 +469,12 @@ def _writable(path):
     if isinstance(path, int):
         return True
     p = _real(path)
-    if _under(p, _roots + _exec_roots):
-        return True
-    if _under(p, _ro_roots):  # read-only binds, also those inside the private /tmp (a checkout or venv under /tmp)
-        return False
+    # The deepest bind that holds the path decides: a read-only bind inside the work dir or the private /tmp (a
+    # verified build, a checkout or venv under /tmp) is read-only there.
+    best = max([(len(r), True) for r in _roots + _exec_roots if _under(p, [r])]
+               + [(len(r), False) for r in _ro_roots if _under(p, [r])], default=None)
+    if best is not None:
+        return best[1]
     return p in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/shm", "/tmp") or p.startswith(
         ("/dev/shm/", "/tmp/"))
 def _allowed_program(prog):
