@@ -448,7 +448,7 @@ sys.dont_write_bytecode = True
 _roots = [os.path.realpath(p) for p in _cfg["write_roots"]]
 _exec_roots = [os.path.realpath(p) for p in _cfg["exec_roots"]]
 _sys_roots = [os.path.realpath(p) for p in _cfg["system_roots"]]
-_ro_roots = _sys_roots + [os.path.realpath(p) for p in _cfg["read_roots"]]
+_read_roots = [os.path.realpath(p) for p in _cfg["read_roots"]]
 _denied = set(_cfg["denied_programs"])
 _allow_net = _cfg["allow_network"]
 _cfg_fork = _cfg.get("allow_fork", False)
@@ -465,25 +465,34 @@ def _real(path):
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     return os.path.realpath(os.path.abspath(str(path)))
+def _deepest(p):
+    """What the deepest bind holding `p` is: "w" writable, "x" writable exec dir, "r" a read-only dir the caller
+    chose, "s" a system or Python dir; None outside every bind (the private /tmp, the jail's own root)."""
+    cands = ([(len(r), "w") for r in _roots if _under(p, [r])] + [(len(r), "x") for r in _exec_roots if _under(p, [r])]
+             + [(len(r), "r") for r in _read_roots if _under(p, [r])]
+             + [(len(r), "s") for r in _sys_roots if _under(p, [r])])
+    return max(cands)[1] if cands else None
 def _writable(path):
+    """Writes here are not reported: the job's dirs, the private /tmp, and read-only dirs the caller bound (the
+    kernel refuses those natively, as it would without this hook). Writes to system dirs are reported."""
     if isinstance(path, int):
         return True
     p = _real(path)
-    # The deepest bind that holds the path decides: a read-only bind inside the work dir or the private /tmp (a
-    # verified build, a checkout or venv under /tmp) is read-only there.
-    best = max([(len(r), True) for r in _roots + _exec_roots if _under(p, [r])]
-               + [(len(r), False) for r in _ro_roots if _under(p, [r])], default=None)
-    if best is not None:
-        return best[1]
+    k = _deepest(p)
+    if k is not None:
+        return k != "s"
     return p in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/shm", "/tmp") or p.startswith(
         ("/dev/shm/", "/tmp/"))
+def _loadable(p):
+    """Native code may come from exec dirs and read-only binds, never from a writable dir or the private /tmp."""
+    return _deepest(p) in ("x", "r", "s")
 def _allowed_program(prog):
     name = os.fsdecode(prog)
     p = _real(name if os.sep in name else (__import__("shutil").which(name) or name))
     bases = {os.path.basename(p), os.path.basename(name)}
     if any(b in _denied or b.startswith("python") for b in bases):
         return False
-    return _under(p, _sys_roots) and not _writable(p)
+    return _deepest(p) == "s"
 _WFLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS = {"os.remove": 0, "os.rename": 0, "os.rmdir": 0, "os.mkdir": 0, "shutil.rmtree": 0, "os.chmod": 0,
                 "os.chown": 0, "os.symlink": 1, "os.link": 1, "os.truncate": 0, "os.utime": 0, "shutil.copyfile": 1,
@@ -533,7 +542,7 @@ def _hook(event, args):
         name = args[0]
         if name is not None and os.sep in os.fsdecode(name):
             p = _real(name)
-            if _writable(p) and not _under(p, _exec_roots):
+            if not _loadable(p):
                 _violation("exec_blocked", f"native code loaded from a writable dir: {p}")
 sys.addaudithook(_hook)
 os.chdir(_cfg["workdir"])
