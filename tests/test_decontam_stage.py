@@ -232,8 +232,10 @@ def test_report_renders_in_headless_chromium(tmp_path, refs):
     assert 'id="thresholds"' in dom and "canonical_and_ops" in dom
     # the script ran: clicking a header sorts (dispatch a click from a second page load via a data: wrapper)
     click = tmp_path / "click.html"
+    from pipeline.decontam.report import _COLUMNS
+
     click.write_text(path.read_text().replace(
-        "</body>", "<script>document.querySelectorAll('#candidates th')[4].click();"
+        "</body>", f"<script>document.querySelectorAll('#candidates th')[{_COLUMNS.index('score')}].click();"
                    "document.body.setAttribute('data-sorted', document.querySelector('#candidates th.asc') ? "
                    "'yes' : 'no');</script></body>"))
     dom2 = subprocess.run(cmd[:-1] + [click.resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
