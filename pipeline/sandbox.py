@@ -38,6 +38,7 @@ written by untrusted code: callers compute verdicts from data they can check.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -401,17 +402,7 @@ def _launch_argv(spec: _Spec, inner: list[str], seccomp_fd: int, info_fd: int) -
     if t.as_root:
         bw += [t.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
                "--bounding-set=-all", "--no-new-privs", "--"]
-    lim = [t.prlimit, "--core=0"]
-    if spec.memory_mb:
-        lim.append(f"--as={int(spec.memory_mb) * 2**20}")
-    if spec.cpu_s:
-        soft = int(spec.cpu_s)
-        lim.append(f"--cpu={soft}:{soft + 5}")  # soft first: SIGXCPU (reason cpu_limit) before SIGKILL
-    if spec.fsize_mb:
-        lim.append(f"--fsize={int(spec.fsize_mb) * 2**20}")
-    if spec.nproc:
-        lim.append(f"--nproc={int(spec.nproc)}")
-    bw += lim + ["--"] + inner
+    bw += [t.prlimit, *_limit_flags(spec.memory_mb, spec.cpu_s, spec.fsize_mb, spec.nproc), "--"] + inner
     remount = writable + [spec.scratch, shm]
     outer = [t.unshare, "--mount", "--propagation", "private"]
     if not t.as_root:
@@ -679,12 +670,16 @@ def _await_jail_exit(info: bytes) -> None:
 def _drive(argv: list[str], env: dict[str, str] | None, cwd: str, pass_fds: tuple[int, ...], chan_fd: int | None,
            timeout_s: float, max_output: int, max_chan: int, info_fd: int | None = None) -> _Raw:
     """Start `argv` in its own process group, drain its pipes until they close or the deadline passes, kill the
-    group (and the jail's pid namespace), reap. Never raises for anything the child does."""
+    group (and the jail's pid namespace), reap. Closes every fd it is given. Never raises for anything the child
+    does."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                            env=env, pass_fds=pass_fds, start_new_session=True, close_fds=True)
-    for fd in pass_fds:
-        os.close(fd)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=cwd, env=env, pass_fds=pass_fds, start_new_session=True, close_fds=True)
+    except OSError:
+        _close(*pass_fds, chan_fd, info_fd)  # this function owns every fd it was given
+        raise
+    _close(*pass_fds)
     buffers = {"stdout": bytearray(), "stderr": bytearray(), "chan": bytearray()}
     totals = {"stdout": 0, "stderr": 0, "chan": 0}
     limits = {"stdout": max_output, "stderr": max_output, "chan": max_chan}
@@ -842,26 +837,17 @@ def run_sandboxed(
     `cpu_s` defaults to the wall-clock limit times the threads the code may use, plus a little.
     """
     mode = sandbox_mode(mode)
+    jailed = mode == "jail"
     t0 = time.monotonic()
-    own_dir = workdir is None
-    wd = Path(tempfile.mkdtemp(prefix="opforge-job-")) if own_dir else Path(workdir)
-    wd.mkdir(parents=True, exist_ok=True)
-    wd_s = os.path.realpath(wd)
-    ctl = Path(tempfile.mkdtemp(prefix="opforge-ctl-"))
-    scratch = Path(tempfile.mkdtemp(prefix="opforge-tmp-"))
-    os.chmod(ctl, 0o755)
-    read_fd, write_fd = os.pipe()
-    seccomp_fd = None
     is_path = isinstance(code_or_script, os.PathLike)
-    try:
+    with _job_dirs(workdir) as (wd_s, ctl, scratch):
         wdirs, xdirs, rdirs = _dirs(write_dirs), _dirs(exec_dirs), _dirs(read_dirs, readable=True)
         script = os.path.realpath(code_or_script) if is_path else None
         code = Path(script).read_text(errors="replace") if script else str(code_or_script)
-        pfile = ctl / "payload.json"
-        pfile.write_text(json.dumps(payload, default=str))
-        jailed = mode == "jail"
+        (ctl / "payload.json").write_text(json.dumps(payload, default=str))
         inside = "/jail" if jailed else str(ctl)
         gpus = _gpu_indices(gpu) if gpu else []
+        read_fd, write_fd = os.pipe()
         cfg = {"fd": write_fd, "code": code, "script": script,
                "filename": script or "<sandboxed>", "args": list(args or []),
                "payload_file": f"{inside}/payload.json", "workdir": wd_s,
@@ -875,67 +861,101 @@ def run_sandboxed(
         for f in ctl.iterdir():
             os.chmod(f, 0o644)
         child_env = _base_env(wd_s, env, bool(gpus))
+        cpu = cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env)
+        info_r = None
         if not jailed:
             _warn_unsafe()
             child_env.update({"HOME": wd_s, "TMPDIR": str(scratch)})
-            lim = _unsafe_limits(memory_mb, cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env),
-                                 fsize_mb, nproc)
-            argv = lim + [sys.executable, "-u", f"{inside}/bootstrap.py", f"{inside}/cfg.json"]
+            argv = _unsafe_limits(memory_mb, cpu, fsize_mb, nproc) + [
+                sys.executable, "-u", f"{inside}/bootstrap.py", f"{inside}/cfg.json"]
             layers = {"rlimits": True, "audit_hook": True}
             pass_fds: tuple[int, ...] = (write_fd,)
         else:
+            spec = _Spec(wd_s, wdirs, xdirs, rdirs, gpus, child_env, memory_mb, cpu, fsize_mb, nproc, str(scratch),
+                         str(ctl))
             try:
-                from pipeline.seccomp import policy_fd
-
-                _tools()
-                seccomp_fd = policy_fd()
-                info_r, info_w = os.pipe()
-                spec = _Spec(wd_s, wdirs, xdirs, rdirs, gpus, child_env, memory_mb,
-                             cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env), fsize_mb, nproc,
-                             str(scratch), str(ctl))
-                argv, layers = _launch_argv(spec, [sys.executable, "-u", "/jail/bootstrap.py", "/jail/cfg.json"],
-                                            seccomp_fd, info_w)
+                argv, layers, seccomp_fd, info_r, info_w = _jail_launch(
+                    spec, [sys.executable, "-u", "/jail/bootstrap.py", "/jail/cfg.json"])
             except SandboxUnavailable as e:
-                os.close(write_fd)
+                _close(read_fd, write_fd)
                 return _unavailable(e, time.monotonic() - t0)
             child_env = {"PATH": "/usr/bin:/bin"}
             pass_fds = (write_fd, seccomp_fd, info_w)
-        try:
+        try:  # _drive owns the fds from here: it closes pass_fds and the read ends
             raw = _drive(argv, child_env, str(scratch) if jailed else wd_s, pass_fds, read_fd, timeout_s,
-                         max_output_bytes, max_result_bytes, info_r if jailed else None)
-            read_fd = -1
-            seccomp_fd = None
+                         max_output_bytes, max_result_bytes, info_r)
         except OSError as e:
             return SandboxResult(False, "sandbox_error", None, None, False, None, type(e).__name__, str(e), "", "",
                                  0, 0, time.monotonic() - t0, None, False)
-    finally:
-        for fd in (read_fd, seccomp_fd):
-            if fd is not None and fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        shutil.rmtree(ctl, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        if own_dir:
-            shutil.rmtree(wd, ignore_errors=True)
     return _result(raw, max_result_bytes, jailed, layers)
 
 
-def _unsafe_limits(memory_mb, cpu_s, fsize_mb, nproc) -> list[str]:
-    p = _which("prlimit")
-    if not p:
-        return []
-    lim = [p, "--core=0"]
+def _limit_flags(memory_mb, cpu_s, fsize_mb, nproc) -> list[str]:
+    """prlimit's flags: address space, CPU seconds (soft first: SIGXCPU, reason cpu_limit, before SIGKILL), file
+    size, processes, no core dumps."""
+    lim = ["--core=0"]
     if memory_mb:
         lim.append(f"--as={int(memory_mb) * 2**20}")
     if cpu_s:
         lim.append(f"--cpu={int(cpu_s)}:{int(cpu_s) + 5}")
     if fsize_mb:
         lim.append(f"--fsize={int(fsize_mb) * 2**20}")
-    if nproc and os.geteuid() != 0:
+    if nproc:
         lim.append(f"--nproc={int(nproc)}")
-    return lim + ["--"]
+    return lim
+
+
+def _unsafe_limits(memory_mb, cpu_s, fsize_mb, nproc) -> list[str]:
+    """The opt-out's limits (no per-job uid there: a process limit would count every process of the caller's)."""
+    p = _which("prlimit")
+    if not p:
+        return []
+    return [p, *_limit_flags(memory_mb, cpu_s, fsize_mb, nproc if os.geteuid() != 0 else None), "--"]
+
+
+@contextlib.contextmanager
+def _job_dirs(workdir: str | os.PathLike | None):
+    """(work dir, control dir, scratch dir) of one job: the work dir is the caller's or a private one; the control
+    dir (config, payload, passwd; read-only at /jail) and the scratch dir (/tmp, /dev/shm) are removed afterwards."""
+    own_dir = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="opforge-job-")) if own_dir else Path(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    ctl = Path(tempfile.mkdtemp(prefix="opforge-ctl-"))
+    scratch = Path(tempfile.mkdtemp(prefix="opforge-tmp-"))
+    os.chmod(ctl, 0o755)
+    try:
+        yield os.path.realpath(wd), ctl, scratch
+    finally:
+        shutil.rmtree(ctl, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if own_dir:
+            shutil.rmtree(wd, ignore_errors=True)
+
+
+def _jail_launch(spec: _Spec, inner: list[str]) -> tuple[list[str], dict[str, Any], int, int, int]:
+    """(argv, layers, seccomp fd, info read fd, info write fd) of a jailed launch; raises SandboxUnavailable with
+    no fd left open."""
+    from pipeline.seccomp import policy_fd
+
+    _tools()
+    seccomp_fd = policy_fd()
+    info_r, info_w = os.pipe()
+    try:
+        argv, layers = _launch_argv(spec, inner, seccomp_fd, info_w)
+    except BaseException:
+        for fd in (seccomp_fd, info_r, info_w):
+            os.close(fd)
+        raise
+    return argv, layers, seccomp_fd, info_r, info_w
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None and fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bool]) -> SandboxResult:
@@ -1039,19 +1059,13 @@ def run_command(
     """Run a program in the jail (a compiler on candidate sources, a rollout tool's command). `argv[0]` is looked
     up on the jail's PATH; the program sees only what `run_sandboxed` code would see. Never raises."""
     mode = sandbox_mode(mode)
+    jailed = mode == "jail"
     t0 = time.monotonic()
-    own_dir = workdir is None
-    wd = Path(tempfile.mkdtemp(prefix="opforge-job-")) if own_dir else Path(workdir)
-    wd.mkdir(parents=True, exist_ok=True)
-    wd_s = os.path.realpath(wd)
-    ctl = Path(tempfile.mkdtemp(prefix="opforge-ctl-"))
-    scratch = Path(tempfile.mkdtemp(prefix="opforge-tmp-"))
-    os.chmod(ctl, 0o755)
-    seccomp_fd = None
-    try:
+    with _job_dirs(workdir) as (wd_s, ctl, scratch):
         wdirs, xdirs, rdirs = _dirs(write_dirs), _dirs(exec_dirs), _dirs(read_dirs, readable=True)
         child_env = _base_env(wd_s, env, bool(gpu))
-        if mode != "jail":
+        info_r = None
+        if not jailed:
             _warn_unsafe()
             child_env.update({"HOME": wd_s, "TMPDIR": str(scratch)})
             full = _unsafe_limits(memory_mb, cpu_s, fsize_mb, nproc) + list(argv)
@@ -1059,38 +1073,21 @@ def run_command(
             pass_fds: tuple[int, ...] = ()
             cwd = wd_s
         else:
+            spec = _Spec(wd_s, wdirs, xdirs, rdirs, _gpu_indices(gpu) if gpu else [], child_env, memory_mb,
+                         cpu_s or timeout_s * (os.cpu_count() or 1) + 5, fsize_mb, nproc, str(scratch), str(ctl))
             try:
-                from pipeline.seccomp import policy_fd
-
-                _tools()
-                seccomp_fd = policy_fd()
-                info_r, info_w = os.pipe()
-                spec = _Spec(wd_s, wdirs, xdirs, rdirs, _gpu_indices(gpu) if gpu else [], child_env, memory_mb,
-                             cpu_s or timeout_s * (os.cpu_count() or 1) + 5, fsize_mb, nproc, str(scratch), str(ctl))
-                full, layers = _launch_argv(spec, list(argv), seccomp_fd, info_w)
+                full, layers, seccomp_fd, info_r, info_w = _jail_launch(spec, list(argv))
             except SandboxUnavailable as e:
                 return CommandResult(False, "sandbox_unavailable", None, False, "", str(e),
                                      time.monotonic() - t0, "", {e.layer: False})
             child_env = {"PATH": "/usr/bin:/bin"}
             pass_fds = (seccomp_fd, info_w)
             cwd = str(scratch)
-        try:
-            raw = _drive(full, child_env, cwd, pass_fds, None, timeout_s, max_output_bytes, 0,
-                         info_r if mode == "jail" else None)
-            seccomp_fd = None
+        try:  # _drive owns the fds from here
+            raw = _drive(full, child_env, cwd, pass_fds, None, timeout_s, max_output_bytes, 0, info_r)
         except OSError as e:
             return CommandResult(False, "sandbox_error", None, False, "", f"{type(e).__name__}: {e}",
                                  time.monotonic() - t0, "", {})
-    finally:
-        if seccomp_fd is not None:
-            try:
-                os.close(seccomp_fd)
-            except OSError:
-                pass
-        shutil.rmtree(ctl, ignore_errors=True)
-        shutil.rmtree(scratch, ignore_errors=True)
-        if own_dir:
-            shutil.rmtree(wd, ignore_errors=True)
     out, err = raw.stdout.decode(errors="replace"), raw.stderr.decode(errors="replace")
     rc = raw.returncode
     jailed = mode == "jail"
