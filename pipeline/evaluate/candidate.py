@@ -110,13 +110,9 @@ class Driver:
         try:
             if sol.get("artifact_dir"):
                 sys.path.insert(0, sol["artifact_dir"])
-            import types
+            from pipeline.evaluate.worker import load_module
 
-            mod = types.ModuleType("opforge_solution")
-            mod.__file__ = sol["path"]
-            with open(sol["path"]) as f:
-                src = f.read()
-            exec(compile(src, sol["path"], "exec"), mod.__dict__)
+            mod = load_module("opforge_solution", path=sol["path"])
         except BaseException as e:  # noqa: BLE001 - any failure of untrusted code is a failed candidate
             return {"ok": False, "reason": "load_error", "error": f"{type(e).__name__}: {e}\n{_tb()}"}
         finally:

@@ -20,12 +20,11 @@ from typing import Any, Callable
 import torch
 
 from pipeline.evaluate import tensorio
+from pipeline.evaluate.worker import load_module
 
 
 def load_task(code: str) -> types.ModuleType:
-    mod = types.ModuleType("opforge_reference")
-    mod.__file__ = "<task>"
-    exec(compile(code, "<task>", "exec"), mod.__dict__)
+    mod = load_module("opforge_reference", code=code, filename="<task>")
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(mod, attr):
             raise AttributeError(f"the task defines no {attr}")

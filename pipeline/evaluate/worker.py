@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 
+from pipeline.evaluate import tensorio
 from pipeline.evaluate.timing import TIMING_METHOD, Timer, stats
 
 _TB_CHARS = 3000
@@ -34,16 +35,6 @@ def load_module(name: str, path: str | None = None, code: str | None = None, fil
     src = code if code is not None else open(path).read()
     exec(compile(src, path or filename, "exec"), mod.__dict__)
     return mod
-
-
-def _map(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_map(o, fn) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _map(v, fn) for k, v in obj.items()}
-    return obj
 
 
 class _Job:
@@ -115,10 +106,7 @@ class _Job:
         return True
 
     def make_inputs(self, seed: int) -> list[Any]:
-        torch.manual_seed(seed)
-        with torch.device(self.dev):  # task RNG draws directly on the GPU: fresh inputs are cheap
-            xs = list(self.task.get_inputs())
-        return [_map(x, lambda t: t.to(self.dev)) for x in xs]
+        return tensorio.make_inputs(self.task, seed, self.dev)  # drawn as the candidates' are
 
     def build_ref(self, seed: int) -> torch.nn.Module:
         init = list(self.task.get_init_inputs())
