@@ -88,13 +88,16 @@ def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
 
 
 def gpu_lock_file() -> str:
-    """The lock file that serialises the timed region of candidates on this worker's GPU (one per GPU index)."""
-    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
-    d = Path(tempfile.gettempdir()) / "opforge-gpu-locks"
-    d.mkdir(mode=0o755, exist_ok=True)
-    path = d / f"gpu-{gpu}.lock"
-    if not path.exists():
-        path.touch(mode=0o644)
+    """This worker's GPU lock file: the one the LLM engine and the evaluators take (pipeline.llm.placement), so
+    that a candidate's timed region never overlaps their GPU work either. Readable by the jail's uid (the harness
+    flocks a read-only descriptor)."""
+    from pipeline.llm.placement import gpu_lock_path
+
+    path = Path(gpu_lock_path())
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o755)
+    path.touch(exist_ok=True)
+    os.chmod(path, 0o644)
     return str(path)
 
 
