@@ -2,12 +2,13 @@
 
 Honest kernels written for these tests are accepted with measured speedups; every exploit is rejected, once by the
 static checker (the violation it names) and once with static checks off, by the runtime guards alone.
-Each evaluation appends one JSON line to $OPFORGE_EVAL_REPORT (the results table in README.md (Kernel evaluation harness)).
+Each evaluation appends one JSON line to $OPFORGE_EVAL_REPORT (the evaluation table of benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import fcntl
 import json
 import os
 import shutil
@@ -36,17 +37,21 @@ def _report(name: str, kind: str, res) -> None:
         "compiled", "correct", "reward", "eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager",
         "speedup_vs_compile", "max_abs_err", "violations", "warnings", "reason", "device", "seconds")},
         "compile_s": d["compile"].get("seconds"), "compile_cached": d["compile"].get("cached"),
-        "phase_s": d["details"].get("phase_s"), "kernels": d["details"].get("kernels_launched")}
+        "phase_s": d["details"].get("phase_s"), "kernels": d["details"].get("kernels_launched"),
+        "clock": (d.get("timing") or {}).get("clock_check"),
+        "violation_details": d["details"].get("violation_details")}
     with open(path, "a") as f:
         f.write(json.dumps(row, default=str) + "\n")
 
 
 @pytest.fixture(scope="module")
 def built():
-    """Every fixture solution, built once up front in parallel (exploit workspaces share the add_vec4 build)."""
+    """Every fixture solution, built up front on all cores (exploit workspaces share the add_vec4 build, so they
+    start after it)."""
     from pipeline.evaluate.build import compile_solution
 
     cache = Path(os.environ.get("OPFORGE_EVAL_CACHE") or tempfile.mkdtemp(prefix="opforge-eval-cache-"))
+    cache.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="opforge-gpu-ws-"))
     sols: dict[str, tuple[str, Path]] = {}
     for name, task in A.HONEST_WORKSPACES.items():
@@ -62,14 +67,27 @@ def built():
     native = root / "kb_native_forge.py"
     native.write_text((A.EXPLOITS / "kb_native_forge.py").read_text().replace("@CACHE@", str(cache)))
     sols["kb_native_forge"] = (A.task_code("softmax_wide"), native)
-    first = compile_solution(sols["add_vec4"][1], cache)  # the shared binding.cpp object, once
-    assert first.ok, first.log
-    builds = {"add_vec4": first}
-    with cf.ThreadPoolExecutor(8) as ex:
-        futs = {ex.submit(compile_solution, p, cache): n for n, (_, p) in sols.items() if n != "add_vec4"}
-        for f in cf.as_completed(futs):
-            builds[futs[f]] = f.result()
+
+    def build(name: str):
+        res = compile_solution(sols[name][1], cache)
+        print(f"[build] {name}: ok={res.ok} cached={res.cached} {res.seconds:.1f} s", file=sys.stderr, flush=True)
+        return res
+
+    # Under pytest-xdist the first worker builds while the others wait on the lock, then hit the cache.
+    fcntl.flock(lock := os.open(cache / ".fixture-builds.lock", os.O_RDWR | os.O_CREAT), fcntl.LOCK_EX)
+    ex = cf.ThreadPoolExecutor(max(2, os.cpu_count() or 2))
+    first = ex.submit(build, "add_vec4")  # the shared binding.cpp object, once
+    builds: dict[str, cf.Future] = {"add_vec4": first}
+    after = [n for n in sols if n != "add_vec4" and sols[n][1].is_dir()]
+    for n in sols:
+        if n not in builds and n not in after:  # single files do not share objects: start them at once
+            builds[n] = ex.submit(build, n)
+    for n in after:
+        builds[n] = ex.submit(lambda n=n: (first.result(), build(n))[1])
+    cf.wait(list(builds.values()))
+    os.close(lock)
     yield {"cache": str(cache), "sols": sols, "builds": builds}
+    ex.shutdown(cancel_futures=True)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -77,7 +95,7 @@ def _eval(built, name: str, mode: str = "full", **settings):
     from pipeline.evaluate.harness import evaluate
 
     task, path = built["sols"][name]
-    cr = built["builds"][name]
+    cr = built["builds"][name].result()
     assert cr.ok, f"{name} did not build: {cr.log[-2000:]}"
     res = evaluate(task, str(path), mode=mode, settings={"cache_dir": built["cache"], **settings}, compile_result=cr)
     return res

@@ -125,3 +125,33 @@ def test_a_failed_baseline_run_ends_the_series(tmp_path):
     s = options.resolve({"cache_dir": str(tmp_path), "baseline_runs": 3})
     b = measure_baselines(TASK, s, resolve_arch_list(None), mode="eager_only")
     assert len(b["runs"]) == 1 and b["reason"] == "no_gpu" and b["eager_ms"] is None
+
+
+def test_baseline_compile_caches_are_per_task_and_writable_by_every_job_of_the_task(tmp_path):
+    """Each jailed job runs under a uid of its own: a later job of the same task must be able to add to and replace
+    what an earlier one wrote in the task's torch.compile caches; another task never sees them."""
+    from pipeline.evaluate.runner import _BOOT, compile_caches
+    from pipeline.sandbox import run_sandboxed
+
+    settings = {"cache_dir": str(tmp_path)}
+    write = """
+import os
+os.umask(0)  # as the baseline worker's boot does
+d = os.path.join(PAYLOAD["cache"], "fxgraph", "ab")
+os.makedirs(d, exist_ok=True)
+tmp = os.path.join(d, f".tmp{os.getpid()}")
+with open(tmp, "w") as f:
+    f.write(PAYLOAD["text"])
+os.replace(tmp, os.path.join(d, "entry.py"))
+emit_result({"uid": os.getuid()})
+"""
+    uids = []
+    for text in ("first", "second"):
+        caches = compile_caches(settings, "task A")
+        res = run_sandboxed(write, payload={"cache": str(caches[0]), "text": text}, exec_dirs=[str(c) for c in caches])
+        assert res.ok, (res.reason, res.error_message, res.stderr[-500:])
+        uids.append(res.result["uid"])
+    assert (caches[0] / "fxgraph" / "ab" / "entry.py").read_text() == "second"
+    assert compile_caches(settings, "task B")[0] != caches[0]
+    assert "os.umask(0)" in _BOOT
+    assert len(uids) == 2

@@ -107,6 +107,26 @@ def test_clock_accepts_consistent_times_and_catches_hidden_work():
     assert not check_clock([], [], calib, slack_ms=0.2, slack_frac=0.15)[0]
 
 
+def test_clock_with_live_calibration_follows_load_and_still_catches_hidden_work():
+    """Load that arrives after the calibration made before load (overhead 0.3 -> 1.0 ms per call) fails honest
+    times against that calibration; against null calls made during the timed calls (live) they pass, and 0.4 ms
+    of hidden work per call is still caught (the live bound is sampling error, not the calibration's spread)."""
+    import random
+
+    rng = random.Random(7)
+    pre = [0.30 + 0.02 * rng.random() for _ in range(30)]
+    times = [0.1 + 0.005 * rng.random() for _ in range(1000)]
+    walls = [t + 1.0 + 0.3 * rng.random() for t in times]  # a loaded host: more overhead, and noisier
+    live = [1.0 + 0.3 * rng.random() for _ in range(200)]
+    assert not check_clock(walls, times, pre, slack_ms=0.2, slack_frac=0.15)[0]
+    ok, why, fig = check_clock(walls, times, live, slack_ms=0.2, slack_frac=0.15, live=True)
+    assert ok, why
+    assert fig["median_difference_se_ms"] < 0.05 and fig["slack_ms"] == 0.2
+    hidden = [w + 0.4 for w in walls]
+    ok, why, _ = check_clock(hidden, times, live, slack_ms=0.2, slack_frac=0.15, live=True)
+    assert not ok and "exceeds" in why
+
+
 # ---------------------------------------------------------------- files written by the candidate
 
 def test_load_accepts_plain_tensors_and_refuses_crafted_files(tmp_path):

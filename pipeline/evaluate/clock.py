@@ -10,11 +10,15 @@ reports times lower than it took) shows as unexplained wall time:
     u_i = w_i - t_i - median(c)
 
 and the times are rejected (`time_inconsistent`) when median(u) exceeds
-`slack = max(clock_slack_ms, clock_slack_frac * median(t), 3 * IQR(c))` (the calibration's own spread: a noisy
-host widens the bound instead of failing honest kernels), or when any t_i exceeds w_i (a GPU time longer than the
-wall clock around it is impossible). The statistic is the median because the reported figure is the median of t:
-moving it takes under-reporting more than half of the calls, and that moves median(u) by as much. A host hiccup
-in a few calls moves neither. (The mean of u without its largest 10% is recorded, not judged.)
+`slack = max(clock_slack_ms, clock_slack_frac * median(t), spread)`, or when any t_i exceeds w_i (a GPU time
+longer than the wall clock around it is impossible). The statistic is the median because the reported figure is
+the median of t: moving it takes under-reporting more than half of the calls, and that moves median(u) by as
+much. A host hiccup in a few calls moves neither. (The mean of u without its largest 10% is recorded, not judged.)
+
+`spread` depends on when `c` was measured. Null calls made by the calibrator during the timed calls (`live`) saw
+the same host load as the timed calls, so the two medians differ only by sampling error: spread = 4 standard
+errors of their difference. A calibration made before the timed calls (the fallback) cannot see load that came
+later, so spread = 3 x IQR(c) (a noisy host widens the bound instead of failing honest kernels).
 """
 
 from __future__ import annotations
@@ -23,9 +27,19 @@ import math
 import statistics
 
 
+def _sigma(xs: list[float]) -> float:
+    """A robust standard deviation (IQR / 1.349); 0 for fewer than 4 values."""
+    if len(xs) < 4:
+        return 0.0
+    q = statistics.quantiles(xs, n=4)
+    return (q[2] - q[0]) / 1.349
+
+
 def check_clock(walls_ms: list[float], times_ms: list[float], calib_ms: list[float], *, slack_ms: float,
-                slack_frac: float) -> tuple[bool, str, dict]:
-    """(ok, detail, figures). `calib_ms`: wall - reported time of the null calls."""
+                slack_frac: float, live: bool = False) -> tuple[bool, str, dict]:
+    """(ok, detail, figures). `calib_ms`: wall - reported time of the null calls. `live`: they were made during
+    the timed calls (the calibrator, docs/judge.md), so both samples saw the same load and only the sampling
+    error of the two medians is allowed for (4 standard errors) instead of 3 x the calibration's IQR."""
     fig: dict = {"n": len(times_ms)}
     if not times_ms or len(walls_ms) != len(times_ms):
         return False, "no timed calls to check", fig
@@ -41,8 +55,12 @@ def check_clock(walls_ms: list[float], times_ms: list[float], calib_ms: list[flo
     unexplained = sorted(w - t - base for t, w in zip(times_ms, walls_ms))
     keep = unexplained[: max(1, math.ceil(0.9 * len(unexplained)))]
     med_t = statistics.median(times_ms)
-    slack = max(float(slack_ms), float(slack_frac) * med_t, 3.0 * iqr)
-    fig.update(overhead_ms=round(base, 5), median_unexplained_ms=round(statistics.median(unexplained), 5),
+    # Standard error of a median ~ 1.2533 sigma / sqrt(n); of the difference of two independent medians, combined.
+    se = 1.2533 * math.sqrt(_sigma(unexplained) ** 2 / len(unexplained)
+                            + _sigma(calib_ms) ** 2 / max(1, len(calib_ms)))
+    spread = 4.0 * se if live else 3.0 * iqr
+    slack = max(float(slack_ms), float(slack_frac) * med_t, spread)
+    fig.update(median_difference_se_ms=round(se, 5),overhead_ms=round(base, 5), median_unexplained_ms=round(statistics.median(unexplained), 5),
                trimmed_mean_unexplained_ms=round(statistics.fmean(keep), 5), slack_ms=round(slack, 5),
                calibration_iqr_ms=round(iqr, 5),
                median_time_ms=med_t, median_wall_ms=statistics.median(walls_ms))

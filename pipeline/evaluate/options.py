@@ -61,6 +61,10 @@ class EvalOptions:
                                     "trusted side after each call (the last one always).", ge=1)
     calibration_calls: int = _opt(30, "No-op timed calls that calibrate the per-call overhead before candidate "
                                       "code is loaded.", ge=1)
+    live_calibration_calls: int = _opt(200, "Null calls made during timing by a second process that never loads "
+                                            "candidate code, at random points between the timed calls: the clock "
+                                            "check's overhead is measured under the host's load of that moment "
+                                            "(0: the calibration before load alone).", ge=0)
     clock_slack_ms: float = _opt(0.2, "Reported GPU times may fall short of the trusted wall clock minus the "
                                       "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
                                       "3 x the calibration's IQR) (medians); more is time_inconsistent.", ge=0.0)
