@@ -175,12 +175,13 @@ def make_backend(settings: Any) -> ChatBackend:
             raise ValueError("the replay backend needs replay_path (a trajectories Parquet or a JSON script file)")
         return ReplayBackend.from_path(s.replay_path, model_name=s.model or "replay")
     if s.backend == "openai":
+        from pipeline.credentials import reveal
         from pipeline.llm.openai_backend import OpenAIBackend
 
         if not s.base_url:
             raise ValueError("the openai backend needs base_url, e.g. http://127.0.0.1:8000/v1")
         urls = [u.strip() for u in s.base_url.split(",") if u.strip()]
-        eps = [OpenAIBackend(u, model=s.model, api_key=s.api_key, timeout_s=s.request_timeout_s,
+        eps = [OpenAIBackend(u, model=s.model, api_key=reveal(s.api_key), timeout_s=s.request_timeout_s,
                              retries=s.request_retries) for u in urls]
         return eps[0] if len(eps) == 1 else StickyRouter(eps)  # several servers: sticky sessions across them
     if s.backend == "vllm":
