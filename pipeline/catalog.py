@@ -159,7 +159,7 @@ class Catalog:
 
     def sweep_interrupted(self, data_root: Path | None = None) -> list[str]:
         """Runs still marked running whose run lock nobody holds died without a word (kill -9, power cut): mark
-        them interrupted. Runs that never took a lock (older CLIs) are left alone."""
+        them interrupted. Runs that never took a lock (written by an older opforge) are left alone."""
         from pipeline import runlock
 
         root = Path(data_root or self.data_root)
