@@ -196,12 +196,13 @@ def test_sql_works_while_a_run_writes(data_root):
 def test_sigterm_handler_unwinds_like_ctrl_c():
     from flows.commands import Interrupted, interrupt_on_signals
 
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Interrupted, match="SIGTERM"):
-        with interrupt_on_signals():
-            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next statement
-            raise AssertionError("not interrupted")
-    assert signal.getsignal(signal.SIGTERM) == before
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        before = signal.getsignal(sig)
+        with pytest.raises(Interrupted, match=sig.name):
+            with interrupt_on_signals():
+                os.kill(os.getpid(), sig)  # the handler runs before the next statement
+                raise AssertionError("not interrupted")
+        assert signal.getsignal(sig) == before
 
 
 def test_command_line_on_record_hides_secrets():
