@@ -528,6 +528,11 @@ class OpforgeFlow(Flow):
             bound.arguments["overrides"] = hide_overrides(list(bound.arguments["overrides"]))
         return super().__call__(*bound.args, **bound.kwargs, **control)
 
+    def with_options(self, **options: Any) -> "OpforgeFlow":
+        new = super().with_options(**options)  # Prefect builds a plain Flow: keep the secret handling
+        new.__class__ = OpforgeFlow
+        return new
+
 
 def opforge_flow(name: str) -> Callable[[Callable[..., Any]], OpforgeFlow]:
     """Every opforge flow: its run lifecycle hooks, prints logged, secrets kept out of its parameters."""
