@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-
 from pipeline.catalog import Catalog
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.stage import curate
