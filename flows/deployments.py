@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from pipeline.credentials import hide_overrides
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -55,6 +57,10 @@ def build(prefect_yaml: Path, config: str | None = None, overrides: list[str] | 
             params["config"] = config
         if overrides:
             params["overrides"] = list(params.get("overrides") or []) + list(overrides)
+        if params.get("overrides"):
+            # Deployment parameters live in Prefect's database: a literal secret stays in this process's
+            # environment, which the flow runs it starts inherit (pipeline.credentials).
+            params["overrides"] = hide_overrides(list(params["overrides"]))
         schedules = [Cron(s["cron"], timezone=s.get("timezone", "UTC")) for s in d.get("schedules") or []]
         out.append(_flow(d["entrypoint"]).to_deployment(
             name=d["name"], schedules=schedules or None, parameters=params, description=d.get("description"),

@@ -9,6 +9,7 @@ A stage whose code or hardware is missing is recorded as skipped with what it ne
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -18,12 +19,13 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from prefect import flow, get_run_logger
+from prefect import Flow, get_run_logger
 
 from flows import progress, runtime
 from flows.sharded import catalog, record, run_single, run_stage, skip
 from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig, load_config
+from pipeline.credentials import hide_overrides
 from pipeline.executor import Resources
 from pipeline.selection import requirements, select_tasks
 from pipeline.storage import DataStore
@@ -408,7 +410,6 @@ def do_publish(cfg: OpforgeConfig) -> dict[str, Any]:
     folder = Path(ps.out_dir) if ps.out_dir else Path(cfg.data_root) / "published" / cfg.run_id
     repo_id = ps.repo_id or ps.repo_prefix
     from pipeline.kernelbench import fingerprint, load_reference, resolve_source
-
     from pipeline.publish.lineage import card_provenance
 
     ctx = {"repo_id": repo_id or "ORG/NAME", "revision": cfg.run_id, "license": ps.license,
@@ -505,7 +506,8 @@ def mark_interrupted(flow, flow_run, state) -> None:
             if cat.sql("SELECT status FROM runs WHERE run_id = ?", [rid]).to_pylist() == [{"status": "running"}]:
                 cat.finish_run(rid, "interrupted")
         params = dict(flow_run.parameters or {})
-        cfg = load_config(params.get("config"), list(params.get("overrides") or []))
+        # Only the data root matters here; a secret's variable may be unset in a runner that cancelled the run.
+        cfg = load_config(params.get("config"), list(params.get("overrides") or []), resolve_secrets=False)
         catalog(cfg).sweep_interrupted()
     except Exception as e:  # a hook must never turn a crash report into another crash
         log.warning("could not mark the run interrupted: %s: %s", type(e).__name__, e)
@@ -514,27 +516,50 @@ def mark_interrupted(flow, flow_run, state) -> None:
 HOOKS = {"on_crashed": [mark_interrupted], "on_cancellation": [mark_interrupted]}
 
 
+class OpforgeFlow(Flow):
+    """A Prefect flow whose `overrides` never carry a secret into Prefect's database: a literal secret
+    (`rollout.api_key=sk-...`) moves into this process's environment and the flow run's parameter holds a reference
+    to it, `rollout.api_key=env:OPFORGE_SECRET_ROLLOUT_API_KEY` (pipeline.credentials), resolved by `load`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        control = {k: kwargs.pop(k) for k in ("return_state", "wait_for") if k in kwargs}
+        bound = inspect.signature(self.fn).bind_partial(*args, **kwargs)
+        if bound.arguments.get("overrides"):
+            bound.arguments["overrides"] = hide_overrides(list(bound.arguments["overrides"]))
+        return super().__call__(*bound.args, **bound.kwargs, **control)
+
+    def with_options(self, **options: Any) -> "OpforgeFlow":
+        new = super().with_options(**options)  # Prefect builds a plain Flow: keep the secret handling
+        new.__class__ = OpforgeFlow
+        return new
+
+
+def opforge_flow(name: str) -> Callable[[Callable[..., Any]], OpforgeFlow]:
+    """Every opforge flow: its run lifecycle hooks, prints logged, secrets kept out of its parameters."""
+    return lambda fn: OpforgeFlow(fn, name=name, log_prints=True, **HOOKS)
+
+
 # -- flows -----------------------------------------------------------------------------------------------------
 
 def _stage_flow(stage: str, body: Callable[[OpforgeConfig], dict[str, Any]], config, overrides, run_id):
     return _run_stages([(stage, body)], config, overrides, run_id, f"{stage} flow")
 
 
-@flow(**HOOKS, name="synthesize", log_prints=True)
+@opforge_flow("synthesize")
 def synthesize_flow(config: str | None = None, overrides: list[str] | None = None,
                     run_id: str | None = None) -> dict[str, Any]:
     """Compose candidate operator tasks (KernelBench format) into the run's `tasks` table."""
     return _stage_flow("synthesize", do_synthesize, config, overrides, run_id)
 
 
-@flow(**HOOKS, name="validate", log_prints=True)
+@opforge_flow("validate")
 def validate_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
     """Run every task in a sandbox (eager and torch.compile) and record a verdict with a reason per task."""
     return _stage_flow("validate", lambda c: do_validate(c, shard_size), config, overrides, run_id)
 
 
-@flow(**HOOKS, name="decontaminate", log_prints=True)
+@opforge_flow("decontaminate")
 def decontaminate_flow(config: str | None = None, overrides: list[str] | None = None,
                        run_id: str | None = None, shard_size: int | None = None) -> dict[str, Any]:
     """Check the run's valid tasks against KernelBench in resumable shards (one decision per task), then remove
@@ -543,14 +568,14 @@ def decontaminate_flow(config: str | None = None, overrides: list[str] | None = 
                        config, overrides, run_id, "decontaminate flow")
 
 
-@flow(**HOOKS, name="rollout", log_prints=True)
+@opforge_flow("rollout")
 def rollout_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Agent rollouts on the clean tasks (needs a model and GPU workers)."""
     return _stage_flow("rollout", do_rollout, config, overrides, run_id)
 
 
-@flow(**HOOKS, name="evaluate", log_prints=True)
+@opforge_flow("evaluate")
 def evaluate_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
     """Re-evaluate the final kernel of every trajectory of the run (compile, correctness, timing -> reward), one GPU
@@ -558,14 +583,14 @@ def evaluate_flow(config: str | None = None, overrides: list[str] | None = None,
     return _stage_flow("evaluate", do_evaluate, config, overrides, run_id)
 
 
-@flow(**HOOKS, name="curate", log_prints=True)
+@opforge_flow("curate")
 def curate_flow(config: str | None = None, overrides: list[str] | None = None,
                 run_id: str | None = None) -> dict[str, Any]:
     """Build the warm-up, SFT and critic datasets from the run's tables, each drop with a reason."""
     return _stage_flow("curate", do_curate, config, overrides, run_id)
 
 
-@flow(**HOOKS, name="publish", log_prints=True)
+@opforge_flow("publish")
 def publish_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Write the curated datasets and their data card to a Hub-layout folder (and the Hub when configured)."""
@@ -577,21 +602,21 @@ END_TO_END = [("synthesize", do_synthesize), ("validate", do_validate), ("decont
               ("publish", do_publish)]
 
 
-@flow(**HOOKS, name="opforge-pipeline", log_prints=True)
+@opforge_flow("opforge-pipeline")
 def pipeline_flow(config: str | None = None, overrides: list[str] | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
     """End to end: synthesize -> validate -> decontaminate -> dedup -> rollout -> evaluate -> curate -> publish."""
     return _run_stages(END_TO_END, config, overrides, run_id, "end-to-end")
 
 
-@flow(**HOOKS, name="nightly-synthesize-decontaminate", log_prints=True)
+@opforge_flow("nightly-synthesize-decontaminate")
 def nightly_flow(config: str | None = None, overrides: list[str] | None = None,
                  run_id: str | None = None) -> dict[str, Any]:
     """Nightly: a fresh run that synthesizes, validates and decontaminates new tasks."""
     return _run_stages(END_TO_END[:4], config, overrides, run_id, "nightly")
 
 
-@flow(**HOOKS, name="weekly-publish", log_prints=True)
+@opforge_flow("weekly-publish")
 def weekly_publish_flow(config: str | None = None, overrides: list[str] | None = None,
                         run_id: str | None = "latest") -> dict[str, Any]:
     """Weekly: curate and publish the newest run."""

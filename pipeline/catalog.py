@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
-import re
 import shutil
 import tempfile
 import time
@@ -25,6 +24,7 @@ from typing import Any, Iterator
 import duckdb
 import pyarrow as pa
 
+from pipeline.credentials import redact
 from schemas import table_names
 
 _DDL = """
@@ -49,23 +49,10 @@ _REGISTRY = ("runs", "stages", "table_files", "facts", "releases")
 
 
 RUN_STATUSES = ("running", "completed", "failed", "interrupted")
-# Config keys whose values are secrets: never stored (the catalog keeps the key, with "<redacted>").
-_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|passwd|authorization|credential)", re.I)
-REDACTED = "<redacted>"
 
 
 def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
-
-
-def redact(value: Any) -> Any:
-    """A copy of a config (dicts, lists) with the value of every secret-looking key replaced by "<redacted>"."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "", [], {}) else redact(v))
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    return value
 
 
 def _is_lock_error(e: Exception) -> bool:
@@ -172,7 +159,7 @@ class Catalog:
 
     def sweep_interrupted(self, data_root: Path | None = None) -> list[str]:
         """Runs still marked running whose run lock nobody holds died without a word (kill -9, power cut): mark
-        them interrupted. Runs that never took a lock (older CLIs) are left alone."""
+        them interrupted. Runs that never took a lock (written by an older opforge) are left alone."""
         from pipeline import runlock
 
         root = Path(data_root or self.data_root)

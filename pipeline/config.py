@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
+from pipeline.credentials import ENV_PREFIX, is_secret_key, redact_override
 from pipeline.curate.settings import CurateSettings
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.evaluate.settings import EvalSettings
@@ -92,17 +93,17 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     """Apply `a.b.c=value` overrides to a nested dict (values parsed as YAML). Unknown keys are an error."""
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"override {item!r} is not KEY=VALUE (e.g. synth.n=50)")
+            raise ConfigError(f"override {redact_override(item)!r} is not KEY=VALUE (e.g. synth.n=50)")
         key, raw = item.split("=", 1)
         parts = key.strip().split(".")
         problems = unknown_keys(_nest(parts, None), OpforgeConfig)
         if problems:
-            raise ConfigError(f"--set {item}: " + "; ".join(problems))
+            raise ConfigError(f"--set {redact_override(item)}: " + "; ".join(problems))
         node = data
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"override {item!r}: {p!r} is not a section")
+                raise ConfigError(f"override {redact_override(item)!r}: {p!r} is not a section")
         node[parts[-1]] = _parse_value(raw)
     return data
 
@@ -176,15 +177,27 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     return loaded
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> OpforgeConfig:
-    """Embedded defaults, then the YAML file (if any), then overrides. Unknown keys, at any depth, are an error."""
+def _shown_input(err: dict[str, Any]) -> str:
+    # the value that failed validation, unless it is a secret (a reference `env:NAME` is shown: it is no secret)
+    value = err.get("input")
+    secret = bool(err["loc"]) and is_secret_key(str(err["loc"][-1]))
+    return "<redacted>" if secret and not str(value).startswith(ENV_PREFIX) else repr(value)
+
+
+def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None, *,
+                resolve_secrets: bool = True) -> OpforgeConfig:
+    """Embedded defaults, then the YAML file (if any), then overrides. Unknown keys, at any depth, are an error.
+
+    Secret references (`api_key: env:NAME`) are read from the environment here; `resolve_secrets=False` keeps
+    them as written (for a caller that needs the rest of the config where the variable may be unset)."""
     data: dict[str, Any] = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     try:
-        cfg = OpforgeConfig.model_validate(data)
+        cfg = OpforgeConfig.model_validate(data, context={"resolve_secrets": resolve_secrets})
     except ValidationError as e:
         where = f"{path}: " if path is not None else ""
-        lines = [f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
+        lines = [f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got "
+                 f"{_shown_input(err)})"
                  for err in e.errors()]
         raise ConfigError(where + "; ".join(lines)) from None
     if cfg.sandbox.mode == "unsafe":
@@ -235,11 +248,14 @@ def _example_lines(model: type[BaseModel], values: dict[str, Any], depth: int) -
 
 
 def _plain(v: Any) -> Any:
-    # YAML-safe values that keep their types (dict keys stay ints, unlike a JSON dump)
+    # YAML-safe values that keep their types (dict keys stay ints, unlike a JSON dump); a secret shows as "***"
+    # unless it is a placeholder (the default "EMPTY")
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
+    if isinstance(v, SecretStr):
+        return v.get_secret_value() if v.get_secret_value() in ("", "EMPTY") else "***"
     return str(v) if isinstance(v, Path) else v
 
 
@@ -249,12 +265,12 @@ def example_yaml() -> str:
     return EXAMPLE_HEADER + "\n".join(_example_lines(OpforgeConfig, values, 0)) + "\n"
 
 
-SECRET_KEYS = {"api_key"}  # shown masked: `config show` output ends up in logs and bug reports
-
-
 def _masked(v: Any) -> Any:
+    # `config show` output ends up in logs and bug reports: every secret key masked, whatever its type
     if isinstance(v, dict):
-        return {k: ("***" if k in SECRET_KEYS and x not in (None, "", "EMPTY") else _masked(x)) for k, x in v.items()}
+        return {k: ("***" if is_secret_key(k) and x not in (None, "", "EMPTY") else _masked(x)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_masked(x) for x in v]
     return v
 
 

@@ -32,8 +32,8 @@ def version() -> str:
 
 def command_line(argv: list[str] | None = None) -> str:
     """This process's command line, as a shell would take it back, with secrets redacted (`--set
-    rollout.api_key=...`, `--token ...`): it is stored in the catalog."""
-    from pipeline.catalog import REDACTED, _SECRET_KEY
+    rollout.api_key=...`, `--set=rollout.api_key=...`, `--token ...`, `--token=...`): it is stored in the catalog."""
+    from pipeline.credentials import REDACTED, is_secret_key, redact_override
 
     args = list(sys.argv if argv is None else argv) or ["python"]
     out = [Path(args[0]).name]
@@ -43,12 +43,14 @@ def command_line(argv: list[str] | None = None) -> str:
             out.append(REDACTED)
             hide_next = False
             continue
-        key, eq, _ = a.partition("=")
-        if eq and _SECRET_KEY.search(key):
-            out.append(f"{key}={REDACTED}")
+        flag, eq, rest = a.partition("=")
+        if eq and flag.startswith("-") and not is_secret_key(flag):  # --set=KEY=VALUE
+            out.append(f"{flag}={redact_override(rest)}")
+        elif eq:  # KEY=VALUE, --token=VALUE
+            out.append(redact_override(a))
         else:
             out.append(a)
-            hide_next = a.startswith("-") and not eq and bool(_SECRET_KEY.search(a))
+            hide_next = a.startswith("-") and is_secret_key(a)
     return shlex.join(out)[:2000]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-
 from pipeline.catalog import Catalog
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.stage import curate
@@ -84,6 +83,7 @@ def test_decontaminate_stage_pins_reference_and_candidates(prefect_harness, data
     pinned = json.loads((report / "provenance.json").read_text())
     html = (report / "report.html").read_text()
     assert facts["candidates_checksum"] in html and facts["opforge_version"] in html and "command:" in html
+    assert facts["reference_fingerprint"] in html  # the report names the pin it was judged against
     assert pinned["reference_fingerprint"] == facts["reference_fingerprint"]
     con = {r["task_id"]: r for r in DataStore(data_root).read("contamination", "p1").to_pylist()}
     assert con["empty"]["contaminated"] and con["empty"]["reason"] == "empty_code"

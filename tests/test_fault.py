@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from pipeline.catalog import Catalog
 from pipeline.identity import task_id
 from pipeline.storage import DataStore
@@ -80,9 +79,8 @@ def test_kill_9_mid_stage_then_rerun_equals_uninterrupted(prefect_harness, tmp_p
     env = dict(os.environ, PREFECT_API_URL=current_api_url(), PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(killed), RUN, str(SHARD)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.time() + 60
     done_at_kill = 0
-    while time.time() < deadline and proc.poll() is None:
+    while proc.poll() is None:  # the kill point is an event (the 3rd shard file), however long a busy machine takes
         done_at_kill = len(list(shard_dir.glob("shard-*.parquet"))) if shard_dir.exists() else 0
         if done_at_kill >= 3:
             os.kill(proc.pid, signal.SIGKILL)  # the flow process itself, mid-stage

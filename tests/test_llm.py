@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.llm.backend import (ChatResponse, ReplicaDiedError, SamplingParams, StickyRouter, make_backend)
+from pipeline.llm.backend import ChatResponse, ReplicaDiedError, SamplingParams, StickyRouter, make_backend
 from pipeline.llm.hermes import messages_for_template, parse_tool_calls
 from pipeline.rollout.tools import TOOLS
 
@@ -163,17 +163,27 @@ def test_sticky_router_over_ray_replicas_and_dead_replica(ray_local, tmp_path):
             seen.setdefault(s, set()).add(r.replica)
     assert all(len(v) == 1 for v in seen.values())
     assert sorted(len([s for s in seen if seen[s] == {i}]) for i in (0, 1)) == [2, 2]  # balanced by open sessions
-    dead = seen["a"].pop()
+    dead = next(iter(seen["a"]))
+    other = next(s for s in seen if s != "a" and seen[s] == {dead})  # the dead replica's second session
     import ray
 
-    ray.kill(router.replicas[dead].handle)
+    handle = router.replicas[dead].handle
+    ray.kill(handle, no_restart=True)
+    while True:  # the kill is asynchronous: wait for the event (a call failing), not for a time
+        try:
+            ray.get(handle.info.remote())
+        except ray.exceptions.RayActorError:
+            break
     with pytest.raises(ReplicaDiedError):
-        for _ in range(50):  # the kill is asynchronous
-            router.chat(MSGS, session_id="a")
-            time.sleep(0.1)
+        router.chat(MSGS, session_id="a")
     assert router.live_replicas == 1
-    r = router.chat(MSGS, session_id="a")  # restarted session lands on the live replica, from its first turn
-    assert r.replica != dead and r.text == "turn 0"
+    # The other session of that replica is not served on by the live one mid-way (its state died): it is told too.
+    with pytest.raises(ReplicaDiedError, match="must restart"):
+        router.count_prompt_tokens(MSGS, None, session_id=other)
+    for s in ("a", other):  # restarted sessions land on the live replica, from their first turn
+        r = router.chat(MSGS, session_id=s)
+        assert r.replica != dead and r.text == "turn 0"
+    assert router._open == ([0, 4] if dead == 0 else [4, 0])
     router.close()
 
 
@@ -197,7 +207,7 @@ def test_openai_backend_against_vllm_server(tiny_model_dir, tmp_path):
     try:
         import httpx
 
-        deadline = time.time() + 180
+        deadline = time.time() + 600  # ends when the server is healthy; only stops a hang
         while time.time() < deadline:
             assert proc.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
             try:

@@ -357,12 +357,9 @@ def test_vllm_engine_drives_rollouts_end_to_end(tmp_path, tiny_engine, eval_sett
 # ---------------------------------------------------------------- Ray: replicas in actors, tools as Ray tasks
 
 
-@pytest.mark.xfail(strict=False, reason="under load the killed replica's trajectory is sometimes served on, "
-                                       "not restarted (seen once in 4 full runs on a busy 2-core machine); open in "
-                                       "issue 18")
 def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, eval_settings):
     from pipeline.identity import task_id
-    from pipeline.llm.backend import StickyRouter
+    from pipeline.llm.backend import ReplicaDiedError, StickyRouter
     from pipeline.llm.ray_replicas import start_replicas
     from pipeline.rollout.tools import RayRunner
 
@@ -380,10 +377,16 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
                                          cpus_per_replica=0))
     slow = task_id(codes[0])
     killed: list[int] = []
+    msgs = [{"role": "user", "content": "probe"}]
+    for i in range(2):  # one open session on each replica (pick: fewest open sessions, then the lowest index)
+        router.count_prompt_tokens(msgs, None, session_id=f"probe-{i}")
+    assert router._sessions == {"probe-0": 0, "probe-1": 1}
 
     class KillOnFirstBuild(RayRunner):
         """The real Ray runner; its first build also kills the replica serving the compiling trajectory, so that
-        replica dies mid-trajectory (deterministically, whatever the build cache holds)."""
+        replica dies mid-trajectory (deterministically, whatever the build cache holds), and another session of
+        that replica finds it dead first (the race a loaded machine used to win: the router then served the
+        trajectory's next turns on the live replica instead of restarting it)."""
 
         def compile(self, files, cache_dir):
             if not killed:
@@ -399,6 +402,9 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
                         ray_local.get(handle.info.remote())
                     except ray_local.exceptions.RayActorError:
                         break
+                with pytest.raises(ReplicaDiedError):
+                    router.count_prompt_tokens(msgs, None, session_id=f"probe-{killed[0]}")
+                assert router.live_replicas == 1
             return super().compile(files, cache_dir)
 
     out = rollout(tasks_table(*codes), settings(concurrency=4), router, eval_settings, "ray",

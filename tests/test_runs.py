@@ -196,12 +196,13 @@ def test_sql_works_while_a_run_writes(data_root):
 def test_sigterm_handler_unwinds_like_ctrl_c():
     from flows.commands import Interrupted, interrupt_on_signals
 
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Interrupted, match="SIGTERM"):
-        with interrupt_on_signals():
-            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next statement
-            raise AssertionError("not interrupted")
-    assert signal.getsignal(signal.SIGTERM) == before
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        before = signal.getsignal(sig)
+        with pytest.raises(Interrupted, match=sig.name):
+            with interrupt_on_signals():
+                os.kill(os.getpid(), sig)  # the handler runs before the next statement
+                raise AssertionError("not interrupted")
+        assert signal.getsignal(sig) == before
 
 
 def test_command_line_on_record_hides_secrets():
@@ -210,3 +211,39 @@ def test_command_line_on_record_hides_secrets():
     line = command_line(["/venv/bin/opforge", "run", "--set", "rollout.api_key=sk-1", "--hf-token", "hf_x",
                          "--set", "synth.n=4"])
     assert line == "opforge run --set 'rollout.api_key=<redacted>' --hf-token '<redacted>' --set synth.n=4"
+
+
+def test_stage_commands_writing_a_run_take_its_lock_and_end_it(data_root, tmp_path):
+    """`opforge synth/curate/rollout --run-id X` are writers of X too: refused while another process writes X
+    (before writing anything), and a run they start ends completed or failed, never `running` forever."""
+    from pipeline.cli import app
+
+    cat = Catalog(data_root / "catalog.duckdb", data_root)
+    cat.start_run("r1", {}, "test")
+    cli = CliRunner()
+    s = ["--set", f"data_root={data_root}"]
+    p = _holder_process(data_root)
+    try:
+        for args in (["synth", "--n", "2", "--no-validate", "--run-id", "r1"], ["curate", "--run-id", "r1"]):
+            r = cli.invoke(app, [*args, *s])
+            assert r.exit_code == 2 and f"run r1 is being written by pid {p.pid}" in r.output, r.output
+        assert not (data_root / "tables").exists()  # nothing written
+        assert cat.sql("SELECT status FROM runs").to_pylist() == [{"status": "running"}]  # the holder's run
+    finally:
+        p.kill()
+        p.wait()
+    r = cli.invoke(app, ["synth", "--n", "2", "--no-validate", "--run-id", "s1", *s])
+    assert r.exit_code == 0, r.output
+    (run,) = cat.sql("SELECT status, pipeline_version FROM runs WHERE run_id = 's1'").to_pylist()
+    assert run["status"] == "completed" and "git" in run["pipeline_version"] and holder(data_root, "s1") is None
+    # A command that fails marks its run failed and releases the lock.
+    tasks = tmp_path / "tasks.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"code": ["x = 1"]}), tasks)
+    r = cli.invoke(app, ["rollout", "--tasks", str(tasks), "--backend", "replay", "--replay",
+                         str(tmp_path / "missing.json"), "--run-id", "f1", *s])
+    assert r.exit_code != 0
+    assert cat.sql("SELECT status FROM runs WHERE run_id = 'f1'").to_pylist() == [{"status": "failed"}]
+    assert holder(data_root, "f1") is None

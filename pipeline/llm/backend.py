@@ -89,7 +89,11 @@ def response_from_text(raw: str, **kw: Any) -> ChatResponse:
 
 class StickyRouter:
     """Sends every turn of a session to one replica (its prefix cache then hits); new sessions go to the replica
-    with the fewest open sessions. A replica that raises ReplicaDiedError is taken out of rotation."""
+    with the fewest open sessions. A replica that raises ReplicaDiedError is taken out of rotation.
+
+    A session never moves to another replica mid-way (its state, e.g. its token record, died with the replica):
+    every session of a dead replica gets ReplicaDiedError on its next call, also when another session found the
+    replica dead first, and is forgotten; the caller restarts it (the same id then starts afresh on a live one)."""
 
     def __init__(self, replicas: list[Any]):
         if not replicas:
@@ -101,10 +105,21 @@ class StickyRouter:
         self._open = [0] * len(replicas)
         self._lock = threading.Lock()
 
+    def _forget(self, session_id: str | None) -> int | None:
+        # under self._lock
+        i = self._sessions.pop(session_id, None) if session_id is not None else None
+        if i is not None:
+            self._open[i] -= 1
+        return i
+
     def pick(self, session_id: str | None) -> int:
         with self._lock:
-            if session_id is not None and session_id in self._sessions and self._alive[self._sessions[session_id]]:
-                return self._sessions[session_id]
+            if session_id is not None and session_id in self._sessions:
+                i = self._sessions[session_id]
+                if self._alive[i]:
+                    return i
+                self._forget(session_id)
+                raise ReplicaDiedError(f"LLM replica {i} of session {session_id} died; the session must restart")
             alive = [i for i, a in enumerate(self._alive) if a]
             if not alive:
                 raise BackendError("no live replica left")
@@ -114,36 +129,37 @@ class StickyRouter:
                 self._open[i] += 1
             return i
 
+    def _died(self, i: int, session_id: str | None) -> None:
+        with self._lock:
+            self._alive[i] = False
+            self._forget(session_id)
+
     def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
              sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
         i = self.pick(session_id)
         try:
             resp = self.replicas[i].chat(messages, tools=tools, sampling=sampling, session_id=session_id)
         except ReplicaDiedError:
-            with self._lock:
-                self._alive[i] = False
+            self._died(i, session_id)
             raise
         resp.replica = i
         return resp
 
     def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
                             session_id: str | None = None) -> int | None:
-        # The session's own replica counts (it holds the session's token record). If it died, the session cannot
-        # continue elsewhere mid-way (its state is gone): ReplicaDiedError makes the caller restart the trajectory.
+        # The session's own replica counts (it holds the session's token record).
         i = self.pick(session_id)
         try:
             return self.replicas[i].count_prompt_tokens(messages, tools, session_id)
         except ReplicaDiedError:
-            with self._lock:
-                self._alive[i] = False
+            self._died(i, session_id)
             raise
 
     def end_session(self, session_id: str) -> None:
         with self._lock:
-            i = self._sessions.pop(session_id, None)
-            if i is not None:
-                self._open[i] -= 1
-        if i is not None and self._alive[i]:
+            i = self._forget(session_id)
+            alive = i is not None and self._alive[i]
+        if alive:
             self.replicas[i].end_session(session_id)
 
     @property
@@ -175,12 +191,13 @@ def make_backend(settings: Any) -> ChatBackend:
             raise ValueError("the replay backend needs replay_path (a trajectories Parquet or a JSON script file)")
         return ReplayBackend.from_path(s.replay_path, model_name=s.model or "replay")
     if s.backend == "openai":
+        from pipeline.credentials import reveal
         from pipeline.llm.openai_backend import OpenAIBackend
 
         if not s.base_url:
             raise ValueError("the openai backend needs base_url, e.g. http://127.0.0.1:8000/v1")
         urls = [u.strip() for u in s.base_url.split(",") if u.strip()]
-        eps = [OpenAIBackend(u, model=s.model, api_key=s.api_key, timeout_s=s.request_timeout_s,
+        eps = [OpenAIBackend(u, model=s.model, api_key=reveal(s.api_key), timeout_s=s.request_timeout_s,
                              retries=s.request_retries) for u in urls]
         return eps[0] if len(eps) == 1 else StickyRouter(eps)  # several servers: sticky sessions across them
     if s.backend == "vllm":

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
+
+from pipeline.credentials import Secret
 
 
 class LLMSettings(BaseModel):
@@ -14,7 +16,9 @@ class LLMSettings(BaseModel):
     backend: str = Field("vllm", description="vllm (offline engine) | openai (OpenAI-compatible endpoint) | replay")
     base_url: str | None = Field(None, description="openai backend: e.g. http://127.0.0.1:8000/v1; several "
                                  "comma-separated servers get a sticky router")
-    api_key: str = Field("EMPTY", description="openai backend: bearer token (vLLM's server ignores it by default).")
+    api_key: Secret = Field(SecretStr("EMPTY"), description="openai backend: bearer token (vLLM's server ignores it "
+                            "by default). A secret: give it as env:NAME (the environment variable NAME); it is "
+                            "never stored (docs/runs.md).")
     request_timeout_s: float = Field(600.0, description="openai backend: per-request timeout.")
     request_retries: int = Field(3, description="openai backend: retries of connection errors and 5xx answers.")
     replicas: int = Field(1, description="vllm backend: engine replicas; >1 (or use_ray) puts each in a Ray actor.")

@@ -34,11 +34,9 @@ def register(app: typer.Typer) -> None:
 
         import pyarrow.parquet as pq
 
-        import pipeline
         from pipeline.catalog import Catalog
-        from pipeline.llm.backend import make_backend
-        from pipeline.rollout.stage import rollout
-        from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
+        from pipeline.cli import writing_run
+        from pipeline.storage import with_code_column
 
         cfg = load_cli_config(config, set_)
         updates = {k: v for k, v in {"model": model, "backend": backend, "base_url": base_url,
@@ -61,28 +59,43 @@ def register(app: typer.Typer) -> None:
 
             ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
         cat = Catalog(root / "catalog.duckdb", root)
-        cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge rollout")
-        be = make_backend(rs)
-        counts: collections.Counter = collections.Counter()
-
-        def progress(row: dict) -> None:
-            counts[row["termination"]] += 1
-            console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
-                          f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
-
-        try:
-            result = rollout(table, rs, be, cfg.eval.model_dump(), run, out_dir=root, on_row=progress)
-        finally:
-            be.close()
-        merged = atomic_write_parquet(result, root / "trajectories.parquet")
-        store = DataStore(root)
-        for shard in store.shards("trajectories", run):
-            cat.register_file(run, "trajectories", shard, pq.read_metadata(shard).num_rows,
-                              int(result.schema.metadata[b"opforge.version"]))
+        with writing_run(root, cat, run, cfg.dump(), note="opforge rollout"):
+            result, counts, merged = _rollout_run(table, rs, cfg, run, root, cat)
         terms = collections.Counter(result.column("termination").to_pylist())
-        cat.record_stage(run, "rollout", rows_in=table.num_rows, rows_out=result.num_rows,
-                         drop_reasons={k: v for k, v in terms.items() if k != "finished"})
-        cat.finish_run(run)
         rewards = collections.Counter(result.column("final_reward").to_pylist())
         console.print(f"{result.num_rows} trajectories ({sum(counts.values())} new) -> {merged}")
         console.print(f"termination: {dict(terms)}  final_reward: {dict(sorted(rewards.items()))}")
+
+
+def _rollout_run(table, rs, cfg, run: str, root: Path, cat):
+    """Roll out, write the trajectories, record them (under the run's lock: `writing_run`)."""
+    import collections
+
+    import pyarrow.parquet as pq
+
+    from pipeline.cli import console
+    from pipeline.llm.backend import make_backend
+    from pipeline.rollout.stage import rollout
+    from pipeline.storage import DataStore, atomic_write_parquet
+
+    be = make_backend(rs)
+    counts: collections.Counter = collections.Counter()
+
+    def progress(row: dict) -> None:
+        counts[row["termination"]] += 1
+        console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
+                      f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
+
+    try:
+        result = rollout(table, rs, be, cfg.eval.model_dump(), run, out_dir=root, on_row=progress)
+    finally:
+        be.close()
+    merged = atomic_write_parquet(result, root / "trajectories.parquet")
+    store = DataStore(root)
+    for shard in store.shards("trajectories", run):
+        cat.register_file(run, "trajectories", shard, pq.read_metadata(shard).num_rows,
+                          int(result.schema.metadata[b"opforge.version"]))
+    terms = collections.Counter(result.column("termination").to_pylist())
+    cat.record_stage(run, "rollout", rows_in=table.num_rows, rows_out=result.num_rows,
+                     drop_reasons={k: v for k, v in terms.items() if k != "finished"})
+    return result, counts, merged
