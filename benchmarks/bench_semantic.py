@@ -35,13 +35,14 @@ def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int):
     with tempfile.TemporaryDirectory() as d:
         pj, rj = os.path.join(d, "p.json"), os.path.join(d, "r.json")
         Path(pj).write_text(json.dumps(payload))
-        prog = (f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = [None]\ndef emit_result(v):\n    _R[0] = v\n"
-                + source + f"\njson.dump(_R[0], open({rj!r}, 'w'))\n")
+        prog = (f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = []\ndef emit_result(v):\n    _R.append(v)\n"
+                + source + f"\njson.dump(_R, open({rj!r}, 'w'))\n")
         Path(d, "w.py").write_text(prog)
         p = subprocess.run([sys.executable, os.path.join(d, "w.py")], capture_output=True, text=True,
                            timeout=timeout_s)
         res = json.loads(Path(rj).read_text()) if os.path.exists(rj) else None
-        return types.SimpleNamespace(ok=p.returncode == 0 and res is not None, result=res,
+        return types.SimpleNamespace(ok=p.returncode == 0 and res is not None, result=res[-1] if res else None,
+                                     emitted=res or [],
                                      reason="" if p.returncode == 0 else "exception", error_message=p.stderr[-500:],
                                      violations=[])
 

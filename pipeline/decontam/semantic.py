@@ -23,7 +23,7 @@ import numpy as np
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "2"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+TRACER_VERSION = "4"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -97,52 +97,66 @@ def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
     env = {"TORCHINDUCTOR_CACHE_DIR": "torch-cache/inductor", "TRITON_CACHE_DIR": "torch-cache/triton"}
     # The worker forks one child per task (each task's trace isolated from the others'); the jail contains them.
     return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb, env=env,
-                         allow_fork=True)
+                         allow_fork=True, max_result_bytes=1 << 30)
+
+
+def _messages(res) -> list:
+    got = getattr(res, "emitted", None)
+    return got if isinstance(got, list) else ([res.result] if getattr(res, "result", None) is not None else [])
+
+
+def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float) -> tuple[list, bool, object]:
+    """One jailed process over `jobs`: (per-job results in order, as far as it got; whether it started; the run)."""
+    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
+    res = _RUN[0](source, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
+    got, started = [], False
+    for m in _messages(res):
+        if not isinstance(m, dict):
+            continue
+        started = started or bool(m.get("start"))
+        if m.get("nofork"):
+            return [], False, res
+        # results in job order, one each: anything else is not the worker's (a child cannot reach the channel)
+        if m.get("i") == len(got) and len(got) < len(jobs):
+            got.append(m["r"] if isinstance(m.get("r"), dict) else {"ok": False, "reason": "bad_result"})
+    return got, started, res
 
 
 def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
-    """Run jobs in one jailed process (fork per job); one jailed process per job where the jail forbids fork."""
+    """Run jobs in one long-lived jailed process (torch imported once, a fork per job). A job that kills that
+    process gets a `worker_died` row and the jobs after it run in a new process; a jail that forbids fork runs
+    one jailed process per job."""
     from pipeline.decontam.jailed import SINGLE, WORKER
 
-    run_sandboxed = _RUN[0]
-    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
-    res = run_sandboxed(WORKER, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
-    if res.ok and isinstance(res.result, dict) and isinstance(res.result.get("results"), list) \
-            and len(res.result["results"]) == len(jobs):
-        return [r if isinstance(r, dict) else {"ok": False, "reason": "bad_result"} for r in res.result["results"]]
-    nofork = (res.ok and isinstance(res.result, dict) and res.result.get("nofork")) or any(
-        str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
-    if not nofork:
-        return [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
-                for _ in jobs]
-    out = []
-    for job in jobs:
-        one = run_sandboxed(SINGLE, {**payload, "jobs": [job]}, 60 + per_job_s, settings.semantic_memory_mb)
-        r = one.result.get("results", [None])[0] if one.ok and isinstance(one.result, dict) else None
-        out.append(r if isinstance(r, dict) else {"ok": False, "reason": one.reason or "bad_result",
-                                                  "error": one.error_message[-300:]})
+    out: list[dict] = []
+    while len(out) < len(jobs):
+        rest = jobs[len(out):]
+        got, started, res = _one_worker(WORKER, rest, settings, per_job_s)
+        out += got
+        if len(got) == len(rest):
+            break
+        nofork = any(isinstance(m, dict) and m.get("nofork") for m in _messages(res)) or any(
+            str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
+        if nofork:
+            for job in rest[len(got):]:
+                one, _, r1 = _one_worker(SINGLE, [job], settings, per_job_s)
+                out.append(one[0] if one else {"ok": False, "reason": f"jail_{r1.reason or 'bad_result'}",
+                                               "error": r1.error_message[-300:]})
+            break
+        if not started:  # the jail or the worker failed before any task ran: nothing is this batch's fault
+            out += [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}",
+                     "error": res.error_message[-300:]} for _ in rest[len(got):]]
+            break
+        out.append({"ok": False, "reason": "worker_died", "error": f"{res.reason}: {res.error_message[-200:]}"})
     return out
 
 
 _RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
-PAYLOAD_BYTES = 100_000  # per jailed process: a jail that passes the payload in its environment caps it at 128 kB
 
 
 def _batches(jobs: list, n: int) -> list[list[int]]:
-    """Job indexes in n round-robin groups, each cut into batches of at most PAYLOAD_BYTES of code."""
-    out = []
-    for g in range(n):
-        cur, size = [], 0
-        for i in range(g, len(jobs), n):
-            s = sum(len(x) for x in jobs[i][1:])
-            if cur and size + s > PAYLOAD_BYTES:
-                out.append(cur)
-                cur, size = [], 0
-            cur.append(i)
-            size += s
-        if cur:
-            out.append(cur)
-    return out
+    """Job indexes in n round-robin groups: one long-lived worker each."""
+    return [list(range(g, len(jobs), n)) for g in range(n) if g < len(jobs)]
 
 
 def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
@@ -165,7 +179,7 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         return SemView(False, str(rec.get("reason") or "trace_error")[:40], trace_s=float(rec.get("wall_s") or 0),
                        cached=cached, error=str(rec.get("error", ""))[:300])
     try:
-        g = normalize(rec["nodes"])
+        g = normalize(rec["nodes"], rec.get("top"))
         feats = wl_features(g)
     except Exception as e:  # malformed report from a hostile trace: no semantic view for that task only
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
@@ -183,7 +197,7 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
     todo: dict[str, str] = {}
     for k, c in zip(keys, codes):
         got = _cache_get(root, k)
-        if got is not None:
+        if got is not None and not _stale(got, settings.trace_timeout_s):
             recs[k] = got
             cached.add(k)
         elif k not in todo:
@@ -192,17 +206,22 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
         results = run_jobs([["trace", c] for c in todo.values()], settings, settings.trace_timeout_s)
         for k, r in zip(todo, results):
             if _transient(r):
-                recs[k] = r  # the jail failed, or time ran out (load): not cached, tried again next time
+                recs[k] = r  # the jail failed: not cached, tried again next time
                 continue
-            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "wall_s", "error") if key in r}
+            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "top", "wall_s", "error") if key in r}
+            r["limit_s"] = settings.trace_timeout_s
             recs[k] = r
             _cache_put(root, k, r)
     return [_view_of(recs[k], k in cached) for k in keys]
 
 
 def _transient(rep: dict) -> bool:
-    reason = str(rep.get("reason") or "")
-    return reason.startswith("jail_") or reason == "timeout"
+    return str(rep.get("reason") or "").startswith("jail_")
+
+
+def _stale(rec: dict, limit_s: float) -> bool:
+    """A cached timeout under a shorter time limit than today's is tried again (a longer limit may finish it)."""
+    return rec.get("reason") == "timeout" and float(rec.get("limit_s") or 0) < limit_s
 
 
 def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
@@ -226,7 +245,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
     todo: dict[str, tuple[str, str]] = {}
     for k, pair in zip(keys, pairs):
         got = _cache_get(root, k)
-        if got is not None:
+        if got is not None and not _stale(got, settings.confirm_timeout_s):
             reps[k] = got
         else:
             todo.setdefault(k, pair)
@@ -234,7 +253,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
                                      settings.confirm_timeout_s)):
         reps[k] = rep
         if not _transient(rep):
-            _cache_put(root, k, rep)
+            _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
     out = []
     for k in keys:
         rep = dict(reps[k])
@@ -402,17 +421,24 @@ def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list
     if not rows:
         return
     views = semantic_views([codes[i] for i in rows], settings)
-    jobs = [(codes[i], ref_codes[pos[cols["nearest_ref"][i]]]) for i in rows]
-    for i, v, rep in zip(rows, views, confirm_pairs(jobs, settings)):
+    # Only rows that can be near-variants are run: a graph and ops equal to the problem's are its copy, and one far
+    # from it (or changed in more ops) stays the copy the token views found.
+    cand = []
+    for i, v in zip(rows, views):
         j = pos[cols["nearest_ref"][i]]
         out["semantic_status"][i] = "traced" if v.ok else v.reason
-        if not (v.ok and ref.views[j].ok and rep.get("ok") and rep.get("max_abs_diff") is not None):
+        if not (v.ok and ref.views[j].ok):
             continue
         sim = float(ref.similarities([v.features])[0, j])
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
+        if sim < settings.near_variant_threshold:
+            continue
         diff = difference(v.graph, ref.views[j].graph)
-        if rep["equivalent"] or sim < settings.near_variant_threshold \
-                or diff["n_changes"] > settings.near_variant_changes + 1:  # a moved dim shows in 2 primitives
+        if (sim < 1.0 or diff["n_changes"]) and diff["n_changes"] <= settings.near_variant_changes:
+            cand.append((i, v, j, sim, diff))
+    reps = confirm_pairs([(codes[i], ref_codes[j]) for i, _, j, _, _ in cand], settings) if cand else []
+    for (i, v, j, sim, diff), rep in zip(cand, reps):
+        if not rep.get("ok") or rep.get("max_abs_diff") is None or rep["equivalent"]:
             continue
         out["near_variant"][i], out["view"][i] = True, "semantic"
         cols["reason"][i] = "near_variant"
