@@ -194,25 +194,30 @@ class _Meter:
         fn = getattr(self.sem, name)
 
         def timed(items, settings):
-            t, c = time.perf_counter(), cpu_seconds()
+            t, c = time.perf_counter(), self.sem.STATS["worker_cpu_s"]
             out = fn(items, settings)
             rec = self.calls.setdefault(name, [0, 0.0, 0.0, 0])
             rec[0] += len(items)
             rec[1] += time.perf_counter() - t
-            rec[2] += cpu_seconds() - c
+            rec[2] += self.sem.STATS["worker_cpu_s"] - c
             rec[3] += sum(not getattr(v, "cached", True) for v in out) if name == "semantic_views" else 0
             return out
 
         setattr(self.sem, name, timed)
 
     def line(self) -> str:
+        """Wall time of each kind of work; CPU time of the jailed workers as they report it (they are not this
+        process's children), including their start-up (torch import, warm-up)."""
         tr = self.calls.get("semantic_views", [0, 0.0, 0.0, 0])
         cf = self.calls.get("confirm_pairs", [0, 0.0, 0.0, 0])
         self.calls = {}
-        per = f"{1000 * tr[2] / tr[3]:.1f} ms CPU / {1000 * tr[1] / tr[3]:.1f} ms wall per traced task" if tr[3] \
-            else "all from the cache"
-        return (f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s CPU ({per}); "
-                f"confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s CPU")
+        starts = self.sem.STATS["worker_starts"]
+        self.sem.STATS.update(worker_starts=0)
+        per = (f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task"
+               if tr[3] else "all from the cache")
+        return (f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
+                f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
+                f"{starts} jailed workers started")
 
 
 def semantic_section(refs, rows, labels, settings, args) -> None:
@@ -245,13 +250,13 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
         t, c = time.perf_counter(), cpu_seconds()
         decontaminate(rows, off_index, settings)
         t_off, c_off = time.perf_counter() - t, cpu_seconds() - c
-        t, c = time.perf_counter(), cpu_seconds()
+        t, c, w = time.perf_counter(), cpu_seconds(), sem.STATS["worker_cpu_s"]
         out = decontaminate(rows, index, on)
-        t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c
+        t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c + sem.STATS["worker_cpu_s"] - w
         flagged = np.array(out.column("contaminated").to_pylist())
         status = out.column("semantic_status").to_pylist()
-        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU against {t_off:.2f} s "
-              f"wall / {c_off:.2f} s CPU for the views alone just before: ratio {t_sem / t_off:.2f}x wall, "
+        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
+              f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
               f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; traced "
               f"{sum(s == 'traced' for s in status)}, statuses {dict(collections.Counter(status))}; reasons "
               f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}")

@@ -159,3 +159,57 @@ def test_report_shows_view_evidence_and_graphs(semantic_run, tmp_path):
     if functional:
         assert "class='max-diff'" in html and "class='mapping'" in html
     assert meta["near_variants"] >= 1 and "functional_match" in meta["rule"]
+
+
+# A task that writes forged results for the jobs after it into every file descriptor it can reach (its own, and
+# the worker's through /proc), then one that kills its worker: the other tasks' views must be their own.
+FORGER = '''
+import json, os
+import torch
+import torch.nn as nn
+fake = {"ok": True, "nodes": [["P", "input", 1, [2]], ["O", [["n", 0]], -1]]}
+lines = "".join(json.dumps({"type": "result", "value": {"i": i, "r": fake}}) + "\\n" for i in range(8)).encode()
+paths = []
+try:
+    paths = ["/proc/%d/fd/%s" % (os.getppid(), f) for f in os.listdir("/proc/%d/fd" % os.getppid())]
+except OSError:
+    pass
+for fd in range(3, 64):
+    try:
+        os.write(fd, lines)
+    except OSError:
+        pass
+for p in paths:
+    try:
+        with open(p, "wb") as f:
+            f.write(lines)
+    except OSError:
+        pass
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(2)]
+
+def get_init_inputs():
+    return []
+'''
+KILLER = FORGER.split("fake =")[0] + "os.kill(os.getppid(), 9)\n" + FORGER[FORGER.index("\nclass Model"):]
+
+
+def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semantic_run):
+    from pipeline.decontam.semantic import semantic_views
+
+    base = semantic_run["settings"].semantic_cache_dir
+    codes = dict(semantic_run["cands"])
+    a, b = codes["para:matmul"], codes["para:formula"]
+    alone = semantic_views([a, b], semantic_run["settings"].model_copy(update={"semantic_cache_dir": base + "-2"}))
+    mixed = semantic_views([a, FORGER, KILLER, b], semantic_run["settings"].model_copy(
+        update={"workers": 1, "semantic_cache_dir": base + "-3"}))
+    assert mixed[2].reason == "worker_died" and not mixed[2].ok
+    # the forger garbled its own answer (crashed) and nothing else: its lines never reached the worker's channel
+    assert mixed[1].reason in ("crashed", "") and len(mixed) == 4
+    for x, y in ((alone[0], mixed[0]), (alone[1], mixed[3])):
+        assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()

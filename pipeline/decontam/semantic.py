@@ -23,7 +23,7 @@ import numpy as np
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "4"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+TRACER_VERSION = "5"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -114,6 +114,10 @@ def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: 
         if not isinstance(m, dict):
             continue
         started = started or bool(m.get("start"))
+        if isinstance(m.get("done"), int) and isinstance(m.get("cpu_s"), (int, float)):
+            with _LOCK:
+                STATS["worker_cpu_s"] += float(m["cpu_s"])
+                STATS["worker_starts"] += 1
         if m.get("nofork"):
             return [], False, res
         # results in job order, one each: anything else is not the worker's (a child cannot reach the channel)
@@ -152,6 +156,7 @@ def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> lis
 
 
 _RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
+STATS = {"worker_cpu_s": 0.0, "worker_starts": 0}  # what the workers that finished reported (benchmarks read it)
 
 
 def _batches(jobs: list, n: int) -> list[list[int]]:
@@ -392,7 +397,8 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
                 out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary})
             continue
         diff = difference(views[k].graph, ref.views[best].graph)
-        if diff["n_changes"] > settings.near_variant_changes:
+        ran = dict(tried).get(best, {})  # outputs shown to differ: both ran on the same inputs
+        if diff["n_changes"] > settings.near_variant_changes or not (ran.get("ok") and ran.get("cand_shapes")):
             out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary, "difference": diff})
             continue
         out["near_variant"][i] = True
