@@ -326,14 +326,23 @@ def graph_lines(g: SemGraph, limit: int = 60) -> list[str]:
 def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
     """The ops (with their non-tensor arguments: dims, constants) one task has more of than the other, counted
     at the level that shows fewer changes: the ops forward called (softmax over another dim is one change) or
-    the primitive ops after decomposition (a formula written out by hand against the library call)."""
+    the primitive ops after decomposition (a formula written out by hand against the library call).
+    `substitution`: as many ops added as removed at that level (an op or its arguments changed, none added or
+    dropped: what a near-variant is; a task with one more or one less op is another composition)."""
     best = None
     for level, a, b in (("called", cand.top, ref.top), ("primitive", cand.detail, ref.detail)):
         if level == "called" and not (a and b):
             continue
         plus, minus = a - b, b - a
-        n = max(sum(plus.values()), sum(minus.values()))
-        if best is None or n < best["n_changes"]:
-            best = {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
-                    "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)], "n_changes": n, "level": level}
+        n_plus, n_minus = sum(plus.values()), sum(minus.values())
+        got = {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
+               "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)], "n_changes": max(n_plus, n_minus),
+               "substitution": n_plus == n_minus, "level": level}
+        if best is None or (got["substitution"], -got["n_changes"]) > (best["substitution"], -best["n_changes"]):
+            best = got
     return best
+
+
+def is_near_variant(diff: dict, max_changes: int) -> bool:
+    """One to max_changes ops changed in place (the same ops wired in another order are another composition)."""
+    return bool(diff["substitution"]) and 1 <= diff["n_changes"] <= max_changes

@@ -320,11 +320,12 @@ class SemanticReference:
 
 def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list[int]:
     """Reference problems worth running beside the candidate: the semantically nearest ones above the threshold,
-    then those with the same input shapes (a paraphrase keeps get_inputs), nearest first; at most top_k + 2."""
+    then those with the same input shapes (a paraphrase keeps get_inputs) and some similarity (same_inputs_floor),
+    nearest first; at most top_k + 2."""
     order = np.argsort(-sims, kind="stable")
     picked = [int(j) for j in order[:settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
-    for j in same:
+    for j in (j for j in same if sims[j] >= settings.same_inputs_floor):
         if len(picked) >= settings.semantic_top_k + 2:
             break
         if j not in picked:
@@ -337,7 +338,7 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
     at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
-    from pipeline.decontam.graphfp import difference
+    from pipeline.decontam.graphfp import difference, is_near_variant
 
     n = len(codes)
     out: dict[str, list] = {"view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in
@@ -391,15 +392,22 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
                 "graph_candidate": graph_text(views[k]), "graph_reference": graph_text(ref.views[j]),
                 "tried": summary})
             continue
-        best = int(np.argmax(sims[row])) if sims.shape[1] else -1
-        if best < 0 or sims[row, best] < settings.near_variant_threshold or not ref.views[best].ok:
+        # near_variant: the nearest problem, among those run beside it (outputs shown to differ on the same
+        # inputs) and semantically near, from which only one or two ops changed in place
+        best, diff = -1, None
+        for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]):
+            if sims[row, j] < settings.near_variant_threshold or not ref.views[j].ok \
+                    or not (rep.get("ok") and rep.get("cand_shapes")):
+                continue
+            d = difference(views[k].graph, ref.views[j].graph)
+            # the same graph and called ops whose outputs still differ (tensors the mapping could not tie): the
+            # problem itself, at the least a near-variant of it
+            if is_near_variant(d, settings.near_variant_changes) or (sims[row, j] >= 1.0 and not d["n_changes"]):
+                best, diff = j, d
+                break
+        if best < 0:
             if summary:
                 out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary})
-            continue
-        diff = difference(views[k].graph, ref.views[best].graph)
-        ran = dict(tried).get(best, {})  # outputs shown to differ: both ran on the same inputs
-        if diff["n_changes"] > settings.near_variant_changes or not (ran.get("ok") and ran.get("cand_shapes")):
-            out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary, "difference": diff})
             continue
         out["near_variant"][i] = True
         out["view"][i] = "semantic"
@@ -419,7 +427,7 @@ def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list
     """Rows the canonical/ops views flagged: run beside their nearest problem. Same output shapes, outputs that
     differ and at most near_variant_changes ops changed make it a near_variant (softmax over another axis reads
     like a copy to the token views); equal outputs or other shapes (sizes changed) keep the copy's reason."""
-    from pipeline.decontam.graphfp import difference
+    from pipeline.decontam.graphfp import difference, is_near_variant
 
     pos = {rid: j for j, rid in enumerate(ref_ids)}
     rows = [i for i in range(len(codes)) if cols["contaminated"][i]
@@ -440,7 +448,7 @@ def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list
         if sim < settings.near_variant_threshold:
             continue
         diff = difference(v.graph, ref.views[j].graph)
-        if (sim < 1.0 or diff["n_changes"]) and diff["n_changes"] <= settings.near_variant_changes:
+        if is_near_variant(diff, settings.near_variant_changes):
             cand.append((i, v, j, sim, diff))
     reps = confirm_pairs([(codes[i], ref_codes[j]) for i, _, j, _, _ in cand], settings) if cand else []
     for (i, v, j, sim, diff), rep in zip(cand, reps):

@@ -17,7 +17,8 @@ class DecontamSettings(BaseModel):
     exact_max_refs: int = Field(5000, description="References up to this size are also scored exactly "
                                                   "against every problem, not only the LSH hits.")
     threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
-                                              "one reference problem reaches this (calibrated, README.md (Decontamination)).")
+                                              "one reference problem reaches this (calibrated, README.md "
+                                              "(Decontamination)).")
     ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
                                                    "this (the same ordered ops: the same problem written anew) and")
     canon_floor: float = Field(0.25, description="... the canonical Jaccard is at least this (a task of the same "
@@ -32,10 +33,13 @@ class DecontamSettings(BaseModel):
                                                        "a candidate for functional confirmation.")
     semantic_top_k: int = Field(3, description="Reference problems confirmed per candidate: the semantically "
                                                "nearest ones, plus those with the same input shapes, at most this.")
-    near_variant_threshold: float = Field(0.8, description="near_variant: semantic Jaccard at least this to a "
-                                                           "problem whose outputs differ, and ...")
-    near_variant_changes: int = Field(1, description="... at most this many ops (with their dims and constants) "
-                                                     "added or removed against it.")
+    same_inputs_floor: float = Field(0.3, description="Problems with the candidate's input shapes are also "
+                                                      "confirmed when their semantic Jaccard is at least this.")
+    near_variant_threshold: float = Field(0.5, description="near_variant: semantic Jaccard at least this to a "
+                                                           "problem whose outputs differ on the same inputs, and ...")
+    near_variant_changes: int = Field(1, description="... 1 to this many ops (with their dims and constants) "
+                                                     "changed in place against it, as many added as removed "
+                                                     "(counted as called, or as decomposed when fewer).")
     near_variant_policy: Literal["remove", "keep"] = Field(
         "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
                               "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).")
