@@ -27,7 +27,11 @@ SOURCES = {
     "algebra": ["level2/40_Matmul_Scaling_ResidualAdd", "level2/76_Gemm_Add_ReLU"],
     "helpers": ["level2/76_Gemm_Add_ReLU", "level1/23_Softmax"],
 }
-OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_"]
+OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_", "level1/38_L1Norm_"]
+# Near-variants (one change of meaning) of problems in the reference: (task id, source, mutation, what changed)
+VARIANTS = [("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
+            ("variant:softmax_swap", "level1/23_Softmax", "swap_op", "_log_softmax"),
+            ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean")]
 DIFFERENT = '''
 import torch
 import torch.nn as nn
@@ -82,8 +86,8 @@ def semantic_run(kernelbench_path, tmp_path_factory):
                 break
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
-    variant = mutate(by_id["level1/23_Softmax"].code, "move_dim", 0)
-    cands += [("variant:softmax_dim", variant), ("different", DIFFERENT), ("hostile", HOSTILE)]
+    cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
+    cands += [("different", DIFFERENT), ("hostile", HOSTILE)]
     refs = sorted({*sources.values(), *OTHERS})
     reference = [by_id[r] for r in refs]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
@@ -111,17 +115,26 @@ def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
         assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
 
 
-def test_near_variant_is_its_own_decision_and_the_policy_decides(semantic_run):
-    r = semantic_run["rows"]["variant:softmax_dim"]
+@pytest.mark.parametrize("tid,src,mode,op", VARIANTS)
+def test_near_variant_is_its_own_decision_with_the_difference(semantic_run, tid, src, mode, op):
+    r = semantic_run["rows"][tid]
     assert r["reason"] == "near_variant" and r["near_variant"] and r["contaminated"], r
-    assert r["semantic_ref"] == "level1/23_Softmax" and r["view"] == "semantic"
+    assert r["semantic_ref"] == src and r["nearest_ref"] == src and r["view"] == "semantic"
     ev = json.loads(r["evidence"])
-    assert ev["difference"]["n_changes"] <= 2 and not any(t["equivalent"] for t in ev["tried"])
-    kept = semantic_run["keep"]["variant:softmax_dim"]
-    assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"]
+    diff = ev["difference"]
+    assert 1 <= diff["n_changes"] <= 1 and diff["substitution"], diff
+    assert any(x.startswith(op) for x in diff["added"] + diff["removed"]), diff  # the changed op is named
+    assert not any(t["equivalent"] for t in ev["tried"]) and ev["graph_candidate"] and ev["graph_reference"]
+
+
+def test_near_variant_policy_keep_reports_without_removing(semantic_run):
+    variants = {tid for tid, *_ in VARIANTS}
+    for tid in variants:
+        kept = semantic_run["keep"][tid]
+        assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"], kept
     # the policy changes near-variants only
     for tid, row in semantic_run["rows"].items():
-        if tid != "variant:softmax_dim":
+        if tid not in variants:
             assert semantic_run["keep"][tid]["contaminated"] == row["contaminated"], tid
 
 

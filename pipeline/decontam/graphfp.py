@@ -335,14 +335,24 @@ def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
             continue
         plus, minus = a - b, b - a
         n_plus, n_minus = sum(plus.values()), sum(minus.values())
+        bases = [Counter({_op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
         got = {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
                "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)], "n_changes": max(n_plus, n_minus),
-               "substitution": n_plus == n_minus, "level": level}
+               "substitution": n_plus == n_minus, "same_ops": bases[0] == bases[1],
+               "kept": sum((a & b).values()), "level": level}
         if best is None or (got["substitution"], -got["n_changes"]) > (best["substitution"], -best["n_changes"]):
             best = got
     return best
 
 
-def is_near_variant(diff: dict, max_changes: int) -> bool:
-    """One to max_changes ops changed in place (the same ops wired in another order are another composition)."""
-    return bool(diff["substitution"]) and 1 <= diff["n_changes"] <= max_changes
+def _op_of(label: str) -> str:
+    return label.split("[", 1)[0]
+
+
+def is_near_variant(diff: dict, max_changes: int, min_kept: int) -> bool:
+    """One to max_changes ops changed in place: their dims or constants (softmax over another axis), or the op
+    itself (an activation swapped) where at least min_kept ops of the problem stay as they are (one of two or
+    three ops swapped makes another composition). The same ops wired in another order are another composition."""
+    if not (diff["substitution"] and 1 <= diff["n_changes"] <= max_changes):
+        return False
+    return bool(diff.get("same_ops")) or diff.get("kept", 0) >= min_kept

@@ -402,7 +402,8 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
             d = difference(views[k].graph, ref.views[j].graph)
             # the same graph and called ops whose outputs still differ (tensors the mapping could not tie): the
             # problem itself, at the least a near-variant of it
-            if is_near_variant(d, settings.near_variant_changes) or (sims[row, j] >= 1.0 and not d["n_changes"]):
+            if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) \
+                    or (sims[row, j] >= 1.0 and not d["n_changes"]):
                 best, diff = j, d
                 break
         if best < 0:
@@ -448,7 +449,7 @@ def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list
         if sim < settings.near_variant_threshold:
             continue
         diff = difference(v.graph, ref.views[j].graph)
-        if is_near_variant(diff, settings.near_variant_changes):
+        if is_near_variant(diff, settings.near_variant_changes, settings.near_variant_min_kept):
             cand.append((i, v, j, sim, diff))
     reps = confirm_pairs([(codes[i], ref_codes[j]) for i, _, j, _, _ in cand], settings) if cand else []
     for (i, v, j, sim, diff), rep in zip(cand, reps):

@@ -40,6 +40,8 @@ class DecontamSettings(BaseModel):
     near_variant_changes: int = Field(1, description="... 1 to this many ops (with their dims and constants) "
                                                      "changed in place against it, as many added as removed "
                                                      "(counted as called, or as decomposed when fewer).")
+    near_variant_min_kept: int = Field(3, description="... and where an op itself is swapped (not only its dims or "
+                                                      "constants), at least this many of the problem's ops unchanged.")
     near_variant_policy: Literal["remove", "keep"] = Field(
         "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
                               "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).")
