@@ -30,8 +30,10 @@ SOURCES = {
 OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_", "level1/38_L1Norm_"]
 # Near-variants (one change of meaning) of problems in the reference: (task id, source, mutation, what changed)
 VARIANTS = [("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
-            ("variant:softmax_swap", "level1/23_Softmax", "swap_op", "_log_softmax"),
             ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean")]
+# A one-op problem with its op swapped is another problem (softmax -> log-softmax is KernelBench's LogSoftmax):
+# not a near-variant of the first (near_variant_min_kept).
+SWAPPED = ("swapped:softmax_log", "level1/23_Softmax", "swap_op")
 DIFFERENT = '''
 import torch
 import torch.nn as nn
@@ -87,6 +89,7 @@ def semantic_run(kernelbench_path, tmp_path_factory):
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
     cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
+    cands.append((SWAPPED[0], mutate(by_id[SWAPPED[1]].code, SWAPPED[2], 0)))
     cands += [("different", DIFFERENT), ("hostile", HOSTILE)]
     refs = sorted({*sources.values(), *OTHERS})
     reference = [by_id[r] for r in refs]
@@ -125,6 +128,12 @@ def test_near_variant_is_its_own_decision_with_the_difference(semantic_run, tid,
     assert 1 <= diff["n_changes"] <= 1 and diff["substitution"], diff
     assert any(x.startswith(op) for x in diff["added"] + diff["removed"]), diff  # the changed op is named
     assert not any(t["equivalent"] for t in ev["tried"]) and ev["graph_candidate"] and ev["graph_reference"]
+
+
+def test_an_op_swapped_in_a_one_op_problem_is_not_a_near_variant(semantic_run):
+    r = semantic_run["rows"][SWAPPED[0]]
+    assert r["reason"] != "near_variant" and not r["near_variant"] and not r["contaminated"], r
+    assert r["semantic_status"] == "traced"
 
 
 def test_near_variant_policy_keep_reports_without_removing(semantic_run):
