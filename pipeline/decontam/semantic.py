@@ -348,16 +348,17 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     todo = [i for i in range(n) if not cols["contaminated"][i] and cols["parse_ok"][i]]
     if not settings.semantic:
         return out
-    _recheck_copies(codes, cols, out, ref_codes, ref_ids, ref, settings)
-    if not todo:
-        return out
-    views = semantic_views([codes[i] for i in todo], settings)
+    pos = {rid: j for j, rid in enumerate(ref_ids)}
+    copies = [i for i in range(n) if cols["contaminated"][i]
+              and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
+    # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
+    views_all = semantic_views([codes[i] for i in copies + todo], settings)
+    recheck = _recheck_candidates(copies, views_all[:len(copies)], cols, out, ref_ids, pos, ref, settings)
+    views = views_all[len(copies):]
     ok = [k for k, v in enumerate(views) if v.ok]
     for k, v in enumerate(views):
         out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
-    if not ok:
-        return out
-    sims = ref.similarities([views[k].features for k in ok])
+    sims = ref.similarities([views[k].features for k in ok]) if ok else np.zeros((0, len(ref_ids)))
     jobs, owners = [], []
     for row, k in enumerate(ok):
         i = todo[k]
@@ -368,7 +369,10 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
         for j in _shortlist(sims[row], views[k], ref, settings):
             jobs.append((codes[i], ref_codes[j]))
             owners.append((row, k, j))
-    reports = confirm_pairs(jobs, settings) if jobs else []
+    re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
+    reports = confirm_pairs(re_jobs + jobs, settings) if re_jobs or jobs else []
+    _recheck_apply(recheck, reports[:len(re_jobs)], cols, out, ref_ids, ref, settings)
+    reports = reports[len(re_jobs):]
     per_row: dict[int, list] = {}
     for (row, _k, j), rep in zip(owners, reports):
         per_row.setdefault(row, []).append((j, rep))
@@ -423,21 +427,15 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     return out
 
 
-def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list], ref_codes: list[str],
-                    ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
-    """Rows the canonical/ops views flagged: run beside their nearest problem. Same output shapes, outputs that
-    differ and at most near_variant_changes ops changed make it a near_variant (softmax over another axis reads
-    like a copy to the token views); equal outputs or other shapes (sizes changed) keep the copy's reason."""
+def _recheck_candidates(rows: list[int], views: list[SemView], cols: dict[str, list], out: dict[str, list],
+                        ref_ids: list[str], pos: dict[str, int], ref: SemanticReference,
+                        settings: DecontamSettings) -> list[tuple]:
+    """Rows the canonical/ops views flagged that could be near-variants of their nearest problem (softmax over
+    another axis reads like a copy to the token views): semantically near it with 1..near_variant_changes ops
+    changed in place. A graph and ops equal to the problem's are its copy; one far from it stays the copy the token
+    views found. Returns (row, view, problem, similarity, difference) to run beside the problem."""
     from pipeline.decontam.graphfp import difference, is_near_variant
 
-    pos = {rid: j for j, rid in enumerate(ref_ids)}
-    rows = [i for i in range(len(codes)) if cols["contaminated"][i]
-            and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
-    if not rows:
-        return
-    views = semantic_views([codes[i] for i in rows], settings)
-    # Only rows that can be near-variants are run: a graph and ops equal to the problem's are its copy, and one far
-    # from it (or changed in more ops) stays the copy the token views found.
     cand = []
     for i, v in zip(rows, views):
         j = pos[cols["nearest_ref"][i]]
@@ -451,7 +449,13 @@ def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list
         diff = difference(v.graph, ref.views[j].graph)
         if is_near_variant(diff, settings.near_variant_changes, settings.near_variant_min_kept):
             cand.append((i, v, j, sim, diff))
-    reps = confirm_pairs([(codes[i], ref_codes[j]) for i, _, j, _, _ in cand], settings) if cand else []
+    return cand
+
+
+def _recheck_apply(cand: list[tuple], reps: list[dict], cols: dict[str, list], out: dict[str, list],
+                   ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
+    """Outputs that differ from the problem's on the same inputs make a re-checked copy a near_variant (removed or
+    kept per near_variant_policy); equal outputs, or a run that failed, keep the copy's reason."""
     for (i, v, j, sim, diff), rep in zip(cand, reps):
         if not rep.get("ok") or rep.get("max_abs_diff") is None or rep["equivalent"]:
             continue
