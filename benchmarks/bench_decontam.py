@@ -186,7 +186,7 @@ class _Meter:
     view's two kinds of jailed work, measured around pipeline.decontam.semantic's functions."""
 
     def __init__(self, sem) -> None:
-        self.sem, self.calls = sem, {}
+        self.sem, self.calls, self.child_s = sem, {}, []
         for name in ("semantic_views", "confirm_pairs"):
             self.wrap(name)
 
@@ -200,7 +200,9 @@ class _Meter:
             rec[0] += len(items)
             rec[1] += time.perf_counter() - t
             rec[2] += self.sem.STATS["worker_cpu_s"] - c
-            rec[3] += sum(not getattr(v, "cached", True) for v in out) if name == "semantic_views" else 0
+            if name == "semantic_views":
+                rec[3] += sum(not v.cached for v in out)
+                self.child_s += [v.trace_s for v in out if not v.cached]
             return out
 
         setattr(self.sem, name, timed)
@@ -213,7 +215,10 @@ class _Meter:
         self.calls = {}
         starts = self.sem.STATS["worker_starts"]
         self.sem.STATS.update(worker_starts=0)
-        per = (f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task"
+        kids, self.child_s = np.array(self.child_s or [0.0]), []
+        per = (f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task; "
+               f"per task in the worker (fork, trace, answer) median {1000 * np.median(kids):.1f} ms, p90 "
+               f"{1000 * np.percentile(kids, 90):.1f} ms, {np.sum(kids > 5)} over 5 s ({kids[kids > 5].sum():.0f} s)"
                if tr[3] else "all from the cache")
         return (f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
                 f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
