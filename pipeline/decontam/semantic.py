@@ -349,8 +349,10 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     if not settings.semantic:
         return out
     pos = {rid: j for j, rid in enumerate(ref_ids)}
+    # copies of a problem without a view of its own (a level-4 model that times out) cannot be compared: not traced
     copies = [i for i in range(n) if cols["contaminated"][i]
-              and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
+              and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos
+              and ref.views[pos[cols["nearest_ref"][i]]].ok]
     # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
     views_all = semantic_views([codes[i] for i in copies + todo], settings)
     recheck = _recheck_candidates(copies, views_all[:len(copies)], cols, out, ref_ids, pos, ref, settings)
