@@ -27,7 +27,7 @@ class DecontamSettings(BaseModel):
                                                   "character-shingle Jaccard to a reference reaches this.")
     semantic: bool = Field(False, description="Also compare what tasks compute: the semantic view (traced core ATen "
                                               "graphs) and functional confirmation (docs/contamination.md). Off by "
-                                              "default: a cold check costs ~0.13 s of jailed CPU per candidate "
+                                              "default: a cold check costs ~0.1 s of jailed CPU per candidate "
                                               "(a trace; a confirmation for about one in three) against ~2 ms for "
                                               "the token views (docs/contamination.md).")
     semantic_threshold: float = Field(0.5, description="Semantic (graph) Jaccard from which a reference problem is "
