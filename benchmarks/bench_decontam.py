@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from pipeline.decontam.calibration.disguise import TRANSFORMS, disguise  # noqa: E402
-from pipeline.decontam.index import ReferenceIndex  # noqa: E402
 from pipeline.decontam.calibration.negatives import random_composition  # noqa: E402
+from pipeline.decontam.index import ReferenceIndex  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 from pipeline.decontam.stage import decontaminate  # noqa: E402
 from pipeline.kernelbench import load_reference  # noqa: E402
@@ -181,7 +181,53 @@ def main() -> None:
         semantic_section(refs, rows, labels, settings, args)
 
 
+class _Meter:
+    """Wall time, CPU time (this process and its children: the jailed workers) and job counts of the semantic
+    view's two kinds of jailed work, measured around pipeline.decontam.semantic's functions."""
+
+    def __init__(self, sem) -> None:
+        self.sem, self.calls, self.child_s = sem, {}, []
+        for name in ("semantic_views", "confirm_pairs"):
+            self.wrap(name)
+
+    def wrap(self, name: str) -> None:
+        fn = getattr(self.sem, name)
+
+        def timed(items, settings):
+            t, c = time.perf_counter(), self.sem.STATS["worker_cpu_s"]
+            out = fn(items, settings)
+            rec = self.calls.setdefault(name, [0, 0.0, 0.0, 0])
+            rec[0] += len(items)
+            rec[1] += time.perf_counter() - t
+            rec[2] += self.sem.STATS["worker_cpu_s"] - c
+            if name == "semantic_views":
+                rec[3] += sum(not v.cached for v in out)
+                self.child_s += [v.trace_s for v in out if not v.cached]
+            return out
+
+        setattr(self.sem, name, timed)
+
+    def line(self) -> str:
+        """Wall time of each kind of work; CPU time of the jailed workers as they report it (they are not this
+        process's children), including their start-up (torch import, warm-up)."""
+        tr = self.calls.get("semantic_views", [0, 0.0, 0.0, 0])
+        cf = self.calls.get("confirm_pairs", [0, 0.0, 0.0, 0])
+        self.calls = {}
+        starts = self.sem.STATS["worker_starts"]
+        self.sem.STATS.update(worker_starts=0)
+        kids, self.child_s = np.array(self.child_s or [0.0]), []
+        per = (f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task; "
+               f"per task in the worker (fork, trace, answer) median {1000 * np.median(kids):.1f} ms, p90 "
+               f"{1000 * np.percentile(kids, 90):.1f} ms, {np.sum(kids > 5)} over 5 s ({kids[kids > 5].sum():.0f} s)"
+               if tr[3] else "all from the cache")
+        return (f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
+                f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
+                f"{starts} jailed workers started")
+
+
 def semantic_section(refs, rows, labels, settings, args) -> None:
+    """The check with the semantic view on, side by side with the views alone, alternating in this run: views
+    alone, semantic (cold: every candidate traced), views alone, semantic (warm: every view from the cache)."""
     import tempfile
 
     import pipeline.decontam.semantic as sem
@@ -196,21 +242,34 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
         import shutil
 
         shutil.copytree(args.cache, cache, dirs_exist_ok=True)
+    meter = _Meter(sem)
     on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cache})
     index = ReferenceIndex(refs, on)
     t = time.perf_counter()
     index.semantic()
     t_ref = time.perf_counter() - t
-    print(f"semantic on ({where}): reference traced in {t_ref:.1f} s (once per reference version, cached)")
+    print(f"semantic on ({where}): reference views in {t_ref:.1f} s (traced once per reference version, cached; "
+          f"{'from --cache' if args.cache else 'cold'}); {meter.line()}")
+    off_index = ReferenceIndex(refs, settings)
     for label in ("cold cache", "warm cache"):
         t, c = time.perf_counter(), cpu_seconds()
+        decontaminate(rows, off_index, settings)
+        t_off, c_off = time.perf_counter() - t, cpu_seconds() - c
+        t, c, w = time.perf_counter(), cpu_seconds(), sem.STATS["worker_cpu_s"]
         out = decontaminate(rows, index, on)
-        t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c
+        t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c + sem.STATS["worker_cpu_s"] - w
         flagged = np.array(out.column("contaminated").to_pylist())
         status = out.column("semantic_status").to_pylist()
-        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU; {rates(flagged, labels)}; "
-              f"traced {sum(s == 'traced' for s in status)}, not run {sum(s == 'not_run' for s in status)}; reasons "
+        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
+              f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
+              f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; traced "
+              f"{sum(s == 'traced' for s in status)}, statuses {dict(collections.Counter(status))}; reasons "
               f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}")
+        print(f"  {meter.line()}")
+        wrong = [(r, lab) for r, lab, f in zip(out.to_pylist(), labels, flagged) if f != lab]
+        for r, lab in wrong[:5]:
+            print(f"  {'MISSED' if lab else 'FALSE POSITIVE'} {r['task_id']}: reason={r['reason']} "
+                  f"ref={r['nearest_ref']} sem={r['semantic_score']:.3f} {r['evidence'][:300]}")
     print(load())
 
 

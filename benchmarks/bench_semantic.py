@@ -35,13 +35,14 @@ def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int):
     with tempfile.TemporaryDirectory() as d:
         pj, rj = os.path.join(d, "p.json"), os.path.join(d, "r.json")
         Path(pj).write_text(json.dumps(payload))
-        prog = (f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = [None]\ndef emit_result(v):\n    _R[0] = v\n"
-                + source + f"\njson.dump(_R[0], open({rj!r}, 'w'))\n")
+        prog = (f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = []\ndef emit_result(v):\n    _R.append(v)\n"
+                + source + f"\njson.dump(_R, open({rj!r}, 'w'))\n")
         Path(d, "w.py").write_text(prog)
         p = subprocess.run([sys.executable, os.path.join(d, "w.py")], capture_output=True, text=True,
                            timeout=timeout_s)
         res = json.loads(Path(rj).read_text()) if os.path.exists(rj) else None
-        return types.SimpleNamespace(ok=p.returncode == 0 and res is not None, result=res,
+        return types.SimpleNamespace(ok=p.returncode == 0 and res is not None, result=res[-1] if res else None,
+                                     emitted=res or [],
                                      reason="" if p.returncode == 0 else "exception", error_message=p.stderr[-500:],
                                      violations=[])
 
@@ -56,12 +57,14 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="semantic cache dir (default: a fresh temporary one: cold)")
     ap.add_argument("--unjailed", action="store_true")
     ap.add_argument("--reference", default=None)
+    ap.add_argument("--examples", default=None, help="JSON file: the built set is saved there, or read from it "
+                                                    "when it exists (same seed and sizes)")
     args = ap.parse_args()
 
     import numpy as np
 
     import pipeline.decontam.semantic as sem
-    from pipeline.decontam.calibration.semantic_set import build_semantic_set, check_hand_written
+    from pipeline.decontam.calibration.semantic_set import SemExample, build_semantic_set, check_hand_written
     from pipeline.decontam.index import ReferenceIndex
     from pipeline.decontam.settings import DecontamSettings
     from pipeline.decontam.stage import decontaminate
@@ -74,13 +77,24 @@ def main() -> None:
     t = time.perf_counter()
     hand = check_hand_written(refs)
     print(f"hand-written paraphrases verified equal to their source: {sum(hand.values())}/{len(hand)} {hand}")
-    ex = build_semantic_set(refs, seed=args.seed, max_refs=args.max_refs, combos=args.combos,
-                            n_different=args.different)
+    saved = Path(args.examples) if args.examples else None
+    if saved is not None and saved.exists():  # the same set as a previous run (building it verifies: minutes)
+        import json
+
+        ex = [SemExample(**e) for e in json.loads(saved.read_text())]
+    else:
+        ex = build_semantic_set(refs, seed=args.seed, max_refs=args.max_refs, combos=args.combos,
+                                n_different=args.different)
+        if saved is not None:
+            import dataclasses
+            import json
+
+            saved.write_text(json.dumps([dataclasses.asdict(e) for e in ex]))
     print(f"built {len(ex)} examples {dict(collections.Counter(e.label for e in ex))} from "
           f"{len({e.source for e in ex if e.source})} problems in {time.perf_counter() - t:.0f} s "
           "(verified; not timed)")
     cache = args.cache or tempfile.mkdtemp(prefix="opforge-sem-cache-")
-    settings = DecontamSettings(workers=args.workers, semantic_cache_dir=cache)
+    settings = DecontamSettings(workers=args.workers, semantic=True, semantic_cache_dir=cache)
     t = time.perf_counter()
     index = ReferenceIndex(refs, settings)
     sr = index.semantic()
@@ -117,6 +131,10 @@ def main() -> None:
     right = [r["nearest_ref"] == e.source for e, r in para if r["contaminated"]]
     print(f"  nearest problem right for {np.mean(right) if right else float('nan'):.3f} of flagged")
     print("  view fired:", dict(collections.Counter(r["view"] for _, r in para if r["contaminated"])))
+    fsim = [r["semantic_score"] for _, r in para if r["view"] == "functional"]
+    if fsim:  # how near the confirmed problem was by the graph alone (below semantic_threshold: found by inputs)
+        print(f"  functional matches by semantic score of the matched problem: "
+              f"{dict(collections.Counter(f'{min(int(s * 10) / 10, 0.9):.1f}+' for s in fsim))}")
     for e, r in para:
         if not r["contaminated"]:
             print(f"  MISSED {e.example_id}: status={r['semantic_status']} sem={r['semantic_score']:.3f} "
@@ -126,10 +144,17 @@ def main() -> None:
           f"functional_match {sum(r['reason'] == 'functional_match' for _, r in var)}, other flags "
           f"{sum(r['contaminated'] and r['reason'] not in ('near_variant', 'functional_match') for _, r in var)}, "
           f"clean {sum(not r['contaminated'] for _, r in var)}")
+    for kind in sorted({e.kind for e, _ in var}):
+        got = [r for e, r in var if e.kind == kind]
+        print(f"  {kind:10s} near_variant {sum(r['near_variant'] for r in got)}/{len(got)}; decisions "
+              f"{dict(collections.Counter(r['reason'] or 'clean' for r in got))}")
     diff = by["different"]
     fp = [r for _, r in diff if r["contaminated"]]
     print(f"different tasks: FPR {len(fp) / max(len(diff), 1):.3f} ({len(fp)}/{len(diff)}); "
           f"reasons {dict(collections.Counter(r['reason'] for r in fp))}")
+    for r in fp:
+        print(f"  FLAGGED {r['task_id']}: {r['reason']} ref={r['nearest_ref']} sem={r['semantic_score']:.3f} "
+              f"{r['evidence'][:300]}")
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ class SandboxResult:
     jail: str = ""  # "bwrap" (every layer up), "unsafe" (the development opt-out), "" (did not run)
     layers: dict[str, bool] = field(default_factory=dict)
     uid: int | None = None  # the job's uid, as reported before any untrusted code ran
+    emitted: list = field(default_factory=list)  # every emit_result value, in order (a job that streams results)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -827,7 +828,8 @@ def run_sandboxed(
     code does.
 
     `code_or_script`: source text, or a path (os.PathLike) to a .py file (bound read-only). The code sees `PAYLOAD`
-    (any JSON value, delivered through a file) and reports with `emit_result(value)` (the last one counts).
+    (any JSON value, delivered through a file) and reports with `emit_result(value)` (the last one counts;
+    `emitted` holds them all, for a job that streams its results).
     `workdir`: an existing dir to run in (kept, writable); None makes a private one, removed afterwards.
     `write_dirs`: more writable dirs, private to this job (noexec). `exec_dirs`: writable dirs from which the job may
     load native code it compiles itself (an inductor cache, a load_inline build dir). `read_dirs`: read-only dirs.
@@ -960,6 +962,7 @@ def _close(*fds: int | None) -> None:
 
 def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bool]) -> SandboxResult:
     setup, result, got_result, error, violations, done, uid = False, None, False, None, [], False, None
+    emitted: list = []
     for line in raw.chan.split(b"\n"):
         if not line.strip():
             continue
@@ -974,6 +977,7 @@ def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bo
             setup, uid = True, msg.get("uid")
         elif t == "result":
             result, got_result = msg.get("value"), True
+            emitted.append(result)
         elif t == "error" and error is None:
             error = msg
         elif t == "done":
@@ -1036,7 +1040,7 @@ def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bo
         stdout=raw.stdout.decode(errors="replace"), stderr=stderr, stdout_bytes=raw.totals["stdout"],
         stderr_bytes=raw.totals["stderr"], wall_s=round(raw.wall, 4), max_rss_mb=raw.max_rss_mb,
         netns=jailed, mountns=jailed, violations=violations, jail="bwrap" if jailed else "unsafe", layers=layers,
-        uid=uid if isinstance(uid, int) else None)
+        uid=uid if isinstance(uid, int) else None, emitted=emitted)
 
 
 def run_command(

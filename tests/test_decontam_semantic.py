@@ -27,7 +27,13 @@ SOURCES = {
     "algebra": ["level2/40_Matmul_Scaling_ResidualAdd", "level2/76_Gemm_Add_ReLU"],
     "helpers": ["level2/76_Gemm_Add_ReLU", "level1/23_Softmax"],
 }
-OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_"]
+OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_", "level1/38_L1Norm_"]
+# Near-variants (one change of meaning) of problems in the reference: (task id, source, mutation, what changed)
+VARIANTS = [("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
+            ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean")]
+# A one-op problem with its op swapped is another problem (softmax -> log-softmax is KernelBench's LogSoftmax):
+# not a near-variant of the first (near_variant_min_kept).
+SWAPPED = ("swapped:softmax_log", "level1/23_Softmax", "swap_op")
 DIFFERENT = '''
 import torch
 import torch.nn as nn
@@ -82,8 +88,9 @@ def semantic_run(kernelbench_path, tmp_path_factory):
                 break
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
-    variant = mutate(by_id["level1/23_Softmax"].code, "move_dim", 0)
-    cands += [("variant:softmax_dim", variant), ("different", DIFFERENT), ("hostile", HOSTILE)]
+    cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
+    cands.append((SWAPPED[0], mutate(by_id[SWAPPED[1]].code, SWAPPED[2], 0)))
+    cands += [("different", DIFFERENT), ("hostile", HOSTILE)]
     refs = sorted({*sources.values(), *OTHERS})
     reference = [by_id[r] for r in refs]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
@@ -111,17 +118,32 @@ def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
         assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
 
 
-def test_near_variant_is_its_own_decision_and_the_policy_decides(semantic_run):
-    r = semantic_run["rows"]["variant:softmax_dim"]
+@pytest.mark.parametrize("tid,src,mode,op", VARIANTS)
+def test_near_variant_is_its_own_decision_with_the_difference(semantic_run, tid, src, mode, op):
+    r = semantic_run["rows"][tid]
     assert r["reason"] == "near_variant" and r["near_variant"] and r["contaminated"], r
-    assert r["semantic_ref"] == "level1/23_Softmax" and r["view"] == "semantic"
+    assert r["semantic_ref"] == src and r["nearest_ref"] == src and r["view"] == "semantic"
     ev = json.loads(r["evidence"])
-    assert ev["difference"]["n_changes"] <= 2 and not any(t["equivalent"] for t in ev["tried"])
-    kept = semantic_run["keep"]["variant:softmax_dim"]
-    assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"]
+    diff = ev["difference"]
+    assert 1 <= diff["n_changes"] <= 1 and diff["substitution"], diff
+    assert any(x.startswith(op) for x in diff["added"] + diff["removed"]), diff  # the changed op is named
+    assert not any(t["equivalent"] for t in ev["tried"]) and ev["graph_candidate"] and ev["graph_reference"]
+
+
+def test_an_op_swapped_in_a_one_op_problem_is_not_a_near_variant(semantic_run):
+    r = semantic_run["rows"][SWAPPED[0]]
+    assert r["reason"] != "near_variant" and not r["near_variant"] and not r["contaminated"], r
+    assert r["semantic_status"] == "traced"
+
+
+def test_near_variant_policy_keep_reports_without_removing(semantic_run):
+    variants = {tid for tid, *_ in VARIANTS}
+    for tid in variants:
+        kept = semantic_run["keep"][tid]
+        assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"], kept
     # the policy changes near-variants only
     for tid, row in semantic_run["rows"].items():
-        if tid != "variant:softmax_dim":
+        if tid not in variants:
             assert semantic_run["keep"][tid]["contaminated"] == row["contaminated"], tid
 
 
@@ -159,3 +181,57 @@ def test_report_shows_view_evidence_and_graphs(semantic_run, tmp_path):
     if functional:
         assert "class='max-diff'" in html and "class='mapping'" in html
     assert meta["near_variants"] >= 1 and "functional_match" in meta["rule"]
+
+
+# A task that writes forged results for the jobs after it into every file descriptor it can reach (its own, and
+# the worker's through /proc), then one that kills its worker: the other tasks' views must be their own.
+FORGER = '''
+import json, os
+import torch
+import torch.nn as nn
+fake = {"ok": True, "nodes": [["P", "input", 1, [2]], ["O", [["n", 0]], -1]]}
+lines = "".join(json.dumps({"type": "result", "value": {"i": i, "r": fake}}) + "\\n" for i in range(8)).encode()
+paths = []
+try:
+    paths = ["/proc/%d/fd/%s" % (os.getppid(), f) for f in os.listdir("/proc/%d/fd" % os.getppid())]
+except OSError:
+    pass
+for fd in range(3, 64):
+    try:
+        os.write(fd, lines)
+    except OSError:
+        pass
+for p in paths:
+    try:
+        with open(p, "wb") as f:
+            f.write(lines)
+    except OSError:
+        pass
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+
+def get_inputs():
+    return [torch.randn(2)]
+
+def get_init_inputs():
+    return []
+'''
+KILLER = FORGER.split("fake =")[0] + "os.kill(os.getppid(), 9)\n" + FORGER[FORGER.index("\nclass Model"):]
+
+
+def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semantic_run):
+    from pipeline.decontam.semantic import semantic_views
+
+    base = semantic_run["settings"].semantic_cache_dir
+    codes = dict(semantic_run["cands"])
+    a, b = codes["para:matmul"], codes["para:formula"]
+    alone = semantic_views([a, b], semantic_run["settings"].model_copy(update={"semantic_cache_dir": base + "-2"}))
+    mixed = semantic_views([a, FORGER, KILLER, b], semantic_run["settings"].model_copy(
+        update={"workers": 1, "semantic_cache_dir": base + "-3"}))
+    assert mixed[2].reason == "worker_died" and not mixed[2].ok
+    # the forger garbled its own answer (crashed) and nothing else: its lines never reached the worker's channel
+    assert mixed[1].reason in ("crashed", "") and len(mixed) == 4
+    for x, y in ((alone[0], mixed[0]), (alone[1], mixed[3])):
+        assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()

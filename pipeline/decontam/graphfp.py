@@ -58,6 +58,7 @@ class SemGraph:
     kids: list[list[int]] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     detail: Counter = field(default_factory=Counter)
+    top: Counter = field(default_factory=Counter)  # the ops forward called, before decomposition (with arguments)
     inputs: list[list[int]] = field(default_factory=list)  # input shapes, in order
     params: list[list[int]] = field(default_factory=list)  # parameter shapes, in order
 
@@ -87,9 +88,28 @@ def _is_num(a) -> bool:
     return isinstance(a, (int, float)) and not isinstance(a, bool)
 
 
-def normalize(nodes: list) -> SemGraph:
-    """The traced node list (jailed.trace's format) as a normalized SemGraph."""
+def _plain(a) -> str:
+    """A non-tensor argument as a label: floats bucketed like constants, lists item by item."""
+    if isinstance(a, list):
+        return "[" + ",".join(_plain(x) for x in a[:16]) + "]"
+    if isinstance(a, float):
+        return f"{a:.2g}"
+    return str(a)[:40]
+
+
+def _top_labels(top) -> Counter:
+    out: Counter = Counter()
+    for t in (top if isinstance(top, list) else [])[:MAX_NODES]:
+        if isinstance(t, list) and len(t) == 2 and _base(t[0]) not in _PASS and _base(t[0]) != "getitem":
+            out[f"{_base(t[0])}{_plain(t[1])}"[:120]] += 1
+    return out
+
+
+def normalize(nodes: list, top: list | None = None) -> SemGraph:
+    """The traced node list (jailed.trace's format) as a normalized SemGraph; `top`: the ops forward called
+    before decomposition (jailed.trace's "top"), for counting changes of meaning."""
     b = _Builder()
+    b.g.top = _top_labels(top)
     ids: dict[int, int | None] = {}  # traced index -> normalized node (None: not a tensor we track)
 
     def ref(a):
@@ -134,8 +154,8 @@ def normalize(nodes: list) -> SemGraph:
             continue
         args = n[1] if len(n) > 1 and isinstance(n[1], list) else []
         ids[i] = _lower(b, _base(kind), kind, args, ref, operand)
-        extra = [a for a in args if ref(a) is None]
-        b.g.detail[f"{_base(kind)}{extra}"[:120]] += 1
+        if _base(kind) not in _PASS and _base(kind) != "getitem":  # layouts and sizes are no change of meaning
+            b.g.detail[f"{_base(kind)}{_plain([a for a in args if ref(a) is None])}"[:120]] += 1
     return b.g
 
 
@@ -303,10 +323,36 @@ def graph_lines(g: SemGraph, limit: int = 60) -> list[str]:
     return out[-limit:] if len(out) > limit else out
 
 
-def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict[str, list[str]]:
-    """Detailed op labels (with their non-tensor arguments: dims, constants) one graph has more of than the other."""
-    plus = cand.detail - ref.detail
-    minus = ref.detail - cand.detail
-    return {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
-            "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)],
-            "n_changes": max(sum(plus.values()), sum(minus.values()))}
+def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
+    """The ops (with their non-tensor arguments: dims, constants) one task has more of than the other, counted
+    at the level that shows fewer changes: the ops forward called (softmax over another dim is one change) or
+    the primitive ops after decomposition (a formula written out by hand against the library call).
+    `substitution`: as many ops added as removed at that level (an op or its arguments changed, none added or
+    dropped: what a near-variant is; a task with one more or one less op is another composition)."""
+    best = None
+    for level, a, b in (("called", cand.top, ref.top), ("primitive", cand.detail, ref.detail)):
+        if level == "called" and not (a and b):
+            continue
+        plus, minus = a - b, b - a
+        n_plus, n_minus = sum(plus.values()), sum(minus.values())
+        bases = [Counter({_op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
+        got = {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
+               "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)], "n_changes": max(n_plus, n_minus),
+               "substitution": n_plus == n_minus, "same_ops": bases[0] == bases[1],
+               "kept": sum((a & b).values()), "level": level}
+        if best is None or (got["substitution"], -got["n_changes"]) > (best["substitution"], -best["n_changes"]):
+            best = got
+    return best
+
+
+def _op_of(label: str) -> str:
+    return label.split("[", 1)[0]
+
+
+def is_near_variant(diff: dict, max_changes: int, min_kept: int) -> bool:
+    """One to max_changes ops changed in place: their dims or constants (softmax over another axis), or the op
+    itself (an activation swapped) where at least min_kept ops of the problem stay as they are (one of two or
+    three ops swapped makes another composition). The same ops wired in another order are another composition."""
+    if not (diff["substitution"] and 1 <= diff["n_changes"] <= max_changes):
+        return False
+    return bool(diff.get("same_ops")) or diff.get("kept", 0) >= min_kept

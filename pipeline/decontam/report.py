@@ -130,8 +130,9 @@ def report_meta(contamination: pa.Table, reference: list[RefProblem], settings: 
         "settings": settings.model_dump(mode="json"),
         "rule": "contaminated <=> md5 match | min(canon, ops) >= threshold | (ops >= ops_threshold & canon >= "
                 "canon_floor) | (unparseable & raw >= raw_threshold) | outputs equal a semantically near problem's "
-                "(functional_match) | near_variant (semantic >= near_variant_threshold, outputs differ, <= "
-                "near_variant_changes ops changed) when near_variant_policy=remove",
+                "(functional_match) | near_variant (semantic >= near_variant_threshold, outputs differ, 1..."
+                "near_variant_changes ops changed in place; an op swapped only with >= near_variant_min_kept ops "
+                "kept) when near_variant_policy=remove",
         "near_variants": sum(bool(r.get("near_variant")) for r in rows),
         "views": dict(sorted(Counter(r.get("view") or "none" for r in rows if r["contaminated"]).items())),
     }
@@ -170,10 +171,12 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
              f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
              f"<tr><td>semantic</td><td>{'on' if settings.semantic else 'off'}; confirmation of the "
              f"{settings.semantic_top_k} nearest problems (semantic &ge; {settings.semantic_threshold}) and those "
-             f"with the same input shapes; outputs equal within atol {settings.confirm_atol} + rtol "
+             f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}); outputs equal within atol "
+             f"{settings.confirm_atol} + rtol "
              f"{settings.confirm_rtol} &times; scale</td></tr>",
-             f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, &le; "
-             f"{settings.near_variant_changes} ops changed; policy <b id='near-policy'>"
+             f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "
+             f"{settings.near_variant_changes} ops changed in place (an op swapped: &ge; "
+             f"{settings.near_variant_min_kept} kept); policy <b id='near-policy'>"
              f"{esc(settings.near_variant_policy)}</b></td></tr>",
              f"<tr><td>MinHash</td><td>num_perm={settings.num_perm}, seed={settings.seed}, scheme={settings.scheme}, "
              f"LSH thresholds canon/raw={settings.lsh_threshold}, ops={settings.lsh_threshold_ops}</td></tr>",

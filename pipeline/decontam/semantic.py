@@ -23,7 +23,7 @@ import numpy as np
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "2"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+TRACER_VERSION = "5"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -97,52 +97,71 @@ def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
     env = {"TORCHINDUCTOR_CACHE_DIR": "torch-cache/inductor", "TRITON_CACHE_DIR": "torch-cache/triton"}
     # The worker forks one child per task (each task's trace isolated from the others'); the jail contains them.
     return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb, env=env,
-                         allow_fork=True)
+                         allow_fork=True, max_result_bytes=1 << 30)
+
+
+def _messages(res) -> list:
+    got = getattr(res, "emitted", None)
+    return got if isinstance(got, list) else ([res.result] if getattr(res, "result", None) is not None else [])
+
+
+def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float) -> tuple[list, bool, object]:
+    """One jailed process over `jobs`: (per-job results in order, as far as it got; whether it started; the run)."""
+    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
+    res = _RUN[0](source, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
+    got, started = [], False
+    for m in _messages(res):
+        if not isinstance(m, dict):
+            continue
+        started = started or bool(m.get("start"))
+        if isinstance(m.get("done"), int) and isinstance(m.get("cpu_s"), (int, float)):
+            with _LOCK:
+                STATS["worker_cpu_s"] += float(m["cpu_s"])
+                STATS["worker_starts"] += 1
+        if m.get("nofork"):
+            return [], False, res
+        # results in job order, one each: anything else is not the worker's (a child cannot reach the channel)
+        if m.get("i") == len(got) and len(got) < len(jobs):
+            got.append(m["r"] if isinstance(m.get("r"), dict) else {"ok": False, "reason": "bad_result"})
+    return got, started, res
 
 
 def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
-    """Run jobs in one jailed process (fork per job); one jailed process per job where the jail forbids fork."""
+    """Run jobs in one long-lived jailed process (torch imported once, a fork per job). A job that kills that
+    process gets a `worker_died` row and the jobs after it run in a new process; a jail that forbids fork runs
+    one jailed process per job."""
     from pipeline.decontam.jailed import SINGLE, WORKER
 
-    run_sandboxed = _RUN[0]
-    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
-    res = run_sandboxed(WORKER, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
-    if res.ok and isinstance(res.result, dict) and isinstance(res.result.get("results"), list) \
-            and len(res.result["results"]) == len(jobs):
-        return [r if isinstance(r, dict) else {"ok": False, "reason": "bad_result"} for r in res.result["results"]]
-    nofork = (res.ok and isinstance(res.result, dict) and res.result.get("nofork")) or any(
-        str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
-    if not nofork:
-        return [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
-                for _ in jobs]
-    out = []
-    for job in jobs:
-        one = run_sandboxed(SINGLE, {**payload, "jobs": [job]}, 60 + per_job_s, settings.semantic_memory_mb)
-        r = one.result.get("results", [None])[0] if one.ok and isinstance(one.result, dict) else None
-        out.append(r if isinstance(r, dict) else {"ok": False, "reason": one.reason or "bad_result",
-                                                  "error": one.error_message[-300:]})
+    out: list[dict] = []
+    while len(out) < len(jobs):
+        rest = jobs[len(out):]
+        got, started, res = _one_worker(WORKER, rest, settings, per_job_s)
+        out += got
+        if len(got) == len(rest):
+            break
+        nofork = any(isinstance(m, dict) and m.get("nofork") for m in _messages(res)) or any(
+            str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
+        if nofork:
+            for job in rest[len(got):]:
+                one, _, r1 = _one_worker(SINGLE, [job], settings, per_job_s)
+                out.append(one[0] if one else {"ok": False, "reason": f"jail_{r1.reason or 'bad_result'}",
+                                               "error": r1.error_message[-300:]})
+            break
+        if not started:  # the jail or the worker failed before any task ran: nothing is this batch's fault
+            out += [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}",
+                     "error": res.error_message[-300:]} for _ in rest[len(got):]]
+            break
+        out.append({"ok": False, "reason": "worker_died", "error": f"{res.reason}: {res.error_message[-200:]}"})
     return out
 
 
 _RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
-PAYLOAD_BYTES = 100_000  # per jailed process: a jail that passes the payload in its environment caps it at 128 kB
+STATS = {"worker_cpu_s": 0.0, "worker_starts": 0}  # what the workers that finished reported (benchmarks read it)
 
 
 def _batches(jobs: list, n: int) -> list[list[int]]:
-    """Job indexes in n round-robin groups, each cut into batches of at most PAYLOAD_BYTES of code."""
-    out = []
-    for g in range(n):
-        cur, size = [], 0
-        for i in range(g, len(jobs), n):
-            s = sum(len(x) for x in jobs[i][1:])
-            if cur and size + s > PAYLOAD_BYTES:
-                out.append(cur)
-                cur, size = [], 0
-            cur.append(i)
-            size += s
-        if cur:
-            out.append(cur)
-    return out
+    """Job indexes in n round-robin groups: one long-lived worker each."""
+    return [list(range(g, len(jobs), n)) for g in range(n) if g < len(jobs)]
 
 
 def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
@@ -165,7 +184,7 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         return SemView(False, str(rec.get("reason") or "trace_error")[:40], trace_s=float(rec.get("wall_s") or 0),
                        cached=cached, error=str(rec.get("error", ""))[:300])
     try:
-        g = normalize(rec["nodes"])
+        g = normalize(rec["nodes"], rec.get("top"))
         feats = wl_features(g)
     except Exception as e:  # malformed report from a hostile trace: no semantic view for that task only
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
@@ -183,7 +202,7 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
     todo: dict[str, str] = {}
     for k, c in zip(keys, codes):
         got = _cache_get(root, k)
-        if got is not None:
+        if got is not None and not _stale(got, settings.trace_timeout_s):
             recs[k] = got
             cached.add(k)
         elif k not in todo:
@@ -192,17 +211,22 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
         results = run_jobs([["trace", c] for c in todo.values()], settings, settings.trace_timeout_s)
         for k, r in zip(todo, results):
             if _transient(r):
-                recs[k] = r  # the jail failed, or time ran out (load): not cached, tried again next time
+                recs[k] = r  # the jail failed: not cached, tried again next time
                 continue
-            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "wall_s", "error") if key in r}
+            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "top", "wall_s", "error") if key in r}
+            r["limit_s"] = settings.trace_timeout_s
             recs[k] = r
             _cache_put(root, k, r)
     return [_view_of(recs[k], k in cached) for k in keys]
 
 
 def _transient(rep: dict) -> bool:
-    reason = str(rep.get("reason") or "")
-    return reason.startswith("jail_") or reason == "timeout"
+    return str(rep.get("reason") or "").startswith("jail_")
+
+
+def _stale(rec: dict, limit_s: float) -> bool:
+    """A cached timeout under a shorter time limit than today's is tried again (a longer limit may finish it)."""
+    return rec.get("reason") == "timeout" and float(rec.get("limit_s") or 0) < limit_s
 
 
 def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
@@ -226,7 +250,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
     todo: dict[str, tuple[str, str]] = {}
     for k, pair in zip(keys, pairs):
         got = _cache_get(root, k)
-        if got is not None:
+        if got is not None and not _stale(got, settings.confirm_timeout_s):
             reps[k] = got
         else:
             todo.setdefault(k, pair)
@@ -234,7 +258,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
                                      settings.confirm_timeout_s)):
         reps[k] = rep
         if not _transient(rep):
-            _cache_put(root, k, rep)
+            _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
     out = []
     for k in keys:
         rep = dict(reps[k])
@@ -296,11 +320,12 @@ class SemanticReference:
 
 def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list[int]:
     """Reference problems worth running beside the candidate: the semantically nearest ones above the threshold,
-    then those with the same input shapes (a paraphrase keeps get_inputs), nearest first; at most top_k + 2."""
+    then those with the same input shapes (a paraphrase keeps get_inputs) and some similarity (same_inputs_floor),
+    nearest first; at most top_k + 2."""
     order = np.argsort(-sims, kind="stable")
     picked = [int(j) for j in order[:settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
-    for j in same:
+    for j in (j for j in same if sims[j] >= settings.same_inputs_floor):
         if len(picked) >= settings.semantic_top_k + 2:
             break
         if j not in picked:
@@ -313,7 +338,7 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
     at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
-    from pipeline.decontam.graphfp import difference
+    from pipeline.decontam.graphfp import difference, is_near_variant
 
     n = len(codes)
     out: dict[str, list] = {"view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in
@@ -323,16 +348,19 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     todo = [i for i in range(n) if not cols["contaminated"][i] and cols["parse_ok"][i]]
     if not settings.semantic:
         return out
-    _recheck_copies(codes, cols, out, ref_codes, ref_ids, ref, settings)
-    if not todo:
-        return out
-    views = semantic_views([codes[i] for i in todo], settings)
+    pos = {rid: j for j, rid in enumerate(ref_ids)}
+    # copies of a problem without a view of its own (a level-4 model that times out) cannot be compared: not traced
+    copies = [i for i in range(n) if cols["contaminated"][i]
+              and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos
+              and ref.views[pos[cols["nearest_ref"][i]]].ok]
+    # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
+    views_all = semantic_views([codes[i] for i in copies + todo], settings)
+    recheck = _recheck_candidates(copies, views_all[:len(copies)], cols, out, ref_ids, pos, ref, settings)
+    views = views_all[len(copies):]
     ok = [k for k, v in enumerate(views) if v.ok]
     for k, v in enumerate(views):
         out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
-    if not ok:
-        return out
-    sims = ref.similarities([views[k].features for k in ok])
+    sims = ref.similarities([views[k].features for k in ok]) if ok else np.zeros((0, len(ref_ids)))
     jobs, owners = [], []
     for row, k in enumerate(ok):
         i = todo[k]
@@ -343,7 +371,10 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
         for j in _shortlist(sims[row], views[k], ref, settings):
             jobs.append((codes[i], ref_codes[j]))
             owners.append((row, k, j))
-    reports = confirm_pairs(jobs, settings) if jobs else []
+    re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
+    reports = confirm_pairs(re_jobs + jobs, settings) if re_jobs or jobs else []
+    _recheck_apply(recheck, reports[:len(re_jobs)], cols, out, ref_ids, ref, settings)
+    reports = reports[len(re_jobs):]
     per_row: dict[int, list] = {}
     for (row, _k, j), rep in zip(owners, reports):
         per_row.setdefault(row, []).append((j, rep))
@@ -367,14 +398,23 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
                 "graph_candidate": graph_text(views[k]), "graph_reference": graph_text(ref.views[j]),
                 "tried": summary})
             continue
-        best = int(np.argmax(sims[row])) if sims.shape[1] else -1
-        if best < 0 or sims[row, best] < settings.near_variant_threshold or not ref.views[best].ok:
+        # near_variant: the nearest problem, among those run beside it (outputs shown to differ on the same
+        # inputs) and semantically near, from which only one or two ops changed in place
+        best, diff = -1, None
+        for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]):
+            if sims[row, j] < settings.near_variant_threshold or not ref.views[j].ok \
+                    or not (rep.get("ok") and rep.get("cand_shapes")):
+                continue
+            d = difference(views[k].graph, ref.views[j].graph)
+            # the same graph and called ops whose outputs still differ (tensors the mapping could not tie): the
+            # problem itself, at the least a near-variant of it
+            if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) \
+                    or (sims[row, j] >= 1.0 and not d["n_changes"]):
+                best, diff = j, d
+                break
+        if best < 0:
             if summary:
                 out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary})
-            continue
-        diff = difference(views[k].graph, ref.views[best].graph)
-        if diff["n_changes"] > settings.near_variant_changes:
-            out["evidence"][i] = json.dumps({"kind": "checked", "tried": summary, "difference": diff})
             continue
         out["near_variant"][i] = True
         out["view"][i] = "semantic"
@@ -389,30 +429,37 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
     return out
 
 
-def _recheck_copies(codes: list[str], cols: dict[str, list], out: dict[str, list], ref_codes: list[str],
-                    ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
-    """Rows the canonical/ops views flagged: run beside their nearest problem. Same output shapes, outputs that
-    differ and at most near_variant_changes ops changed make it a near_variant (softmax over another axis reads
-    like a copy to the token views); equal outputs or other shapes (sizes changed) keep the copy's reason."""
-    from pipeline.decontam.graphfp import difference
+def _recheck_candidates(rows: list[int], views: list[SemView], cols: dict[str, list], out: dict[str, list],
+                        ref_ids: list[str], pos: dict[str, int], ref: SemanticReference,
+                        settings: DecontamSettings) -> list[tuple]:
+    """Rows the canonical/ops views flagged that could be near-variants of their nearest problem (softmax over
+    another axis reads like a copy to the token views): semantically near it with 1..near_variant_changes ops
+    changed in place. A graph and ops equal to the problem's are its copy; one far from it stays the copy the token
+    views found. Returns (row, view, problem, similarity, difference) to run beside the problem."""
+    from pipeline.decontam.graphfp import difference, is_near_variant
 
-    pos = {rid: j for j, rid in enumerate(ref_ids)}
-    rows = [i for i in range(len(codes)) if cols["contaminated"][i]
-            and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos]
-    if not rows:
-        return
-    views = semantic_views([codes[i] for i in rows], settings)
-    jobs = [(codes[i], ref_codes[pos[cols["nearest_ref"][i]]]) for i in rows]
-    for i, v, rep in zip(rows, views, confirm_pairs(jobs, settings)):
+    cand = []
+    for i, v in zip(rows, views):
         j = pos[cols["nearest_ref"][i]]
         out["semantic_status"][i] = "traced" if v.ok else v.reason
-        if not (v.ok and ref.views[j].ok and rep.get("ok") and rep.get("max_abs_diff") is not None):
+        if not (v.ok and ref.views[j].ok):
             continue
         sim = float(ref.similarities([v.features])[0, j])
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
+        if sim < settings.near_variant_threshold:
+            continue
         diff = difference(v.graph, ref.views[j].graph)
-        if rep["equivalent"] or sim < settings.near_variant_threshold \
-                or diff["n_changes"] > settings.near_variant_changes + 1:  # a moved dim shows in 2 primitives
+        if is_near_variant(diff, settings.near_variant_changes, settings.near_variant_min_kept):
+            cand.append((i, v, j, sim, diff))
+    return cand
+
+
+def _recheck_apply(cand: list[tuple], reps: list[dict], cols: dict[str, list], out: dict[str, list],
+                   ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
+    """Outputs that differ from the problem's on the same inputs make a re-checked copy a near_variant (removed or
+    kept per near_variant_policy); equal outputs, or a run that failed, keep the copy's reason."""
+    for (i, v, j, sim, diff), rep in zip(cand, reps):
+        if not rep.get("ok") or rep.get("max_abs_diff") is None or rep["equivalent"]:
             continue
         out["near_variant"][i], out["view"][i] = True, "semantic"
         cols["reason"][i] = "near_variant"

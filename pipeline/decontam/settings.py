@@ -17,7 +17,8 @@ class DecontamSettings(BaseModel):
     exact_max_refs: int = Field(5000, description="References up to this size are also scored exactly "
                                                   "against every problem, not only the LSH hits.")
     threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
-                                              "one reference problem reaches this (calibrated, README.md (Decontamination)).")
+                                              "one reference problem reaches this (calibrated, README.md "
+                                              "(Decontamination)).")
     ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
                                                    "this (the same ordered ops: the same problem written anew) and")
     canon_floor: float = Field(0.25, description="... the canonical Jaccard is at least this (a task of the same "
@@ -26,16 +27,22 @@ class DecontamSettings(BaseModel):
                                                   "character-shingle Jaccard to a reference reaches this.")
     semantic: bool = Field(False, description="Also compare what tasks compute: the semantic view (traced core ATen "
                                               "graphs) and functional confirmation (docs/contamination.md). Off by "
-                                              "default until its cold reference trace (minutes) and its 0.005 "
-                                              "false-positive rate on the disguise calibration are brought down.")
+                                              "default: a cold check costs ~0.1 s of jailed CPU per candidate "
+                                              "(a trace; a confirmation for about one in three) against ~2 ms for "
+                                              "the token views (docs/contamination.md).")
     semantic_threshold: float = Field(0.5, description="Semantic (graph) Jaccard from which a reference problem is "
                                                        "a candidate for functional confirmation.")
     semantic_top_k: int = Field(3, description="Reference problems confirmed per candidate: the semantically "
                                                "nearest ones, plus those with the same input shapes, at most this.")
-    near_variant_threshold: float = Field(0.8, description="near_variant: semantic Jaccard at least this to a "
-                                                           "problem whose outputs differ, and ...")
-    near_variant_changes: int = Field(1, description="... at most this many ops (with their dims and constants) "
-                                                     "added or removed against it.")
+    same_inputs_floor: float = Field(0.3, description="Problems with the candidate's input shapes are also "
+                                                      "confirmed when their semantic Jaccard is at least this.")
+    near_variant_threshold: float = Field(0.5, description="near_variant: semantic Jaccard at least this to a "
+                                                           "problem whose outputs differ on the same inputs, and ...")
+    near_variant_changes: int = Field(1, description="... 1 to this many ops (with their dims and constants) "
+                                                     "changed in place against it, as many added as removed "
+                                                     "(counted as called, or as decomposed when fewer).")
+    near_variant_min_kept: int = Field(3, description="... and where an op itself is swapped (not only its dims or "
+                                                      "constants), at least this many of the problem's ops unchanged.")
     near_variant_policy: Literal["remove", "keep"] = Field(
         "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
                               "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).")
