@@ -23,23 +23,14 @@ def register(app: typer.Typer) -> None:
         (curate.scope=run: this run only). With no trajectories, only the warm-up dataset is built."""
         from rich.table import Table
 
-        import pipeline
-        from pipeline.catalog import Catalog
-        from pipeline.curate.pool import curation_inputs
-        from pipeline.curate.stage import curate, save_result
+        from pipeline import registry, runner
+        from pipeline.curate.stage import load_result
 
         cfg = load_cli_config(config, set_)
-        run = run_id or cfg.with_run_id().run_id
-        cat = Catalog(cfg.catalog_path, cfg.data_root)
-        own_run = cat.sql("SELECT count(*) AS n FROM runs WHERE run_id = ?", [run]).column("n")[0].as_py() == 0
-        if own_run:
-            cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge curate")
-        ins = curation_inputs(cfg.data_root, run, cfg.curate.scope, cfg.decontam)
-        result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cfg.curate, run,
-                        dedup=ins["dedup"], single_turn=ins["single_turn"])
-        paths = save_result(result, cfg.data_root, cat)
-        if own_run:
-            cat.finish_run(run)
+        cfg = runner.load(config, set_, run_id or cfg.run_id)
+        run = cfg.run_id
+        runner.run_steps(cfg, runner.steps([registry.get("curate")]), note="opforge curate")
+        result = load_result(cfg.data_root, run)
         t = Table(title=f"curation run {run}")
         for col in ("dataset", "rows", "splits", "dropped"):
             t.add_column(col)
@@ -53,7 +44,7 @@ def register(app: typer.Typer) -> None:
         console.print(t)
         for note in result.summary["skipped"]:
             console.print(f"[yellow]note:[/yellow] {note}")
-        console.print(f"tables under {paths['warmup'].parent.parent.parent}; next: opforge publish --run-id {run}")
+        console.print(f"tables under {Path(cfg.data_root) / 'tables'}; next: opforge publish --run-id {run}")
 
     @app.command("verl-args")
     def verl_args_cmd(

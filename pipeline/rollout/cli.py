@@ -35,7 +35,6 @@ def register(app: typer.Typer) -> None:
         import pyarrow.parquet as pq
 
         import pipeline
-        from pipeline.catalog import Catalog
         from pipeline.llm.backend import make_backend
         from pipeline.rollout.stage import rollout
         from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
@@ -57,10 +56,12 @@ def register(app: typer.Typer) -> None:
         if limit:
             table = table.slice(0, limit)
         if ray:
-            from pipeline.executor import ensure_ray
+            from pipeline.runner import start_ray
 
-            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
-        cat = Catalog(root / "catalog.duckdb", root)
+            start_ray(cfg)
+        from pipeline.runner import catalog
+
+        cat = catalog(cfg.model_copy(update={"data_root": root}))
         cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge rollout")
         be = make_backend(rs)
         counts: collections.Counter = collections.Counter()

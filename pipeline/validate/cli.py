@@ -62,9 +62,9 @@ def register(app: typer.Typer) -> None:
         if limit is not None:
             tbl = tbl.slice(0, limit)
         if ray:
-            from pipeline.executor import ensure_ray
+            from pipeline.runner import start_ray
 
-            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
+            start_ray(cfg)
         done = [0]
 
         def progress(_i, row):
