@@ -29,6 +29,8 @@ STAGES: list[Stage] = registry.stages()
 # (name, stage) in pipeline order: what the end-to-end flow runs.
 END_TO_END: list[tuple[str, Stage]] = [(s.name, s) for s in STAGES]
 
+# Flow function name -> the stages it runs (prefect.yaml entrypoints name the functions).
+FLOW_STAGES: dict[str, list[str]] = {}
 # Flow run id -> (catalog, run id) of the runs this process is writing, for the Prefect state hooks below.
 _ACTIVE: dict[str, tuple[Catalog, str]] = {}
 
@@ -96,6 +98,7 @@ def _make_flow(fn_name: str, flow_name: str, stages: list[Stage], doc: str, note
                  run_id: str | None = default_run_id) -> dict[str, Any]:
             return run_registered(stages, config, overrides, run_id, note)
     body.__name__ = body.__qualname__ = fn_name
+    FLOW_STAGES[fn_name] = [s.name for s in stages]
     body.__doc__ = doc
     return flow(**HOOKS, name=flow_name, log_prints=True)(body)
 

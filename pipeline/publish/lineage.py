@@ -4,9 +4,10 @@ operators, contamination decision and runs produced it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.catalog import Catalog
+if TYPE_CHECKING:  # a type only: the catalog is opened by the runner and the CLI
+    from pipeline.catalog import Catalog
 
 # Where each published config keeps its ids (warm-up rows are per task and keep it in extra_info).
 _ID_SQL = {
