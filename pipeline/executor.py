@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Protocol, TypeVar
 
-from pipeline.stage import Resources  # the stage contract declares resources; re-exported here
+from pipeline.stage import InProcess, Resources  # the stage contract declares resources; re-exported here
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -130,13 +130,16 @@ def ray_options(resources: Resources, max_retries: int = 3) -> dict[str, Any]:
 
 
 class Executor(Protocol):
-    """Runs `fn` over items with the given resources; results in input order, `on_result(i, r)` as each ends."""
+    """Runs `fn` over items with the given resources; results in input order, `on_result(i, r)` as each ends.
+    `distributed`: items run in other processes (Ray), so a caller need not fork its own pool."""
+
+    distributed: bool
 
     def map(self, fn: Callable[[T], R], items: list[T], resources: Resources,
             on_result: Callable[[int, R], None] | None = None) -> list[R]: ...
 
 
-class LocalExecutor:
+class LocalExecutor(InProcess):
     """This process: in order, or `threads` at a time (for work that waits on subprocesses)."""
 
     def __init__(self, threads: int = 1):
@@ -145,7 +148,7 @@ class LocalExecutor:
     def map(self, fn, items, resources=Resources(), on_result=None):
         items = list(items)
         if self.threads == 1 or len(items) < 2:
-            return map_items(fn, items, resources, use_ray=False, on_result=on_result)
+            return super().map(fn, items, resources, on_result)
         import concurrent.futures as cf
 
         out: list[Any] = [None] * len(items)
@@ -161,6 +164,8 @@ class LocalExecutor:
 
 class RayExecutor:
     """One Ray task per item, with the declared resources as its Ray options (Ray must be up: `ensure_ray`)."""
+
+    distributed = True
 
     def map(self, fn, items, resources=Resources(), on_result=None):
         return map_items(fn, items, resources, use_ray=True, on_result=on_result)

@@ -100,6 +100,12 @@ def local_or_ray(stage: Stage) -> Executor:
     return default_executor(stage.threads or os.cpu_count() or 1)
 
 
+def item_executor() -> Executor:
+    """The executor a stage function spreads one shard's items on (`Stage.fan_out`): Ray tasks when Ray is up
+    (from a Ray worker too), else one after another in the shard's own process."""
+    return default_executor(1)
+
+
 # -- the catalog -----------------------------------------------------------------------------------------------
 
 def catalog(cfg: OpforgeConfig) -> Catalog:
@@ -229,7 +235,7 @@ def _run_sharded(stage: Stage, cfg: OpforgeConfig, plan: Plan, executor: Executo
     table = stage.outputs[0]
     store = DataStore(cfg.data_root)
     key = plan.key if plan.key is not None else getattr(cfg, stage.settings)
-    call = ShardCall(stage.fn, dict(plan.args))
+    call = ShardCall(stage.fn, {**plan.args, **({"executor": item_executor()} if stage.fan_out else {})})
     items = plan.items
     if stage.shard_key is None:  # one unit of work, keyed by all its inputs
         specs = [single_shard(stage.name, table, key, cfg.run_id, store, list(plan.ids))]

@@ -60,6 +60,7 @@ class Stage:
     shard_size: int = 1  # items per shard: the unit of resume and of parallelism
     resources: Resources = Resources()
     threads: int = 1  # shards at once without Ray (>1 only when the work waits on subprocesses)
+    fan_out: bool = False  # fn takes `executor=`: the runner's executor for spreading a shard's items
     needs: Needs = Needs()
     command: str = ""  # the `opforge` CLI command that runs it
     flow: str = ""  # the Prefect flow (flows/stages.py) that runs it
@@ -99,6 +100,23 @@ class Outcome:
     summary: dict[str, Any] = field(default_factory=dict)  # extra fields of the stage summary
     release: dict[str, Any] | None = None  # a tagged Hub release (publish): repo_id, tag, commit, endpoint, files
     message: str = ""  # shown to the user (progress)
+
+
+class InProcess:
+    """The executor a stage function uses when its caller gives none: this process, one item after another.
+    Executors (pipeline/executor.py) have the same `map`; `distributed` says whether items leave this process."""
+
+    distributed = False
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], resources: Resources = Resources(),
+            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        out = []
+        for i, it in enumerate(items):
+            r = fn(it)
+            if on_result:
+                on_result(i, r)
+            out.append(r)
+        return out
 
 
 class Skip(Exception):

@@ -15,13 +15,13 @@ log = logging.getLogger("opforge.decontam")
 STAGE = Stage(
     name="decontaminate", inputs=("tasks", "validation"), outputs=("contamination",), settings="decontam",
     fn="pipeline.decontam.stage:decontaminate", plan="pipeline.decontam.spec:plan", shard_key="task_id",
-    shard_size=32, resources=Resources(cpus=1), needs=Needs(kernelbench=True), command="decontam",
+    shard_size=32, resources=Resources(cpus=1), fan_out=True, needs=Needs(kernelbench=True), command="decontam",
     flow="decontaminate_flow", docs="decontaminate",
     doc="Check the run's valid tasks against KernelBench in resumable shards (one decision per task).")
 DEDUP = Stage(
     name="dedup", inputs=("tasks", "validation", "contamination"), outputs=("dedup",), settings="decontam",
     fn="pipeline.decontam.stage:dedup", plan="pipeline.decontam.spec:plan_dedup", shard_key=None,
-    resources=Resources(cpus=1), command="dedup", flow="decontaminate_flow", docs="decontaminate",
+    resources=Resources(cpus=1), fan_out=True, command="dedup", flow="decontaminate_flow", docs="decontaminate",
     doc="Remove near-duplicates among the clean tasks (every pair is compared).")
 STAGES = (STAGE, DEDUP)
 
