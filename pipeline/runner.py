@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig, load_config
-from pipeline.executor import Executor, default_executor
+from pipeline.executor import Executor, LocalExecutor, default_executor
 from pipeline.shards import (RetryPolicy, ShardResult, ShardSpec, StageOutput, TransientError, call_with_retries,
                              is_complete, plan_shards, read_shards, run_shard, select_ids, single_shard,
                              supersede_stale)
@@ -98,6 +98,11 @@ def start_ray(cfg: OpforgeConfig, env_vars: dict[str, str] | None = None) -> Non
 def local_or_ray(stage: Stage) -> Executor:
     """The default executor: Ray when it is up in this process, else this process (the stage's threads)."""
     return default_executor(stage.threads or os.cpu_count() or 1)
+
+
+def in_this_process(stage: Stage) -> Executor:
+    """Every shard in this process, one after another (a CLI that shows live progress of one unit of work)."""
+    return LocalExecutor(1)
 
 
 def item_executor() -> Executor:
@@ -203,10 +208,15 @@ def execute_shard(job: ShardJob) -> ShardResult:
 
 def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local_or_ray,
               observer: Observer | None = None, shard_size: int | None = None,
-              policy: RetryPolicy = RetryPolicy()) -> dict[str, Any]:
-    """Run one stage of `cfg.run_id`; returns its summary (also recorded in the catalog)."""
+              policy: RetryPolicy = RetryPolicy(), items: pa.Table | None = None, check_needs: bool = True,
+              extra_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run one stage of `cfg.run_id`; returns its summary (also recorded in the catalog).
+
+    `items`: the stage's input given by the caller (a CLI reading a file) instead of the run's tables;
+    `check_needs=False`: the caller asked for this stage here explicitly (a CLI; the stage reports what it lacks
+    itself); `extra_args`: more keyword arguments of the per-shard function (callbacks; in-process executors)."""
     obs = observer or Quiet()
-    why = missing_needs(stage, cfg)
+    why = missing_needs(stage, cfg) if check_needs else None
     if why:
         return skip(cfg, stage.name, f"needs {why}", obs)
     stage.function()  # StageUnavailable: the run fails, naming the missing code
@@ -214,9 +224,11 @@ def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local
     try:
         if planner is None:
             return _run_whole(stage, cfg, obs)
-        plan = planner(cfg)
+        plan = planner(cfg) if items is None else planner(cfg, items=items)
     except Skip as e:
         return skip(cfg, stage.name, str(e), obs)
+    if extra_args:
+        plan.args = {**plan.args, **extra_args}
     if plan.facts:
         catalog_call(lambda: catalog(cfg).record_facts(cfg.run_id, stage.name, dict(plan.facts)))
     out = _run_sharded(stage, cfg, plan, executor(stage), obs, shard_size or stage.shard_size, policy)

@@ -28,15 +28,14 @@ def register(app: typer.Typer) -> None:
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
     ) -> None:
-        """Roll out the ReAct kernel agent on every task (samples per task with recorded seeds). Trajectories
-        already written under the output root are skipped, so a rerun resumes."""
+        """Roll out the ReAct kernel agent on every task (samples per task with recorded seeds), as the rollout
+        stage of a run with the same runner as `opforge run`. Trajectories already written under the output root
+        are skipped, so a rerun resumes."""
         import collections
 
         import pyarrow.parquet as pq
 
-        import pipeline
-        from pipeline.llm.backend import make_backend
-        from pipeline.rollout.stage import rollout
+        from pipeline import registry, runner
         from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
 
         cfg = load_cli_config(config, set_)
@@ -48,7 +47,8 @@ def register(app: typer.Typer) -> None:
             console.print("[red]--model is required for the vllm backend[/red]")
             raise typer.Exit(2)
         root = Path(out) if out else cfg.data_root
-        run = run_id or cfg.with_run_id().run_id
+        cfg = runner.load(config, set_, run_id or cfg.run_id).model_copy(update={"rollout": rs, "data_root": root})
+        run = cfg.run_id
         table = with_code_column(pq.read_table(tasks))  # int/binary code: rows with reasons, not a crash
         if "code" not in table.column_names:
             console.print(f"[red]{tasks}: no 'code' column[/red]")
@@ -56,14 +56,7 @@ def register(app: typer.Typer) -> None:
         if limit:
             table = table.slice(0, limit)
         if ray:
-            from pipeline.runner import start_ray
-
-            start_ray(cfg)
-        from pipeline.runner import catalog
-
-        cat = catalog(cfg.model_copy(update={"data_root": root}))
-        cat.start_run(run, cfg.dump(), pipeline.__version__, note="opforge rollout")
-        be = make_backend(rs)
+            runner.start_ray(cfg)
         counts: collections.Counter = collections.Counter()
 
         def progress(row: dict) -> None:
@@ -71,19 +64,14 @@ def register(app: typer.Typer) -> None:
             console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
                           f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
 
-        try:
-            result = rollout(table, rs, be, cfg.eval.model_dump(), run, out_dir=root, on_row=progress)
-        finally:
-            be.close()
+        # The agent runs in this process (its tools go to Ray with --ray); the runner resumes and records it.
+        stage = registry.get("rollout")
+        runner.run_steps(cfg, [("rollout", lambda c: runner.run_stage(
+            stage, c, executor=runner.in_this_process, items=table, check_needs=False,
+            extra_args={"on_row": progress}))], note="opforge rollout")
+        result = DataStore(root).read("trajectories", run)
         merged = atomic_write_parquet(result, root / "trajectories.parquet")
-        store = DataStore(root)
-        for shard in store.shards("trajectories", run):
-            cat.register_file(run, "trajectories", shard, pq.read_metadata(shard).num_rows,
-                              int(result.schema.metadata[b"opforge.version"]))
         terms = collections.Counter(result.column("termination").to_pylist())
-        cat.record_stage(run, "rollout", rows_in=table.num_rows, rows_out=result.num_rows,
-                         drop_reasons={k: v for k, v in terms.items() if k != "finished"})
-        cat.finish_run(run)
         rewards = collections.Counter(result.column("final_reward").to_pylist())
         console.print(f"{result.num_rows} trajectories ({sum(counts.values())} new) -> {merged}")
         console.print(f"termination: {dict(terms)}  final_reward: {dict(sorted(rewards.items()))}")
