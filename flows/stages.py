@@ -71,12 +71,9 @@ def mark_interrupted(flow, flow_run, state) -> None:
     try:
         active = _ACTIVE.pop(str(flow_run.id), None)
         if active:
-            cat, rid = active
-            if cat.sql("SELECT status FROM runs WHERE run_id = ?", [rid]).to_pylist() == [{"status": "running"}]:
-                cat.finish_run(rid, "interrupted")
+            runner.mark_interrupted(*active)
         params = dict(flow_run.parameters or {})
-        cfg = load_config(params.get("config"), list(params.get("overrides") or []))
-        runner.catalog(cfg).sweep_interrupted()
+        runner.mark_interrupted(runner.catalog(load_config(params.get("config"), list(params.get("overrides") or []))))
     except Exception as e:  # a hook must never turn a crash report into another crash
         log.warning("could not mark the run interrupted: %s: %s", type(e).__name__, e)
 

@@ -311,6 +311,15 @@ def _run_whole(stage: Stage, cfg: OpforgeConfig, obs: Observer) -> dict[str, Any
 
 # -- a run: several stages under the run's lock ----------------------------------------------------------------
 
+def mark_interrupted(cat: Catalog, run_id: str | None = None) -> None:
+    """A run whose writer stopped without finishing it (a crash, a cancellation) is interrupted; so is any run
+    whose writer died (its lock is free)."""
+    if run_id and cat.sql("SELECT status FROM runs WHERE run_id = ?", [run_id]).to_pylist() == [
+            {"status": "running"}]:
+        cat.finish_run(run_id, "interrupted")
+    cat.sweep_interrupted()
+
+
 Step = tuple[str, Callable[[OpforgeConfig], dict[str, Any]]]
 
 
