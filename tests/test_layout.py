@@ -157,8 +157,6 @@ def test_the_library_never_imports_prefect_or_the_flows():
 # Stage code that still fans work out itself (through pipeline.executor) instead of declaring it to the runner.
 # Each entry is debt with a reason; the test fails when an entry is no longer needed, so the list only shrinks.
 FAN_OUT_DEBT = {
-    "pipeline/evaluate/actor.py": "Ray CPU build tasks feeding one GPU actor per GPU",
-    "pipeline/rollout/stage.py": "Ray tool runner when Ray is up",
     "pipeline/llm/ray_replicas.py": "vLLM replicas as Ray actors (joins Ray itself)",
 }
 

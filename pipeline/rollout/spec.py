@@ -12,7 +12,7 @@ from pipeline.stage import Needs, Plan, Resources, Stage, resolve
 STAGE = Stage(
     name="rollout", inputs=("tasks", "validation", "contamination", "dedup"), outputs=("trajectories",),
     settings="rollout", fn="pipeline.rollout.spec:roll", plan="pipeline.rollout.spec:plan", shard_key=None,
-    resources=Resources(cpus=1, gpus=0), needs=Needs(gpu=True, model=True), command="rollout",
+    resources=Resources(cpus=1, gpus=0), fan_out=True, needs=Needs(gpu=True, model=True), command="rollout",
     flow="rollout_flow", docs="rollout", doc="Agent rollouts on the clean tasks (needs a model and GPU workers).")
 
 
@@ -28,13 +28,14 @@ def plan(cfg: Any, items: Any = None) -> Plan:
 
 
 def roll(tasks: Any, settings: Any, eval_settings: dict[str, Any], run_id: str, data_root: str,
-         on_row: Any = None) -> Any:
+         on_row: Any = None, executor: Any = None) -> Any:
     from pipeline.llm.backend import make_backend
     from pipeline.rollout.stage import rollout
 
     backend = make_backend(settings)
     try:
-        return rollout(tasks, settings, backend, eval_settings, run_id, out_dir=data_root, on_row=on_row)
+        return rollout(tasks, settings, backend, eval_settings, run_id, out_dir=data_root, on_row=on_row,
+                       executor=executor)
     finally:
         if hasattr(backend, "close"):
             backend.close()
