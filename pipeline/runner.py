@@ -28,9 +28,21 @@ import pyarrow as pa
 from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig, load_config
 from pipeline.executor import Executor, LocalExecutor, default_executor
-from pipeline.shards import (RetryPolicy, ShardResult, ShardSpec, StageOutput, TransientError, call_with_retries,
-                             is_complete, plan_shards, read_shards, run_shard, select_ids, single_shard,
-                             supersede_stale)
+from pipeline.shards import (
+    RetryPolicy,
+    ShardResult,
+    ShardSpec,
+    StageOutput,
+    TransientError,
+    call_with_retries,
+    is_complete,
+    plan_shards,
+    read_shards,
+    run_shard,
+    select_ids,
+    single_shard,
+    supersede_stale,
+)
 from pipeline.stage import Outcome, Plan, ShardCall, Skip, Stage, StageUnavailable, device
 from pipeline.storage import DataStore
 from schemas import schema_version
