@@ -8,8 +8,10 @@ publish) returns an `Outcome` that is recorded the same way. A stage that cannot
 KernelBench, no input) is recorded as skipped with what it needs; a stage whose code cannot be imported fails
 the run (`StageUnavailable`): nothing is ever reported as done that did not run.
 
-`run_steps` runs several stages as one run under the run's lock: completed, failed or interrupted. The Prefect
-flows (flows/stages.py) and the stage commands of the CLI both call this module, so both resume.
+The sharded execution itself is `pipeline.shards.run_sharded`; this module adds the stage contract, the catalog
+and the observer. `run_steps` runs several stages as one run under the run's lock: completed, failed or
+interrupted. The Prefect flows (flows/stages.py) and the stage commands of the CLI both call this module, so both
+resume.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import logging
 import os
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -28,21 +29,7 @@ import pyarrow as pa
 from pipeline.catalog import Catalog
 from pipeline.config import OpforgeConfig, load_config
 from pipeline.executor import Executor, LocalExecutor, default_executor
-from pipeline.shards import (
-    RetryPolicy,
-    ShardResult,
-    ShardSpec,
-    StageOutput,
-    TransientError,
-    call_with_retries,
-    is_complete,
-    plan_shards,
-    read_shards,
-    run_shard,
-    select_ids,
-    single_shard,
-    supersede_stale,
-)
+from pipeline.shards import RetryPolicy, StageOutput, TransientError, call_with_retries, run_sharded
 from pipeline.stage import Outcome, Plan, ShardCall, Skip, Stage, StageUnavailable, device
 from pipeline.storage import DataStore
 from schemas import schema_version
@@ -200,24 +187,6 @@ def missing_needs(stage: Stage, cfg: OpforgeConfig) -> str | None:
     return " and ".join(missing) if missing else None
 
 
-@dataclass(frozen=True)
-class ShardJob:
-    """One shard to compute: picklable, so an executor can ship it to a process or a Ray worker."""
-
-    spec: ShardSpec
-    call: ShardCall
-    items: pa.Table | None
-    policy: RetryPolicy
-
-    @property
-    def task_name(self) -> str:
-        return f"{self.spec.stage}-shard-{self.spec.index:05d}"
-
-
-def execute_shard(job: ShardJob) -> ShardResult:
-    return run_shard(job.spec, lambda: job.call(job.items), job.policy)
-
-
 def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local_or_ray,
               observer: Observer | None = None, shard_size: int | None = None,
               policy: RetryPolicy = RetryPolicy(), items: pa.Table | None = None, check_needs: bool = True,
@@ -255,51 +224,26 @@ def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local
 def _run_sharded(stage: Stage, cfg: OpforgeConfig, plan: Plan, executor: Executor, obs: Observer,
                  shard_size: int, policy: RetryPolicy) -> StageOutput:
     started = _dt.datetime.now(_dt.timezone.utc)
-    t0 = time.monotonic()
     table = stage.outputs[0]
     store = DataStore(cfg.data_root)
-    key = plan.key if plan.key is not None else getattr(cfg, stage.settings)
     call = ShardCall(stage.fn, {**plan.args, **({"executor": item_executor()} if stage.fan_out else {})})
-    items = plan.items
-    if stage.shard_key is None:  # one unit of work, keyed by all its inputs
-        specs = [single_shard(stage.name, table, key, cfg.run_id, store, list(plan.ids))]
-        jobs = [ShardJob(specs[0], call, items, policy)]
-        rows_in = plan.rows_in if plan.rows_in is not None else (items.num_rows if items is not None else 0)
-    else:
-        specs = plan_shards(stage.name, table, items.column(stage.shard_key).to_pylist(), key, cfg.run_id, store,
-                            shard_size)
-        jobs = [ShardJob(s, call, select_ids(items, stage.shard_key, s.ids), policy) for s in specs]
-        rows_in = plan.rows_in if plan.rows_in is not None else items.num_rows
-    obs.start(stage.name, len(specs))
-    # Finished shards are recognised here, in the driver (their final file exists), so a rerun of a finished
-    # stage starts no worker at all.
-    done: dict[int, ShardResult] = {}
-    todo = []
-    for job in jobs:
-        if is_complete(Path(job.spec.path), table):
-            done[job.spec.index] = run_shard(job.spec, lambda: None, policy)  # reads the row count and reasons
-            obs.advance(stage.name)
-        else:
-            todo.append(job)
-    if todo:
-        for r in executor.map(execute_shard, todo, stage.resources,
-                              on_result=lambda _i, _r: obs.advance(stage.name)):
-            done[r.spec.index] = r
-    results = [done[s.index] for s in specs]
-    moved = supersede_stale(store, table, cfg.run_id, specs)
-    if moved:  # those files are no longer part of the table
+    out = run_sharded(stage.name, table, plan.items, stage.shard_key, call,
+                      plan.key if plan.key is not None else getattr(cfg, stage.settings), cfg.run_id, store,
+                      shard_size, policy=policy, resources=stage.resources, executor=executor, inputs=plan.ids,
+                      rows_in=plan.rows_in, on_plan=lambda n: obs.start(stage.name, n),
+                      on_shard=lambda _r: obs.advance(stage.name))
+    if out.moved:  # those files are no longer part of the table
         def forget():
             with catalog(cfg).connect() as con:
-                for p in moved:
+                for p in out.moved:
                     con.execute("DELETE FROM table_files WHERE path = ?",
                                 [str((store.table_dir(table, cfg.run_id) / p.name).resolve())])
 
         catalog_call(forget)
-    out = StageOutput(stage.name, table, read_shards(table, specs), results, rows_in, time.monotonic() - t0)
     shards = f"shards: {out.shards_computed} computed, {out.shards_skipped} reused"
-    record(cfg, stage.name, rows_in=rows_in, rows_out=out.rows_out, reasons=out.drop_reasons, started_at=started,
-           detail=f"{plan.detail}; {shards}" if plan.detail else shards,
-           files=[(table, r.spec.path, r.rows) for r in results], observer=obs, data=out.data,
+    record(cfg, stage.name, rows_in=out.rows_in, rows_out=out.rows_out, reasons=out.drop_reasons,
+           started_at=started, detail=f"{plan.detail}; {shards}" if plan.detail else shards,
+           files=[(table, r.spec.path, r.rows) for r in out.results], observer=obs, data=out.data,
            shards=(out.shards_computed, out.shards_skipped), seconds=out.seconds)
     return out
 
