@@ -16,8 +16,6 @@ from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")  # package data (in a checkout: the top-level prefect.yaml)
 
-# What each stage needs when it is skipped here, in words a user can act on.
-STAGE_ORDER = ["synthesize", "validate", "decontaminate", "dedup", "rollout", "evaluate", "curate", "publish"]
 
 
 def _summary_table(cfg, run_id: str, wall_s: float):
@@ -32,7 +30,10 @@ def _summary_table(cfg, run_id: str, wall_s: float):
     t = Table(title=f"opforge run {run_id}  ({wall_s:.0f} s)")
     for col in ("stage", "status", "rows in", "rows out", "drop reasons", "time"):
         t.add_column(col, overflow="fold", justify="right" if col in ("rows in", "rows out", "time") else "left")
-    for stage in STAGE_ORDER + sorted(set(rows) - set(STAGE_ORDER)):
+    from pipeline.registry import names
+
+    order = names()
+    for stage in order + sorted(set(rows) - set(order)):
         r = rows.get(stage)
         if r is None:
             t.add_row(stage, "[dim]not run[/dim]", "", "", "", "")

@@ -2,19 +2,18 @@
 
 - Prefect API: `prefect.api_url` from the config, else `$PREFECT_API_URL`, else a temporary local server started
   here (so its URL is known and can be handed to Ray workers).
-- Task runner: a thread pool by default; prefect-ray's RayTaskRunner when `ray.address` is set (or when the caller
-  started a local Ray, as `opforge run` does).
-- Ray workers do not inherit the API URL: without it each one starts its own temporary Prefect server (~65 s,
-  STACK.md). The URL goes into the Ray job's runtime_env and, for a Ray started elsewhere, into every task's.
+- Ray: joined when `ray.address` is set (or already started by the caller, as `opforge run` does); shard work then
+  runs as Ray tasks through the library's executor (flows/sharded.py), never through a Prefect Ray task runner.
+- Ray workers get the API URL and Prefect's settings in the Ray job's runtime_env, so library code that logs
+  through Prefect on a worker never starts a temporary Prefect server of its own (~65 s).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from pipeline.config import OpforgeConfig
 
@@ -126,40 +125,3 @@ def use_ray(cfg: OpforgeConfig) -> bool:
         return ray.is_initialized()
     except ImportError:
         return False
-
-
-def task_runner(cfg: OpforgeConfig, max_workers: int | None = None):
-    """RayTaskRunner on a cluster (or an already started local Ray); a thread pool otherwise.
-
-    `max_workers=1` for stages whose work is pure Python: threads gain nothing under the GIL, and CPython 3.11's
-    `ast` is not thread-safe (concurrent `ast.parse` raises "AST constructor recursion depth mismatch")."""
-    if use_ray(cfg):
-        from prefect_ray import RayTaskRunner
-
-        start_ray(cfg)  # no-op when Ray is up; RayTaskRunner then reuses it
-        return RayTaskRunner(address=cfg.ray.address)
-    from prefect.task_runners import ThreadPoolTaskRunner
-
-    return ThreadPoolTaskRunner(max_workers=max_workers or cfg.ray.num_cpus or os.cpu_count() or 2)
-
-
-@contextmanager
-def resources(cpus: float = 1.0, gpus: float = 0.0, memory_mb: int | None = None) -> Iterator[None]:
-    """Ray options for the tasks submitted inside (GPU per task for rollouts and evaluation). The runtime_env
-    repeats the API URL for a Ray started by someone else (a test fixture, `ray start`); harmless otherwise."""
-    try:
-        import ray  # noqa: F401
-        from prefect_ray.context import remote_options
-    except ImportError:
-        yield
-        return
-    opts: dict[str, Any] = {"num_cpus": cpus, "num_gpus": gpus}
-    if memory_mb:
-        opts["memory"] = memory_mb * 2**20
-    env = worker_env()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    pp = os.environ.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
-    opts["runtime_env"] = {"env_vars": env}
-    with remote_options(**opts):
-        yield

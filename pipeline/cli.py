@@ -10,7 +10,7 @@ import importlib.util
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -56,38 +56,17 @@ def load_cli_config(config: Optional[Path], overrides: Optional[list[str]]):
 
 
 @contextmanager
-def writing_run(data_root: Path, cat: Any, run_id: str, config: dict[str, Any], note: str) -> Iterator[bool]:
-    """A stage command writing into run `run_id` (`opforge synth/rollout/curate --run-id`), as one writer: it holds
-    the run's lock for the block, so another writer (an `opforge run`, a flow, another command) is named and this
-    command exits with code 2 before writing anything. A new run is registered (version with commit) and ends
-    completed, failed (an exception) or interrupted (Ctrl-C); an existing run keeps its record and status.
-    Yields whether the run is this command's own."""
-    from pipeline.provenance import version
-    from pipeline.runlock import RunLocked, run_lock
+def one_writer() -> Iterator[None]:
+    """Around a stage command that writes into a run (`opforge synth/rollout/curate/publish --run-id`): the runner
+    holds the run's lock; when another writer holds it, the command names it in one line and exits with code 2,
+    before anything is written."""
+    from pipeline.runlock import RunLocked
 
     try:
-        lock = run_lock(data_root, run_id).acquire()
+        yield
     except RunLocked as e:
         Console(stderr=True).print(f"[red]{e}[/red]", highlight=False)
         raise typer.Exit(2) from None
-    try:
-        own = not cat.sql("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).num_rows
-        if own:
-            cat.start_run(run_id, config, version(), note=note)
-        try:
-            yield own
-        except Exception:
-            if own:
-                cat.finish_run(run_id, "failed")
-            raise
-        except BaseException:
-            if own:
-                cat.finish_run(run_id, "interrupted")
-            raise
-        if own:
-            cat.finish_run(run_id, "completed")
-    finally:
-        lock.release()
 
 
 def print_table(tbl, title: str | None = None, max_rows: int = 50) -> None:

@@ -1,28 +1,20 @@
 """Where stage work runs: in this process or on Ray. The only module of the library that imports Ray.
 
-Stages declare `Resources`; this module turns them into Ray options. Only infrastructure failures (a dead worker,
+Stages declare `Resources` (pipeline.stage); this module turns them into Ray options. The runner takes an
+`Executor`: `LocalExecutor` (this process, optionally a few threads) or `RayExecutor` (one Ray task per item with
+the declared resources); a stage function never knows which. Only infrastructure failures (a dead worker,
 a lost object) are retried; an exception raised by the work itself is returned to the caller as it is.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Protocol, TypeVar
+
+from pipeline.stage import InProcess, Resources  # the stage contract declares resources; re-exported here
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class Resources:
-    cpus: float = 1.0
-    gpus: float = 0.0
-    memory_mb: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.cpus < 0 or self.gpus < 0:
-            raise ValueError("resources cannot be negative")
 
 
 # Ray 2.60 turns token auth on by default; a local, single-user Ray needs none.
@@ -114,10 +106,7 @@ def map_items(fn: Callable[[T], R], items: Iterable[T], resources: Resources = R
         return out
     import ray
 
-    opts: dict[str, Any] = {"num_cpus": resources.cpus, "num_gpus": resources.gpus, "max_retries": max_retries}
-    if resources.memory_mb:
-        opts["memory"] = resources.memory_mb * 2**20
-    remote = ray.remote(fn).options(**opts)
+    remote = ray.remote(fn).options(**ray_options(resources, max_retries))
     refs = [remote.remote(it) for it in items]
     index = {ref: i for i, ref in enumerate(refs)}
     results: list[Any] = [None] * len(refs)
@@ -130,3 +119,58 @@ def map_items(fn: Callable[[T], R], items: Iterable[T], resources: Resources = R
             if on_result:
                 on_result(i, results[i])
     return results
+
+
+def ray_options(resources: Resources, max_retries: int = 3) -> dict[str, Any]:
+    """Ray task options for declared resources."""
+    opts: dict[str, Any] = {"num_cpus": resources.cpus, "num_gpus": resources.gpus, "max_retries": max_retries}
+    if resources.memory_mb:
+        opts["memory"] = resources.memory_mb * 2**20
+    return opts
+
+
+class Executor(Protocol):
+    """Runs `fn` over items with the given resources; results in input order, `on_result(i, r)` as each ends.
+    `distributed`: items run in other processes (Ray), so a caller need not fork its own pool."""
+
+    distributed: bool
+
+    def map(self, fn: Callable[[T], R], items: list[T], resources: Resources,
+            on_result: Callable[[int, R], None] | None = None) -> list[R]: ...
+
+
+class LocalExecutor(InProcess):
+    """This process: in order, or `threads` at a time (for work that waits on subprocesses)."""
+
+    def __init__(self, threads: int = 1):
+        self.threads = max(1, threads)
+
+    def map(self, fn, items, resources=Resources(), on_result=None):
+        items = list(items)
+        if self.threads == 1 or len(items) < 2:
+            return super().map(fn, items, resources, on_result)
+        import concurrent.futures as cf
+
+        out: list[Any] = [None] * len(items)
+        with cf.ThreadPoolExecutor(min(self.threads, len(items))) as pool:
+            futures = {pool.submit(fn, it): i for i, it in enumerate(items)}
+            for fut in cf.as_completed(futures):
+                i = futures[fut]
+                out[i] = fut.result()
+                if on_result:
+                    on_result(i, out[i])
+        return out
+
+
+class RayExecutor:
+    """One Ray task per item, with the declared resources as its Ray options (Ray must be up: `ensure_ray`)."""
+
+    distributed = True
+
+    def map(self, fn, items, resources=Resources(), on_result=None):
+        return map_items(fn, items, resources, use_ray=True, on_result=on_result)
+
+
+def default_executor(threads: int = 1) -> Executor:
+    """Ray when it is up in this process, else this process (`threads` at a time)."""
+    return RayExecutor() if ray_available() else LocalExecutor(threads)

@@ -129,3 +129,44 @@ def requirements(settings: Any) -> list[str]:
         )
         if flag
     ]
+
+
+# -- a run's inputs: which of its tasks each stage takes ---------------------------------------------------------
+
+def run_table(cfg: Any, name: str) -> pa.Table:
+    """Table `name` of the config's run (every shard)."""
+    from pipeline.storage import DataStore
+
+    return DataStore(cfg.data_root).read(name, cfg.run_id)
+
+
+def has_table(cfg: Any, name: str) -> bool:
+    from pipeline.storage import DataStore
+
+    return bool(DataStore(cfg.data_root).shards(name, cfg.run_id))
+
+
+def _run_decisions(cfg: Any, *names: str) -> dict[str, pa.Table | None]:
+    return {n: (run_table(cfg, n) if has_table(cfg, n) else None) for n in names}
+
+
+def valid_tasks(cfg: Any) -> tuple[pa.Table, str]:
+    """The run's tasks that passed validation (all of them, with a note, when the run has no validation table):
+    decontamination's input."""
+    tasks = run_table(cfg, "tasks")
+    if not has_table(cfg, "validation"):
+        return tasks, "validation not run: every synthesized task was checked"
+    return select_tasks(tasks, _run_decisions(cfg, "validation"), required=["validation"]), ""
+
+
+def clean_tasks(cfg: Any) -> pa.Table:
+    """Valid tasks with a clean contamination decision (curation's rule: no decision is not clean): dedup's
+    input."""
+    return select_tasks(run_table(cfg, "tasks"), _run_decisions(cfg, "validation", "contamination"),
+                        required=requirements(cfg.curate))
+
+
+def kept_tasks(cfg: Any) -> pa.Table:
+    """Tasks that survive validation, decontamination and dedup (curation's rule): the input of rollouts."""
+    return select_tasks(run_table(cfg, "tasks"), _run_decisions(cfg, "validation", "contamination", "dedup"),
+                        required=requirements(cfg.curate))

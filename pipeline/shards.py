@@ -216,6 +216,7 @@ class StageOutput:
     results: list[ShardResult]
     rows_in: int
     seconds: float
+    moved: list[Path] = field(default_factory=list)  # shard files of older settings, moved to superseded/
 
     @property
     def rows_out(self) -> int:
@@ -235,28 +236,68 @@ class StageOutput:
         return sum(not r.skipped for r in self.results)
 
 
-def run_sharded(stage: str, table: str, items: pa.Table, id_column: str,
-                fn: Callable[[pa.Table], pa.Table | Iterable[Mapping[str, Any]]], settings: Any, run_id: str,
-                store: DataStore, shard_size: int, *, policy: RetryPolicy = RetryPolicy(),
-                resources: Any = None, on_shard: Callable[[ShardResult], None] | None = None) -> StageOutput:
-    """Plan, run (on Ray when it is up, via `pipeline.executor.map_items`) and collect a resumable stage.
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard to compute: picklable when `fn` is, so an executor can ship it to a process or a Ray worker."""
 
-    `fn(shard_items) -> rows of table` must be a plain, picklable function of its shard alone.
+    spec: ShardSpec
+    fn: Callable[[Any], Any]
+    items: pa.Table | None
+    policy: RetryPolicy
+
+    @property
+    def task_name(self) -> str:
+        return f"{self.spec.stage}-shard-{self.spec.index:05d}"
+
+
+def execute_shard(job: ShardJob) -> ShardResult:
+    return run_shard(job.spec, lambda: job.fn(job.items), job.policy)
+
+
+def run_sharded(stage: str, table: str, items: pa.Table | None, id_column: str | None,
+                fn: Callable[[Any], pa.Table | Iterable[Mapping[str, Any]]], settings: Any, run_id: str,
+                store: DataStore, shard_size: int = 1, *, policy: RetryPolicy = RetryPolicy(),
+                resources: Any = None, executor: Any = None, inputs: Sequence[str] = (), rows_in: int | None = None,
+                on_plan: Callable[[int], None] | None = None,
+                on_shard: Callable[[ShardResult], None] | None = None) -> StageOutput:
+    """Plan, run and collect a resumable stage: the one sharded execution path (pipeline/runner.py adds the
+    catalog on top).
+
+    `fn(shard_items) -> rows of table` must be a plain function of its shard alone (picklable for Ray).
+    `id_column=None`: one unit of work over all of `items` (or None), keyed by `inputs`. Finished shards are
+    recognised here, in the caller (their final file exists), so a rerun of a finished stage starts no worker; the
+    others run on `executor` (pipeline.executor: Ray when it is up, else here) with `resources`.
     """
-    from pipeline.executor import Resources, map_items
+    from pipeline.executor import Resources, default_executor
 
     t0 = time.monotonic()
-    specs = plan_shards(stage, table, items.column(id_column).to_pylist(), settings, run_id, store, shard_size)
-    jobs = [(s, select_ids(items, id_column, s.ids)) for s in specs]
-
-    def work(job: tuple[ShardSpec, pa.Table]) -> ShardResult:
-        spec, shard_items = job
-        return run_shard(spec, lambda: fn(shard_items), policy)
-
-    results = map_items(work, jobs, resources or Resources(),
-                        on_result=(lambda _i, r: on_shard(r)) if on_shard else None)
-    supersede_stale(store, table, run_id, specs)
-    return StageOutput(stage, table, read_shards(table, specs), results, items.num_rows, time.monotonic() - t0)
+    if id_column is None:
+        specs = [single_shard(stage, table, settings, run_id, store, list(inputs))]
+        jobs = [ShardJob(specs[0], fn, items, policy)]
+    else:
+        specs = plan_shards(stage, table, items.column(id_column).to_pylist(), settings, run_id, store, shard_size)
+        jobs = [ShardJob(s, fn, select_ids(items, id_column, s.ids), policy) for s in specs]
+    if on_plan:
+        on_plan(len(specs))
+    done: dict[int, ShardResult] = {}
+    todo = []
+    for job in jobs:
+        if is_complete(Path(job.spec.path), table):
+            done[job.spec.index] = run_shard(job.spec, lambda: None, policy)  # reads the row count and reasons
+            if on_shard:
+                on_shard(done[job.spec.index])
+        else:
+            todo.append(job)
+    if todo:
+        ex = executor or default_executor(1)
+        for r in ex.map(execute_shard, todo, resources or Resources(),
+                        on_result=(lambda _i, r: on_shard(r)) if on_shard else None):
+            done[r.spec.index] = r
+    results = [done[s.index] for s in specs]
+    moved = supersede_stale(store, table, run_id, specs)
+    if rows_in is None:
+        rows_in = items.num_rows if items is not None else 0
+    return StageOutput(stage, table, read_shards(table, specs), results, rows_in, time.monotonic() - t0, moved)
 
 
 def select_ids(items: pa.Table, id_column: str, ids: Sequence[str]) -> pa.Table:

@@ -30,6 +30,9 @@ def test_card_states_the_funnel_versions_pin_and_what_was_not_checked(data_root,
             runtime_window_checked=False) for i in range(5)], "r1")
     prov = card_provenance(cat, "r1")
     assert [f["stage"] for f in prov["funnel"]] == ["synthesize", "validate", "decontaminate", "rollout"]
+    # An earlier attempt's publish row (killed after it was recorded) does not change what a rerun's card says.
+    cat.record_stage("r1", "publish", rows_in=3, rows_out=3)
+    assert card_provenance(cat, "r1")["funnel"] == prov["funnel"]
     s = scenario()
     res = curate(s["tasks"], s["validation"], s["contamination"], s["trajectories"], CurateSettings(), "r1")
     card = (publish_local(res, tmp_path / "rel", {"provenance": prov}) / "README.md").read_text()

@@ -94,7 +94,9 @@ def test_partitioned_over_ray_is_identical(ray_local):
     rows, _ = _corpus(20, seed=4)
     ref = _clusters(dedup(rows, DecontamSettings()))
     assert ray_local.is_initialized()
-    assert _clusters(dedup(rows, DecontamSettings(dedup_shard_size=8))) == ref
+    from pipeline.executor import RayExecutor
+
+    assert _clusters(dedup(rows, DecontamSettings(dedup_shard_size=8), RayExecutor())) == ref
 
 
 def test_dedup_cli_and_bad_rows(tmp_path):

@@ -23,7 +23,9 @@ def test_batch_through_ray_actor(ray_local, tmp_path):
         EvalItem(task, str(A.exploit_workspace(tmp_path / "exploit", "ws_torch_op")), key="exploit"),
         EvalItem(task, str(tmp_path / "missing.py"), key="missing"),
     ]
-    out = evaluate_batch(items, {"cache_dir": str(A.shared_cache_dir())}, num_gpus=1)
+    from pipeline.executor import RayExecutor
+
+    out = evaluate_batch(items, {"cache_dir": str(A.shared_cache_dir())}, num_gpus=1, executor=RayExecutor())
     assert [r["key"] for r in out] == ["honest", "exploit", "missing"]  # input order
     honest, exploit, missing = out
     assert honest["compiled"] and honest["compile"]["ok"] and honest["reason"] == "no_gpu"

@@ -5,6 +5,7 @@ run here are recorded as skipped with what they need, and `opforge sql` joins tw
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -40,20 +41,21 @@ def seeded_root(data_root, kernelbench_path):
     return data_root
 
 
-def test_task_runner_follows_the_config(monkeypatch):
-    from prefect.task_runners import ThreadPoolTaskRunner
-    from prefect_ray import RayTaskRunner
+def test_flow_executor_follows_ray_and_the_stage(monkeypatch):
+    """Shards of a flow are Prefect task runs whose work goes to the library's executor: Ray tasks with the stage's
+    declared resources when Ray is up (never a Prefect Ray task runner), else the stage's threads here."""
+    from flows import sharded
+    from pipeline import executor, registry
 
-    from flows import runtime
-
-    monkeypatch.setattr(runtime, "start_ray", lambda cfg: None)  # no cluster to connect to in this unit check
-    cfg = load_config(None, ["ray.address=ray://head:10001"])
-    assert isinstance(runtime.task_runner(cfg), RayTaskRunner)
-    assert runtime.task_runner(cfg).address == "ray://head:10001"
-    import ray
-
-    if not ray.is_initialized():
-        assert isinstance(runtime.task_runner(load_config()), ThreadPoolTaskRunner)
+    validate, evaluate = registry.get("validate"), registry.get("evaluate")
+    assert executor.ray_options(evaluate.resources) == {"num_cpus": 1, "num_gpus": 1, "max_retries": 3}
+    monkeypatch.setattr(executor, "ray_available", lambda: True)  # whether Ray is up, not what it runs
+    ex = sharded.prefect_executor(validate)
+    assert isinstance(ex, sharded.PrefectExecutor) and isinstance(ex.inner, executor.RayExecutor)
+    monkeypatch.setattr(executor, "ray_available", lambda: False)
+    ex = sharded.prefect_executor(validate)
+    assert isinstance(ex.inner, executor.LocalExecutor) and ex.threads == (os.cpu_count() or 1)
+    assert sharded.prefect_executor(registry.get("decontaminate")).threads == 1
 
 
 def test_decontaminate_flow_on_ray_records_catalog_artifacts_and_resumes(prefect_harness, ray_local, seeded_root):
@@ -69,7 +71,7 @@ def test_decontaminate_flow_on_ray_records_catalog_artifacts_and_resumes(prefect
     # The KernelBench copies are caught, each with a reason code.
     assert sum(deco["drop_reasons"].values()) >= 12 and deco["rows_out"] == 24 - sum(deco["drop_reasons"].values())
 
-    # The shard tasks ran on Ray workers (which reached the API: the task runs are Completed in Prefect).
+    # Every shard was a Prefect task run (its work a Ray task) and is Completed in Prefect.
     import asyncio
 
     async def task_runs_and_artifacts():

@@ -75,7 +75,7 @@ def test_token_from_hf_auth_login_and_release_recorded(hub, folders, tmp_path):
     res = curate(s["tasks"], s["validation"], s["contamination"], s["trajectories"], CurateSettings(), "rel-cli")
     cat = Catalog(data / "catalog.duckdb", data)
     cat.start_run("rel-cli", {"rollout": {"api_key": "sk-secret-xyz"}}, "test")
-    save_result(res, data, cat)
+    save_result(res, data)
     cat.finish_run("rel-cli")
     home = tmp_path / "hf-home"
     home.mkdir()

@@ -94,14 +94,16 @@ def test_kept_mask_and_drop_reasons_follow_the_rules():
 
 
 def test_rollout_input_is_what_curation_keeps(tmp_path: Path):
-    """The flows' kept_tasks (rollout input) and curate's warm-up set are the same tasks."""
-    from flows import stages
+    """The rollout stage's input (selection.kept_tasks, what its plan takes) and curate's warm-up set are the same
+    tasks."""
+    from pipeline.rollout.spec import plan
 
     store = DataStore(tmp_path)
     for name, tbl in _tables().items():
         store.write(name, tbl, RUN)
     cfg = load_config(None, [f"data_root={tmp_path}", f"run_id={RUN}"])
-    rollout_ids = sorted(stages.kept_tasks(cfg).column("task_id").to_pylist())
+    rollout_ids = sorted(selection.kept_tasks(cfg).column("task_id").to_pylist())
+    assert sorted(plan(cfg).items.column("task_id").to_pylist()) == rollout_ids
     t = _tables()
     result = curate(t["tasks"], t["validation"], t["contamination"], None, cfg.curate, RUN, dedup=t["dedup"])
     assert (
@@ -118,6 +120,6 @@ def test_rollout_input_is_what_curation_keeps(tmp_path: Path):
         "t_duplicate": "near_duplicate",
     }
     # Decontamination's input still takes every valid task (a check never starves for want of a decision).
-    valid, _ = stages.valid_tasks(cfg)
+    valid, _ = selection.valid_tasks(cfg)
     assert "t_no_contamination_row" in valid.column("task_id").to_pylist()
     assert "t_no_validation_row" not in valid.column("task_id").to_pylist()

@@ -129,7 +129,13 @@ def test_cli_synth_and_ops(tmp_path, ray_local):
     v = cat.sql("SELECT task_id, valid, reason FROM validation").to_pylist()
     assert len(v) == 3 and all(row["reason"] == "" or not row["valid"] for row in v)
     st = cat.sql("SELECT stage, rows_in FROM stages WHERE run_id = 'r1' ORDER BY stage").to_pylist()
-    assert [s["stage"] for s in st] == ["synth", "validate"]
+    assert [s["stage"] for s in st] == ["synthesize", "validate"]  # the runner's stage names, as in `opforge run`
+    # The command resumes like the flows: a rerun of the same run reuses every shard and writes no new row.
+    again = CliRunner().invoke(app, ["synth", "--n", "3", "--seed", "7", "--device", "cpu", "--run-id", "r1",
+                                     "--set", f"data_root={root}", "--set", "validate.check_compile=false",
+                                     "--set", "validate.timeout_s=90"])
+    assert again.exit_code == 0 and "(1 shards reused)" in again.output, again.output
+    assert cat.sql("SELECT count(*) AS n FROM validation").to_pylist()[0]["n"] == 3
     r = CliRunner().invoke(app, ["ops", "show", "torch.nn.Conv2d"])
     assert r.exit_code == 0 and '"convolution"' in r.output
     r = CliRunner().invoke(app, ["ops", "list", "--kind", "scan"])

@@ -157,7 +157,9 @@ def fast_settings():
 def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_settings):
     names = list(CASES)
     tbl = pa.table({"code": [CASES[n][0] for n in names]})
-    out = validate(tbl, fast_settings, "cpu")
+    from pipeline.executor import RayExecutor
+
+    out = validate(tbl, fast_settings, "cpu", executor=RayExecutor())  # a Ray task per candidate
     assert out.num_rows == len(names)  # the run completed: one row per candidate
     rows = dict(zip(names, out.to_pylist()))
     got = {n: rows[n]["reason"] for n in names}

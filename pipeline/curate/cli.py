@@ -9,7 +9,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
+    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config, one_writer
 
     @app.command("curate")
     def curate_cmd(
@@ -23,19 +23,15 @@ def register(app: typer.Typer) -> None:
         (curate.scope=run: this run only). With no trajectories, only the warm-up dataset is built."""
         from rich.table import Table
 
-        from pipeline.catalog import Catalog
-        from pipeline.cli import writing_run
-        from pipeline.curate.pool import curation_inputs
-        from pipeline.curate.stage import curate, save_result
+        from pipeline import registry, runner
+        from pipeline.curate.stage import load_result
 
         cfg = load_cli_config(config, set_)
-        run = run_id or cfg.with_run_id().run_id
-        cat = Catalog(cfg.catalog_path, cfg.data_root)
-        with writing_run(cfg.data_root, cat, run, cfg.dump(), note="opforge curate"):
-            ins = curation_inputs(cfg.data_root, run, cfg.curate.scope, cfg.decontam)
-            result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cfg.curate,
-                            run, dedup=ins["dedup"], single_turn=ins["single_turn"])
-            paths = save_result(result, cfg.data_root, cat)
+        cfg = runner.load(config, set_, run_id or cfg.run_id)
+        run = cfg.run_id
+        with one_writer():
+            runner.run_steps(cfg, runner.steps([registry.get("curate")]), note="opforge curate")
+        result = load_result(cfg.data_root, run)
         t = Table(title=f"curation run {run}")
         for col in ("dataset", "rows", "splits", "dropped"):
             t.add_column(col)
@@ -49,7 +45,7 @@ def register(app: typer.Typer) -> None:
         console.print(t)
         for note in result.summary["skipped"]:
             console.print(f"[yellow]note:[/yellow] {note}")
-        console.print(f"tables under {paths['warmup'].parent.parent.parent}; next: opforge publish --run-id {run}")
+        console.print(f"tables under {Path(cfg.data_root) / 'tables'}; next: opforge publish --run-id {run}")
 
     @app.command("verl-args")
     def verl_args_cmd(

@@ -415,10 +415,9 @@ def summary_path(data_root: Path, run_id: str) -> Path:
     return Path(data_root) / "curation" / f"run_id={run_id}" / "summary.json"
 
 
-def save_result(result: CurationResult, data_root: Path, catalog: Any | None = None) -> dict[str, Path]:
-    """Write the four tables (validated, atomic) and the summary; register them in the catalog if one is given."""
+def save_result(result: CurationResult, data_root: Path) -> dict[str, Path]:
+    """Write the tables (validated, atomic) and the summary; the runner records them in the catalog."""
     from pipeline.storage import DataStore, atomic_write_parquet
-    from schemas import schema_version
 
     store = DataStore(Path(data_root))
     paths = {}
@@ -426,19 +425,11 @@ def save_result(result: CurationResult, data_root: Path, catalog: Any | None = N
         path = store.shard_path(name, result.run_id)
         atomic_write_parquet(conform(name, tbl), path)
         paths[name] = path
-        if catalog is not None:
-            catalog.register_file(result.run_id, name, path, tbl.num_rows, schema_version(name))
     sp = summary_path(data_root, result.run_id)
     sp.parent.mkdir(parents=True, exist_ok=True)
     tmp = sp.with_suffix(".tmp")
     tmp.write_text(json.dumps(result.summary, indent=1, sort_keys=True, default=str))
     tmp.replace(sp)
-    if catalog is not None:
-        reasons = Counter(result.drops.column("reason").to_pylist()) if result.drops.num_rows else Counter()
-        catalog.record_stage(result.run_id, "curate", rows_in=result.summary["inputs"]["tasks"]
-                             + result.summary["inputs"]["trajectories"],
-                             rows_out=sum(result.summary["rows"].values()), drop_reasons=dict(reasons),
-                             detail=json.dumps(result.summary["rows"]))
     return paths
 
 

@@ -1,8 +1,8 @@
 """Near-duplicate removal within our own corpus.
 
-1. Per shard (on Ray through pipeline.executor when it runs, else in this process): the dedup view of every task
-   (canonical token shingles by default), its datasketch MinHash (MinHash.bulk, i.e. update_batch), and the LSH
-   band keys of the signature (datasketch's own optimal (bands, rows) for the threshold).
+1. Per shard (on the caller's executor when it is distributed, i.e. Ray; else forked processes or here): the
+   dedup view of every task (canonical token shingles by default), its datasketch MinHash (MinHash.bulk, i.e.
+   update_batch), and the LSH band keys of the signature (datasketch's own optimal (bands, rows) for the threshold).
 2. Exact duplicates (equal shingle sets) collapse first, so a thousand copies cost one LSH entry.
 3. Candidate pairs: tasks sharing a band bucket. In-process with datasketch's MinHashLSH for inputs up to
    `lsh_in_memory_max` distinct sets; beyond that the same banding as a sort-based bucket join over the band keys
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -155,18 +155,19 @@ def _as_rows(candidates: pa.Table | Iterable[tuple[str, str]]
     return [str(t) for t, _ in rows], codes, [len(c) if isinstance(c, str) else 0 for c in codes]
 
 
-def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings) -> ShardResult:
+def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings,
+                   executor: Any = None) -> ShardResult:
     from pipeline.decontam.pool import fork_map
-    from pipeline.executor import Resources, map_items, ray_available
+    from pipeline.stage import Resources
 
     size = max(1, settings.dedup_shard_size)
     bounds = [(i, min(i + size, len(codes))) for i in range(0, len(codes), size)]
-    if ray_available() and len(bounds) > 1:
+    if getattr(executor, "distributed", False) and len(bounds) > 1:  # Ray, from the runner
         def job(chunk: list[str | None]) -> ShardResult:
             return shard_views(chunk, settings)
 
         shards = [codes[a:b] if isinstance(codes, list) else codes[a:b].to_pylist() for a, b in bounds]
-        parts = map_items(job, shards, Resources(cpus=1))
+        parts = executor.map(job, shards, Resources(cpus=1))
     else:  # a forked pool (settings.workers > 1) inherits the codes; only (start, end) travels
         parts = fork_map(shard_views, codes, (settings,), settings.workers, bounds)
     if not parts:
@@ -176,12 +177,14 @@ def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: Decontam
                        np.concatenate([p.sigs for p in parts]))
 
 
-def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None) -> pa.Table:
-    """Rows of the `dedup` table, one per task, in input order."""
+def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None,
+          executor: Any = None) -> pa.Table:
+    """Rows of the `dedup` table, one per task, in input order; view chunks go to `executor` when it is
+    distributed (Ray), else to a forked pool of `settings.workers`."""
     settings = settings or DecontamSettings()
     ids, codes, lengths = _as_rows(candidates)
     n = len(ids)
-    res = compute_shards(codes, settings)
+    res = compute_shards(codes, settings, executor)
     del codes
     # exact duplicates of the view collapse onto one representative (the first)
     digest = [hashlib.blake2b(s.tobytes(), digest_size=16).digest() for s in res.sets]

@@ -20,7 +20,7 @@ Rows none of these flag then go through the semantic view (pipeline.decontam.sem
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -132,25 +132,20 @@ def score_codes(codes: list[str], index: ReferenceIndex, settings: DecontamSetti
     return cols
 
 
-def _ray_running() -> bool:
-    import sys
-
-    ray = sys.modules.get("ray")  # not imported: not running (importing Ray only to ask costs ~0.5 s)
-    return ray is not None and ray.is_initialized()
-
-
-def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSettings) -> dict[str, list]:
-    """score_codes over chunks: on Ray when it runs, else a forked process pool of `settings.workers`, else here.
-    Every code is scored on its own, so the result does not depend on the chunks or the number of workers."""
+def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSettings,
+              executor: Any = None) -> dict[str, list]:
+    """score_codes over chunks: on a distributed `executor` (Ray) when given one, else a forked process pool of
+    `settings.workers`, else here. Every code is scored on its own, so the result does not depend on the chunks or
+    the number of workers."""
     workers = max(1, settings.workers)
     bounds = chunk_bounds(len(codes), workers, MIN_CHUNK, per_worker=8)  # small chunks: a short idle tail
-    if len(bounds) > 1 and _ray_running():
-        from pipeline.executor import Resources, map_items
+    if len(bounds) > 1 and getattr(executor, "distributed", False):
+        from pipeline.stage import Resources
 
         def job(chunk: list[str]) -> dict[str, list]:
             return score_codes(chunk, index, settings)
 
-        parts = map_items(job, [codes[a:b] for a, b in bounds], Resources(cpus=1))
+        parts = executor.map(job, [codes[a:b] for a, b in bounds], Resources(cpus=1))
     else:
         index.matrices()  # built once here, not once per forked worker
         parts = fork_map(score_codes, codes, (index, settings), workers, bounds or [(0, 0)])
@@ -169,14 +164,15 @@ def _semantic_columns(codes: list[str], cols: dict[str, list], index: ReferenceI
 
 
 def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
-                  settings: DecontamSettings | None = None) -> pa.Table:
-    """Rows of the `contamination` table, one per candidate, in input order."""
+                  settings: DecontamSettings | None = None, executor: Any = None) -> pa.Table:
+    """Rows of the `contamination` table, one per candidate, in input order; chunks of scoring go to `executor`
+    when it is distributed (Ray; from the runner), else to a forked pool."""
     settings = settings or DecontamSettings()
     index = reference if isinstance(reference, ReferenceIndex) else ReferenceIndex(reference, settings)
     pairs = _as_pairs(candidates)
     codes = [c if isinstance(c, str) else "" for _, c in pairs]
     uniq = list(dict.fromkeys(codes))  # each distinct code is scored once
-    cols = score_all(uniq, index, settings)
+    cols = score_all(uniq, index, settings, executor)
     cols.update(_semantic_columns(uniq, cols, index, settings))
     if len(uniq) == len(codes):
         take = None
@@ -204,8 +200,9 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
 UNDECIDED = ("empty_code", "unparseable")
 
 
-def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None) -> pa.Table:
+def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None,
+          executor: Any = None) -> pa.Table:
     """Rows of the `dedup` table (see pipeline.decontam.dedup)."""
     from pipeline.decontam.dedup import dedup as _dedup
 
-    return _dedup(candidates, settings or DecontamSettings())
+    return _dedup(candidates, settings or DecontamSettings(), executor)

@@ -1,9 +1,10 @@
 """Distribution: one Ray actor per GPU serves evaluations, fed by CPU compile tasks (CPU side; Ray imported lazily).
 
-`evaluate_batch(items)` builds every solution in Ray CPU tasks (`pipeline.executor.map_items`); as each build
-finishes, its evaluation goes to the least-loaded GPU actor, so compiling overlaps measuring. Each actor takes up
-to `concurrency` evaluations at once, but their worker processes take the GPU's lock file before touching the GPU:
-the next candidate imports torch and its module on the CPU while the current one is measured alone.
+`evaluate_batch(items, executor=...)` builds every solution on the caller's executor (Ray CPU tasks from the
+runner; default: one after another here); as each build finishes, its evaluation goes to the least-loaded GPU
+actor, so compiling overlaps measuring. Each actor takes up to `concurrency` evaluations at once, but their worker
+processes take the GPU's lock file before touching the GPU: the next candidate imports torch and its module on the
+CPU while the current one is measured alone.
 """
 
 from __future__ import annotations
@@ -63,18 +64,26 @@ def _compile(item: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
                           timeout=float(s["compile_timeout_s"])).to_dict()
 
 
+def _ray_up() -> bool:
+    import sys
+
+    ray = sys.modules.get("ray")  # not imported: not running (importing Ray only to ask costs ~0.5 s)
+    return ray is not None and ray.is_initialized()
+
+
 def evaluate_batch(items: list[EvalItem | dict[str, Any]], settings: dict[str, Any] | None = None, *,
-                   num_gpus: int | None = None, concurrency: int = 2) -> list[dict[str, Any]]:
-    """Evaluate many solutions: Ray CPU tasks compile, one actor per GPU measures. Results in input order.
+                   num_gpus: int | None = None, concurrency: int = 2, executor: Any = None) -> list[dict[str, Any]]:
+    """Evaluate many solutions: builds on `executor` (the runner's: Ray CPU tasks; default: here), one Ray actor
+    per GPU measures. Results in input order.
 
     Without Ray initialised, runs sequentially in this process. `num_gpus`: actors to start (default: the
     cluster's GPUs, at least 1; with 0 GPUs in the cluster the actor runs without one and reports no_gpu).
     """
-    from pipeline.executor import Resources, map_items, ray_available
+    from pipeline.stage import InProcess, Resources
 
     rows = [it if isinstance(it, dict) else it.__dict__ for it in items]
     s = options.resolve(settings)
-    if not ray_available():
+    if not _ray_up():
         ev = GPUEvaluator(s)
         out = []
         for r in rows:
@@ -99,8 +108,8 @@ def evaluate_batch(items: list[EvalItem | dict[str, Any]], settings: dict[str, A
         refs[i] = ref
         owner[ref] = a
 
-    # map_items calls back as each build finishes: its evaluation is queued while other builds go on.
-    map_items(lambda r: _compile(r, s), rows, Resources(cpus=1), on_result=submit)
+    # The executor calls back as each build finishes: its evaluation is queued while other builds go on.
+    (executor or InProcess()).map(lambda r: _compile(r, s), rows, Resources(cpus=1), on_result=submit)
     out: list[dict[str, Any]] = [None] * len(rows)  # type: ignore[list-item]
     pending = {ref: i for i, ref in refs.items()}
     while pending:

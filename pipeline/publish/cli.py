@@ -16,7 +16,7 @@ def latest_curation_run(cat) -> str | None:
 
 
 def register(app: typer.Typer) -> None:
-    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
+    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config, one_writer
 
     @app.command("publish")
     def publish_cmd(
@@ -33,14 +33,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write the curated datasets as a Hub-layout folder with a data card, then (with a repo) upload it to the
         Hugging Face Hub in one commit and tag it. The token comes from HF_TOKEN; HF_ENDPOINT picks the Hub."""
-        from pipeline.catalog import Catalog
-        from pipeline.curate.stage import load_result
-        from pipeline.publish.hub import ReleaseConflict
-        from pipeline.publish.stage import publish_hub, publish_local
+        from pipeline import registry, runner
 
         cfg = load_cli_config(config, set_)
-        ps = cfg.publish
-        cat = Catalog(cfg.catalog_path, cfg.data_root)
+        cat = runner.catalog(cfg)
         try:
             run = cat.resolve_run_id(run_id) if run_id else latest_curation_run(cat)
         except ValueError as e:  # --run-id latest without a completed run
@@ -49,38 +45,25 @@ def register(app: typer.Typer) -> None:
         if not run:
             console.print("[red]no curation run found:[/red] run `opforge curate` first")
             raise typer.Exit(1)
-        result = load_result(cfg.data_root, run)
-        repo_id = repo or ps.repo_id or ps.repo_prefix
-        folder = out or (Path(ps.out_dir) if ps.out_dir else cfg.data_root / "published" / run)
-        from pipeline.publish.lineage import card_provenance
-
-        ctx = {"repo_id": repo_id or "ORG/NAME", "revision": tag or run, "license": ps.license,
-               "pretty_name": ps.pretty_name, "tags": ps.tags, "provenance": card_provenance(cat, run)}
-        try:  # the KernelBench version the card names; publishing does not depend on it
-            from pipeline.kernelbench import fingerprint, load_reference, resolve_source
-
-            ref = load_reference(resolve_source(cfg.kernelbench))
-            ctx["kernelbench"] = f"sha256:{fingerprint(ref)} ({len(ref)} problems)"
-        except Exception:  # not found: the card falls back to the fingerprints the decisions recorded
-            pass
-        path = publish_local(result, folder, ctx, max_shard_rows=ps.max_shard_rows)
-        console.print(f"local release: {path}  (datasets.load_dataset({str(path)!r}, 'warmup'))")
-        if not repo_id:
-            console.print("no Hub repo configured (--repo or publish.repo_id): local folder only")
-            return
+        ps = cfg.publish.model_copy(update={k: v for k, v in {
+            "out_dir": str(out) if out else None, "repo_id": repo, "tag": tag, "dry_run": dry_run or None,
+            "private": False if public else None}.items() if v is not None})
+        cfg = runner.load(config, set_, run).model_copy(update={"publish": ps})
         try:
-            report = publish_hub(path, repo_id, private=ps.private and not public, tag=tag or run,
-                                 dry_run=dry_run or ps.dry_run)
-        except (PermissionError, ReleaseConflict) as e:
+            with one_writer():
+                result = runner.run_steps(cfg, runner.steps([registry.get("publish")]), note="opforge publish")
+        except RuntimeError as e:  # the run records the failure; the user gets one line
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None
-        typer.echo(report.plan())
-        if not report.dry_run:
-            cat.record_release(run, repo_id, report.tag or "", report.commit_oid or "", report.endpoint,
-                               len(report.files))
-            cat.record_stage(run, "publish", rows_in=sum(result.summary.get("rows", {}).values()),
-                             rows_out=len(report.files), detail=json.dumps({"repo_id": repo_id, "tag": report.tag,
-                                                                             "commit": report.commit_oid}))
+        st = result["stages"][0]
+        if st["status"] != "completed":
+            console.print(f"[red]publish {st['status']}:[/red] {st.get('detail', '')}")
+            raise typer.Exit(1)
+        console.print(f"local release: {st['out_dir']}  (datasets.load_dataset({st['out_dir']!r}, 'warmup'))")
+        if not st["hub_plan"]:
+            console.print("no Hub repo configured (--repo or publish.repo_id): local folder only")
+            return
+        typer.echo(st["hub_plan"])
 
     @app.command("lineage")
     def lineage_cmd(
@@ -90,12 +73,12 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("text", "--format", help="text | json"),
     ) -> None:
         """Which trajectory, task, seed operators, contamination decision and runs produced a published row."""
-        from pipeline.catalog import Catalog
         from pipeline.publish.lineage import lineage
+        from pipeline.runner import catalog
 
         cfg = load_cli_config(config, set_)
         try:
-            info = lineage(Catalog(cfg.catalog_path, cfg.data_root), row_id)
+            info = lineage(catalog(cfg), row_id)
         except KeyError as e:
             console.print(f"[red]{e.args[0]}[/red]")
             raise typer.Exit(1) from None

@@ -4,9 +4,10 @@ operators, contamination decision and runs produced it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.catalog import Catalog
+if TYPE_CHECKING:  # a type only: the catalog is opened by the runner and the CLI
+    from pipeline.catalog import Catalog
 
 # Where each published config keeps its ids (warm-up rows are per task and keep it in extra_info).
 _ID_SQL = {
@@ -93,9 +94,11 @@ def card_provenance(cat: Catalog, run_id: str) -> dict[str, Any]:
 
     runs = cat.sql("SELECT run_id, status, pipeline_version, started_at, finished_at, note FROM runs "
                    "WHERE run_id = ?", [run_id]).to_pylist()
+    # The card is written by the publish stage: a publish row already in the catalog is an earlier attempt's, and
+    # would make the card depend on how often the run was retried (a kill -9 after it was recorded).
     stages = {r["stage"]: r for r in cat.sql(
-        "SELECT stage, status, rows_in, rows_out, drop_reasons, detail FROM stages WHERE run_id = ?",
-        [run_id]).to_pylist()}
+        "SELECT stage, status, rows_in, rows_out, drop_reasons, detail FROM stages WHERE run_id = ? "
+        "AND stage <> 'publish'", [run_id]).to_pylist()}
     funnel = []
     for name in [s for s in FUNNEL_ORDER if s in stages] + sorted(set(stages) - set(FUNNEL_ORDER)):
         st = stages[name]

@@ -8,6 +8,7 @@ class PublishSettings(BaseModel):
     repo_id: str | None = Field(None, description="Full Hub repo id (org/name); overrides repo_prefix.")
     private: bool = Field(True, description="Create the Hub repo private.")
     dry_run: bool = Field(False, description="Print the upload plan, change nothing on the Hub.")
+    tag: str | None = Field(None, description="Release tag on the Hub; default: the curation run id.")
     out_dir: str | None = Field(None, description="Local Hub-layout folder; default <data_root>/published/<run_id>.")
     max_shard_rows: int = Field(50_000, description="Rows per Parquet shard.")
     license: str = Field("apache-2.0", description="License id for the data card.")

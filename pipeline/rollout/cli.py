@@ -9,7 +9,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
+    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config, one_writer
 
     @app.command("rollout")
     def rollout_cmd(
@@ -28,15 +28,15 @@ def register(app: typer.Typer) -> None:
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
     ) -> None:
-        """Roll out the ReAct kernel agent on every task (samples per task with recorded seeds). Trajectories
-        already written under the output root are skipped, so a rerun resumes."""
+        """Roll out the ReAct kernel agent on every task (samples per task with recorded seeds), as the rollout
+        stage of a run with the same runner as `opforge run`. Trajectories already written under the output root
+        are skipped, so a rerun resumes."""
         import collections
 
         import pyarrow.parquet as pq
 
-        from pipeline.catalog import Catalog
-        from pipeline.cli import writing_run
-        from pipeline.storage import with_code_column
+        from pipeline import registry, runner
+        from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
 
         cfg = load_cli_config(config, set_)
         updates = {k: v for k, v in {"model": model, "backend": backend, "base_url": base_url,
@@ -47,7 +47,8 @@ def register(app: typer.Typer) -> None:
             console.print("[red]--model is required for the vllm backend[/red]")
             raise typer.Exit(2)
         root = Path(out) if out else cfg.data_root
-        run = run_id or cfg.with_run_id().run_id
+        cfg = runner.load(config, set_, run_id or cfg.run_id).model_copy(update={"rollout": rs, "data_root": root})
+        run = cfg.run_id
         table = with_code_column(pq.read_table(tasks))  # int/binary code: rows with reasons, not a crash
         if "code" not in table.column_names:
             console.print(f"[red]{tasks}: no 'code' column[/red]")
@@ -55,47 +56,23 @@ def register(app: typer.Typer) -> None:
         if limit:
             table = table.slice(0, limit)
         if ray:
-            from pipeline.executor import ensure_ray
+            runner.start_ray(cfg)
+        counts: collections.Counter = collections.Counter()
 
-            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
-        cat = Catalog(root / "catalog.duckdb", root)
-        with writing_run(root, cat, run, cfg.dump(), note="opforge rollout"):
-            result, counts, merged = _rollout_run(table, rs, cfg, run, root, cat)
+        def progress(row: dict) -> None:
+            counts[row["termination"]] += 1
+            console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
+                          f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
+
+        # The agent runs in this process (its tools go to Ray with --ray); the runner resumes and records it.
+        stage = registry.get("rollout")
+        with one_writer():
+            runner.run_steps(cfg, [("rollout", lambda c: runner.run_stage(
+                stage, c, executor=runner.in_this_process, items=table, check_needs=False,
+                extra_args={"on_row": progress}))], note="opforge rollout")
+        result = DataStore(root).read("trajectories", run)
+        merged = atomic_write_parquet(result, root / "trajectories.parquet")
         terms = collections.Counter(result.column("termination").to_pylist())
         rewards = collections.Counter(result.column("final_reward").to_pylist())
         console.print(f"{result.num_rows} trajectories ({sum(counts.values())} new) -> {merged}")
         console.print(f"termination: {dict(terms)}  final_reward: {dict(sorted(rewards.items()))}")
-
-
-def _rollout_run(table, rs, cfg, run: str, root: Path, cat):
-    """Roll out, write the trajectories, record them (under the run's lock: `writing_run`)."""
-    import collections
-
-    import pyarrow.parquet as pq
-
-    from pipeline.cli import console
-    from pipeline.llm.backend import make_backend
-    from pipeline.rollout.stage import rollout
-    from pipeline.storage import DataStore, atomic_write_parquet
-
-    be = make_backend(rs)
-    counts: collections.Counter = collections.Counter()
-
-    def progress(row: dict) -> None:
-        counts[row["termination"]] += 1
-        console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
-                      f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
-
-    try:
-        result = rollout(table, rs, be, cfg.eval.model_dump(), run, out_dir=root, on_row=progress)
-    finally:
-        be.close()
-    merged = atomic_write_parquet(result, root / "trajectories.parquet")
-    store = DataStore(root)
-    for shard in store.shards("trajectories", run):
-        cat.register_file(run, "trajectories", shard, pq.read_metadata(shard).num_rows,
-                          int(result.schema.metadata[b"opforge.version"]))
-    terms = collections.Counter(result.column("termination").to_pylist())
-    cat.record_stage(run, "rollout", rows_in=table.num_rows, rows_out=result.num_rows,
-                     drop_reasons={k: v for k, v in terms.items() if k != "finished"})
-    return result, counts, merged

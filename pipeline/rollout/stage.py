@@ -203,10 +203,8 @@ def harness_settings(eval_settings: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in es.items() if k in DEFAULTS}
 
 
-def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any]) -> ToolRunner:
-    from pipeline.executor import ray_available
-
-    use_ray = settings.use_ray_tools if settings.use_ray_tools is not None else ray_available()
+def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any], distributed: bool) -> ToolRunner:
+    use_ray = settings.use_ray_tools if settings.use_ray_tools is not None else distributed
     if use_ray:
         from pipeline.llm.ray_replicas import rollout_plan
         from pipeline.rollout.tools import RayRunner
@@ -217,12 +215,14 @@ def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any]) ->
 
 def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, eval_settings: dict[str, Any] | None,
             run_id: str, *, out_dir: str | Path | None = None, runner: ToolRunner | None = None,
-            on_row: Callable[[dict[str, Any]], None] | None = None) -> pa.Table:
+            on_row: Callable[[dict[str, Any]], None] | None = None, executor: Any = None) -> pa.Table:
     """Roll out `settings.samples_per_task` trajectories per task; returns the rows as a `trajectories` table.
 
     With `out_dir` (a data root), each trajectory is written as its own shard as soon as it ends, trajectories
     already present under `out_dir` (any run) are not run again, and the latest contamination decision found there
-    is recorded with each trajectory (unless the tasks table carries `contaminated` itself).
+    is recorded with each trajectory (unless the tasks table carries `contaminated` itself). Tools (compiles,
+    evaluations) run as Ray tasks when `executor` (the runner's) is distributed, unless `settings.use_ray_tools`
+    says otherwise; `runner` replaces the tool runner altogether.
     """
     from pipeline.storage import DataStore, conform
 
@@ -235,7 +235,7 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
             done[row["traj_id"]] = row
     todo = [j for j in jobs if j.traj_id not in done]
     own_runner = runner is None
-    runner = runner or _default_runner(settings, eval_settings)
+    runner = runner or _default_runner(settings, eval_settings, bool(getattr(executor, "distributed", False)))
     rows: dict[str, dict[str, Any]] = {j.traj_id: done[j.traj_id] for j in jobs if j.traj_id in done}
     lock = threading.Lock()
     workroot = Path(tempfile.mkdtemp(prefix="opforge-rollout-"))

@@ -30,10 +30,11 @@ def register(app: typer.Typer) -> None:
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
     ) -> None:
-        """Compose N candidate tasks, validate them in the sandbox, write `tasks` and `validation`."""
-        from pipeline.catalog import Catalog
-        from pipeline.cli import console, load_cli_config, writing_run
-        from pipeline.config import new_run_id
+        """Compose N candidate tasks, validate them in the sandbox, write `tasks` and `validation` (the
+        synthesize and validate stages of a run, with the same runner as `opforge run`: a rerun with the same
+        --run-id resumes)."""
+        from pipeline import registry, runner
+        from pipeline.cli import console, load_cli_config, one_writer
         from pipeline.storage import DataStore
 
         cfg = load_cli_config(config, set_)
@@ -47,65 +48,34 @@ def register(app: typer.Typer) -> None:
             from pipeline.validate.stage import resolve_device
 
             s = s.model_copy(update={"size_profile": "gpu" if resolve_device(dev).startswith("cuda") else "small"})
-        rid = run_id or cfg.run_id or new_run_id()
-        store, cat = DataStore(cfg.data_root), Catalog(cfg.catalog_path, cfg.data_root)
-        with writing_run(cfg.data_root, cat, rid, cfg.dump(), note=f"synth --n {s.n} --composer {s.composer}"):
-            _synth_run(cfg, s, dev, rid, store, cat, validate_, ray)
-        console.print(f"run {rid}")
+        cfg = runner.load(config, set_, run_id or cfg.run_id).model_copy(update={"synth": s, "device": dev})
+        if ray and validate_:
+            runner.start_ray(cfg)
+        t0 = time.time()
+        stages = [registry.get("synthesize")] + ([registry.get("validate")] if validate_ else [])
+        with one_writer():
+            result = runner.run_steps(cfg, runner.steps(stages, observer=runner.ConsoleObserver(console)),
+                                      note=f"synth --n {s.n} --composer {s.composer}")
+        by = {r["stage"]: r for r in result["stages"]}
+        syn = by["synthesize"]
+        store = DataStore(cfg.data_root)
+        console.print(f"composed {syn['rows_in']} candidates ({syn['rows_in'] - syn['rows_out']} failed) in "
+                      f"{time.time() - t0:.1f}s -> {store.table_dir('tasks', cfg.run_id)}")
+        if validate_:
+            from pipeline.validate.cli import print_summary
+
+            val = by["validate"]
+            if val["status"] == "completed":
+                v = store.read("validation", cfg.run_id)
+                print_summary(v, console)
+                where = store.table_dir("validation", cfg.run_id)
+                console.print(f"validated {v.num_rows} in {val['seconds'] / 60:.1f} min "
+                              f"({val['shards_skipped']} shards reused) -> {where}")
+            else:
+                console.print(f"validate {val['status']}: {val.get('detail', '')}")
+        console.print(f"run {cfg.run_id}")
 
     app.add_typer(ops_app, name="ops")
-
-
-def _synth_run(cfg, s, dev: str, rid: str, store, cat, validate_: bool, ray: bool) -> None:
-    """Compose, write `tasks`, validate, write `validation` (under the run's lock: `writing_run`)."""
-    from pipeline.cli import console
-    from pipeline.synth.stage import synthesize
-    from schemas import schema_version
-
-    t0 = time.time()
-    llm_backend = None
-    if s.composer == "llm":
-        from pipeline.llm.backend import make_backend
-
-        llm_backend = make_backend(s.llm)
-    try:
-        tasks = synthesize(s, rid, backend=llm_backend)
-    finally:
-        if llm_backend is not None:
-            llm_backend.close()
-    path, _ = store.write("tasks", tasks, rid)
-    cat.register_file(rid, "tasks", path, tasks.num_rows, schema_version("tasks"))
-    failed = sum(1 for r in tasks.column("compose_reason").to_pylist() if r)
-    cat.record_stage(rid, "synth", rows_in=s.n, rows_out=tasks.num_rows - failed,
-                     drop_reasons={"compose_failed": failed} if failed else {})
-    console.print(f"composed {tasks.num_rows} candidates ({failed} failed) in {time.time() - t0:.1f}s -> {path}")
-    if validate_:
-        from pipeline.validate.cli import print_summary
-        from pipeline.validate.stage import drop_reasons, validate
-
-        if ray:
-            from pipeline.executor import ensure_ray
-
-            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
-        t1 = time.time()
-        done = [0]
-
-        def progress(_i, _row):
-            done[0] += 1
-            if done[0] % 10 == 0 or done[0] == tasks.num_rows:
-                console.print(f"  validated {done[0]}/{tasks.num_rows} ({time.time() - t1:.0f}s)")
-
-        v = validate(tasks, cfg.validate_, dev, on_result=progress)
-        vpath, _ = store.write("validation", v, rid)
-        cat.register_file(rid, "validation", vpath, v.num_rows, schema_version("validation"))
-        kept = sum(v.column("valid").to_pylist())
-        cat.record_stage(rid, "validate", rows_in=v.num_rows, rows_out=kept, drop_reasons=drop_reasons(v))
-        print_summary(v, console)
-        mins = (time.time() - t1) / 60
-        console.print(f"validated {v.num_rows} in {mins:.1f} min ({v.num_rows / max(mins, 1e-9):.1f}/min) "
-                      f"-> {vpath}")
-
-
 
 
 @ops_app.command("list")
@@ -150,8 +120,7 @@ def ops_show(name: str = typer.Argument(..., help="Operator name, e.g. torch.nn.
 
 @ops_app.command("mine")
 def ops_mine(out: Optional[Path] = typer.Option(None, "--out", help="Parquet path (default: the cache)."),
-             source: Optional[list[str]] = typer.Option(None, "--source",
-                                                        help="Sources to mine (repeatable).")) -> None:
+             source: Optional[list[str]] = typer.Option(None, "--source", help="Sources to mine (repeatable).")) -> None:
     """Re-mine the catalog from the installed torch (and transformers) and write it."""
     from pipeline.cli import console
     from pipeline.synth.catalog import MiningReport, build_catalog, default_cache_path, write_catalog

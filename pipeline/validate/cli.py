@@ -61,10 +61,10 @@ def register(app: typer.Typer) -> None:
         tbl = with_code_column(pq.read_table(candidates, columns=cols))  # int/binary code: rows with reasons
         if limit is not None:
             tbl = tbl.slice(0, limit)
-        if ray:
-            from pipeline.executor import ensure_ray
+        from pipeline.runner import item_executor, start_ray
 
-            ensure_ray(cfg.ray.address, cfg.ray.num_cpus, cfg.ray.object_store_mb)
+        if ray:
+            start_ray(cfg)
         done = [0]
 
         def progress(_i, row):
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
             if done[0] % 10 == 0 or done[0] == tbl.num_rows:
                 console.print(f"  validated {done[0]}/{tbl.num_rows}")
 
-        result = validate(tbl, cfg.validate_, device or cfg.device, on_result=progress)
+        result = validate(tbl, cfg.validate_, device or cfg.device, on_result=progress, executor=item_executor())
         out.mkdir(parents=True, exist_ok=True)
         write_table("validation", result, out / "validation.parquet")
         print_summary(result, console)

@@ -1,8 +1,8 @@
 """The validation stage: static filters here, runtime filters in a sandboxed process per candidate, one row each.
 
 `validate(tasks, settings, device)` works on any table with a `code` column (our `tasks`, or an external set such
-as CUDA-Agent-Ops-6K). Candidates run as Ray tasks through `pipeline.executor.map_items` when Ray is up; on a GPU
-each asks Ray for one GPU. Nothing a candidate does stops the run: every outcome is a row with a reason code.
+as CUDA-Agent-Ops-6K). Candidates run on the executor the caller passes (Ray tasks when the runner has Ray); on
+a GPU each asks Ray for a GPU share. Nothing a candidate does stops the run: every outcome is a row with a reason code.
 """
 
 from __future__ import annotations
@@ -282,9 +282,10 @@ def settings_dict(settings: ValidateSettings) -> dict[str, Any]:
 
 
 def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *,
-             on_result=None) -> pa.Table:
-    """One `validation` row per candidate row of `tasks` (which needs at least `code`)."""
-    from pipeline.executor import Resources, map_items
+             on_result=None, executor: Any = None) -> pa.Table:
+    """One `validation` row per candidate row of `tasks` (which needs at least `code`), each candidate on
+    `executor` (pipeline.executor's, from the runner or the CLI; default: here, one after another)."""
+    from pipeline.stage import InProcess, Resources
     from pipeline.storage import conform
 
     device = resolve_device(device)
@@ -299,7 +300,7 @@ def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *
               "compose_reason": cr or ""} for code, tid, cr in zip(codes, ids, compose)]
     # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
     res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
-    rows = map_items(check_candidate, items, res, on_result=on_result)
+    rows = (executor or InProcess()).map(check_candidate, items, res, on_result=on_result)
     return conform("validation", rows)
 
 
