@@ -11,9 +11,9 @@ export DO_NOT_TRACK ?= 1
 
 .PHONY: setup jail run lint test test-gpu clean
 
-# ruff: lint always; `ruff format --check` (and the line-length and import-order rules it settles) once the code
-# base has been formatted in one commit: `ruff format . && ruff check --fix .`, then RUFF_FORMAT ?= 1 below.
-RUFF_FORMAT ?= 0
+# ruff: `ruff format --check` and every lint rule (fix locally with `ruff format . && ruff check --fix .`);
+# RUFF_FORMAT=0 checks lint only, without line length and import order.
+RUFF_FORMAT ?= 1
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)

@@ -28,14 +28,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # Measured on one NVIDIA H200 node (16 CPU cores) through the device tool; source: ../shared/notes/GPU.md.
 CITED = {
     "node_cpu_cores": {"value": 16, "unit": "cores", "source": "GPU.md: 'One H200, 16 CPU cores'"},
-    "build_load_inline_cold_s": {"value": 56.0, "unit": "s", "source": "GPU.md: load_inline one-kernel extension "
-                                 "55-57 s cold (midpoint)"},
-    "build_separate_cold_s": {"value": 13.0, "unit": "s", "source": "GPU.md: cpp_extension.load of binding + kernel "
-                              "as separate files, 13 s cold"},
-    "build_kernel_only_s": {"value": 1.25, "unit": "s", "source": "GPU.md: nvcc -O3 -arch=sm_90 -c of a kernel-only "
-                            ".cu, 1.25 s (binding object reused)"},
-    "parallel_builds_per_node": {"value": 8, "unit": "builds", "source": "GPU.md: 14 load_inline builds in a pool "
-                                 "of 8 processes on 16 cores took 46-58 s each, about one build's time"},
+    "build_load_inline_cold_s": {
+        "value": 56.0,
+        "unit": "s",
+        "source": "GPU.md: load_inline one-kernel extension 55-57 s cold (midpoint)",
+    },
+    "build_separate_cold_s": {
+        "value": 13.0,
+        "unit": "s",
+        "source": "GPU.md: cpp_extension.load of binding + kernel as separate files, 13 s cold",
+    },
+    "build_kernel_only_s": {
+        "value": 1.25,
+        "unit": "s",
+        "source": "GPU.md: nvcc -O3 -arch=sm_90 -c of a kernel-only .cu, 1.25 s (binding object reused)",
+    },
+    "parallel_builds_per_node": {
+        "value": 8,
+        "unit": "builds",
+        "source": "GPU.md: 14 load_inline builds in a pool "
+        "of 8 processes on 16 cores took 46-58 s each, about one build's time",
+    },
     "parallel_build_s": {"value": 52.0, "unit": "s", "source": "GPU.md: 46-58 s each in that pool (midpoint)"},
 }
 
@@ -46,14 +59,24 @@ TRAJECTORIES = 100_000
 def _composed(n: int, seed: int = 0) -> list[str]:
     # Fallback candidates when the synth stage is absent: small fused-operator tasks in KernelBench format.
     rng = random.Random(seed)
-    ops = ["torch.relu(x)", "torch.tanh(x)", "x * 1.5", "torch.sigmoid(x)", "x.pow(2)",
-           "torch.nn.functional.gelu(x)", "torch.softmax(x, dim=-1)", "x + 0.5"]
+    ops = [
+        "torch.relu(x)",
+        "torch.tanh(x)",
+        "x * 1.5",
+        "torch.sigmoid(x)",
+        "x.pow(2)",
+        "torch.nn.functional.gelu(x)",
+        "torch.softmax(x, dim=-1)",
+        "x + 0.5",
+    ]
     out = []
     for i in range(n):
         body = "\n".join(f"        x = {o}" for o in rng.sample(ops, rng.randint(2, 4)))
-        out.append(f"import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                   f"    def forward(self, x):\n{body}\n        return x\ndef get_inputs():\n"
-                   f"    return [torch.randn(16, {64 + i})]\ndef get_init_inputs():\n    return []\n")
+        out.append(
+            f"import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"    def forward(self, x):\n{body}\n        return x\ndef get_inputs():\n"
+            f"    return [torch.randn(16, {64 + i})]\ndef get_init_inputs():\n    return []\n"
+        )
     return out
 
 
@@ -73,8 +96,12 @@ def measure_cpu(args) -> tuple[dict, dict]:
         t0 = time.perf_counter()
         tasks = synthesize(SynthSettings(n=args.synth_n), "bench")
         dt = time.perf_counter() - t0
-        figs["synthesize_s_per_task"] = {"value": dt / max(tasks.num_rows, 1), "unit": "core-s", "source": here,
-                                         "n": tasks.num_rows}
+        figs["synthesize_s_per_task"] = {
+            "value": dt / max(tasks.num_rows, 1),
+            "unit": "core-s",
+            "source": here,
+            "n": tasks.num_rows,
+        }
     except ImportError as e:
         notes["synthesize"] = f"not measured: {e}"
     if tasks is None:
@@ -94,10 +121,13 @@ def measure_cpu(args) -> tuple[dict, dict]:
         val = validate(sub, ValidateSettings(), device="cpu")
         dt = time.perf_counter() - t0
         figs["validate_cpu_s_per_task"] = {
-            "value": dt / max(sub.num_rows, 1), "unit": "core-s", "n": sub.num_rows,
+            "value": dt / max(sub.num_rows, 1),
+            "unit": "core-s",
+            "n": sub.num_rows,
             "source": here + " (eager + torch.compile, one sandbox process per task, run one after another, "
-                             "fresh inductor cache)",
-            "valid": sum(val.column("valid").to_pylist())}
+            "fresh inductor cache)",
+            "valid": sum(val.column("valid").to_pylist()),
+        }
     except ImportError as e:
         notes["validate"] = f"not measured: {e}"
 
@@ -111,8 +141,12 @@ def measure_cpu(args) -> tuple[dict, dict]:
         s = DecontamSettings()
         t0 = time.perf_counter()
         index = ReferenceIndex(ref, s)
-        figs["decontam_index_build_s"] = {"value": time.perf_counter() - t0, "unit": "s", "source": here,
-                                          "n_reference": len(ref)}
+        figs["decontam_index_build_s"] = {
+            "value": time.perf_counter() - t0,
+            "unit": "s",
+            "source": here,
+            "n_reference": len(ref),
+        }
         # Distinct candidates: identical code strings are scored once by the stage, which would flatter the figure.
         base = tasks.column("code").to_pylist()
         codes = [base[i % len(base)] + f"\n# bench candidate {i}\n" for i in range(args.decontam_n)]
@@ -120,16 +154,24 @@ def measure_cpu(args) -> tuple[dict, dict]:
         t0 = time.perf_counter()
         decontaminate(cand, index, s)
         dt = time.perf_counter() - t0
-        figs["decontaminate_s_per_task"] = {"value": dt / cand.num_rows, "unit": "core-s", "n": cand.num_rows,
-                                            "source": here + f" (against {len(ref)} KernelBench problems)"}
+        figs["decontaminate_s_per_task"] = {
+            "value": dt / cand.num_rows,
+            "unit": "core-s",
+            "n": cand.num_rows,
+            "source": here + f" (against {len(ref)} KernelBench problems)",
+        }
         try:
             from pipeline.decontam.stage import dedup
 
             t0 = time.perf_counter()
             dedup(cand, s)
             dt = time.perf_counter() - t0
-            figs["dedup_s_per_task"] = {"value": dt / cand.num_rows, "unit": "core-s", "n": cand.num_rows,
-                                        "source": here + " (set-wide; near-linear per the LSH design)"}
+            figs["dedup_s_per_task"] = {
+                "value": dt / cand.num_rows,
+                "unit": "core-s",
+                "n": cand.num_rows,
+                "source": here + " (set-wide; near-linear per the LSH design)",
+            }
         except ImportError as e:
             notes["dedup"] = f"not measured: {e}"
     except ImportError as e:
@@ -157,15 +199,19 @@ def model(figs: dict, deadline_h: float) -> dict:
     }
     builds_per_node_h = figs["parallel_builds_per_node"]["value"] * 3600 / figs["parallel_build_s"]["value"]
     build_node_h = TRAJECTORIES / builds_per_node_h  # lower bound: one cold build per trajectory
-    traj = {"build_node_hours_lower_bound": round(build_node_h, 1),
-            "build_nodes_for_deadline_lower_bound": max(1, math.ceil(build_node_h / deadline_h))}
+    traj = {
+        "build_node_hours_lower_bound": round(build_node_h, 1),
+        "build_nodes_for_deadline_lower_bound": max(1, math.ceil(build_node_h / deadline_h)),
+    }
     if "llm_gpu_s_per_trajectory" in figs:
         llm_gpu_h = TRAJECTORIES * figs["llm_gpu_s_per_trajectory"]["value"] / 3600
         traj["llm_gpu_hours"] = round(llm_gpu_h, 1)
         traj["gpus_for_deadline"] = max(1, math.ceil(llm_gpu_h / deadline_h))
     else:
-        traj["llm_gpu_hours"] = ("not measured: give llm_gpu_s_per_trajectory via --measured (a GPU rollout "
-                                 "benchmark with the chosen model)")
+        traj["llm_gpu_hours"] = (
+            "not measured: give llm_gpu_s_per_trajectory via --measured (a GPU rollout "
+            "benchmark with the chosen model)"
+        )
     if "evals_per_trajectory" in figs:
         n = figs["evals_per_trajectory"]["value"]
         warm = figs["build_kernel_only_s"]["value"]

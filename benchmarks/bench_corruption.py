@@ -27,8 +27,20 @@ def rows(n: int) -> list[dict]:
     out = []
     for i in range(n):
         code = f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * {i}\n"
-        out.append({"task_id": task_id(code), "code": code, "ops": ["mul"], "data_source": "t", "composer": "p",
-                    "seed": i, "run_id": "r1", "compose_reason": "", "size_profile": "small", "est_ms": None})
+        out.append(
+            {
+                "task_id": task_id(code),
+                "code": code,
+                "ops": ["mul"],
+                "data_source": "t",
+                "composer": "p",
+                "seed": i,
+                "run_id": "r1",
+                "compose_reason": "",
+                "size_profile": "small",
+                "est_ms": None,
+            }
+        )
     return out
 
 
@@ -46,8 +58,10 @@ def main() -> None:
         bad = bytearray(data)
         bad[off] ^= 0x5A
         path.write_bytes(bytes(bad))
-        for name, read in (("plain", lambda: pq.read_table(path, schema=schema)),
-                           ("strict", lambda: store.read("tasks", "r1"))):
+        for name, read in (
+            ("plain", lambda: pq.read_table(path, schema=schema)),
+            ("strict", lambda: store.read("tasks", "r1")),
+        ):
             try:
                 got = read()
             except Exception:

@@ -15,10 +15,28 @@ import random
 import time
 from collections import Counter
 
-JUNK = [None, "", "x", 5, -1.5, True, [], {}, [None], [5], [{"role": 5}], [{"tool_calls": "no"}],
-        [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}], {"a": [1]}, float("nan"),
-        [{"role": "assistant", "content": {"x": 1}}], [{"role": "tool", "tool_call_id": [1]}], 10**30, -7,
-        float("inf")]
+JUNK = [
+    None,
+    "",
+    "x",
+    5,
+    -1.5,
+    True,
+    [],
+    {},
+    [None],
+    [5],
+    [{"role": 5}],
+    [{"tool_calls": "no"}],
+    [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}],
+    {"a": [1]},
+    float("nan"),
+    [{"role": "assistant", "content": {"x": 1}}],
+    [{"role": "tool", "tool_call_id": [1]}],
+    10**30,
+    -7,
+    float("inf"),
+]
 
 
 def mutate(obj, rng: random.Random, depth: int = 0) -> None:
@@ -63,16 +81,24 @@ def main() -> None:
                 mutate(b, rng)
             rows.append(b)
         for mode in ("sft", "integrity"):
-            r = curate(scen["tasks"], scen["validation"], scen["contamination"], rows,
-                       CurateSettings(critic_source=mode), f"fuzz-{seed}")
+            r = curate(
+                scen["tasks"],
+                scen["validation"],
+                scen["contamination"],
+                rows,
+                CurateSettings(critic_source=mode),
+                f"fuzz-{seed}",
+            )
             drops = [d for d in r.drops.to_pylist() if d["dataset"] == "sft"]
             assert r.sft.num_rows + len(drops) == len(rows), (seed, mode)
             if mode == "sft":
                 reasons.update(d["reason"] for d in drops)
                 kept += r.sft.num_rows
                 total += len(rows)
-    print(f"{total:,} corrupted trajectories ({args.seeds} seeds x {args.rows}), curated in both critic modes in "
-          f"{time.perf_counter() - t0:.1f} s: no exception, every row kept ({kept}) or dropped with a reason")
+    print(
+        f"{total:,} corrupted trajectories ({args.seeds} seeds x {args.rows}), curated in both critic modes in "
+        f"{time.perf_counter() - t0:.1f} s: no exception, every row kept ({kept}) or dropped with a reason"
+    )
     for reason, n in reasons.most_common():
         print(f"  {reason}: {n}")
 

@@ -53,26 +53,57 @@ def generate(args: argparse.Namespace, data: Path) -> None:
     with Clock() as clock:
         codes = [task_code(i) for i in range(n_tasks)]
         ids = [task_id(c) for c in codes]
-        tasks = [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu", "torch.mul"],
-                                       "data_source": "torch#2", "composer": "programmatic", "seed": i,
-                                       "run_id": "synth"}) for i, (t, c) in enumerate(zip(ids, codes))]
+        tasks = [
+            fill_schema(
+                "tasks",
+                {
+                    "task_id": t,
+                    "code": c,
+                    "ops": ["torch.relu", "torch.mul"],
+                    "data_source": "torch#2",
+                    "composer": "programmatic",
+                    "seed": i,
+                    "run_id": "synth",
+                },
+            )
+            for i, (t, c) in enumerate(zip(ids, codes))
+        ]
         pq.write_table(conform("tasks", tasks), data / "tasks.parquet")
-        pq.write_table(pa.Table.from_pylist([{"task_id": t, "valid": True, "reason": "", "run_id": "val"}
-                                             for t in ids]), data / "validation.parquet")
-        pq.write_table(pa.Table.from_pylist([{"task_id": t, "contaminated": False, "nearest_ref": "level1/19_ReLU",
-                                              "score": 0.1, "reason": "", "run_id": "decon"} for t in ids]),
-                       data / "contamination.parquet")
+        pq.write_table(
+            pa.Table.from_pylist([{"task_id": t, "valid": True, "reason": "", "run_id": "val"} for t in ids]),
+            data / "validation.parquet",
+        )
+        pq.write_table(
+            pa.Table.from_pylist(
+                [
+                    {
+                        "task_id": t,
+                        "contaminated": False,
+                        "nearest_ref": "level1/19_ReLU",
+                        "score": 0.1,
+                        "reason": "",
+                        "run_id": "decon",
+                    }
+                    for t in ids
+                ]
+            ),
+            data / "contamination.parquet",
+        )
         rows = []
         for i, (t, c) in enumerate(zip(ids, codes)):
             for k in range(args.samples_per_task):
-                steps = [{"kernel": f"{i}-{k}-{j}", "correct": True, "speedup": 1.1 + 0.01 * j + 0.001 * k,
-                          "reward": 3} for j in range(args.turns)]
+                steps = [
+                    {"kernel": f"{i}-{k}-{j}", "correct": True, "speedup": 1.1 + 0.01 * j + 0.001 * k, "reward": 3}
+                    for j in range(args.turns)
+                ]
                 rows.append(trajectory(t, k, steps=steps, task_code=c))
         trajs = conform("trajectories", rows)
         pq.write_table(trajs, data / "trajectories.parquet")
-    print(f"generated {trajs.num_rows:,} trajectories for {n_tasks:,} tasks in {clock} "
-          f"(Arrow {trajs.nbytes / 1e6:.0f} MB, "
-          f"Parquet {(data / 'trajectories.parquet').stat().st_size / 1e6:.0f} MB)")
+    print(
+        f"generated {trajs.num_rows:,} trajectories for {n_tasks:,} tasks in {clock} "
+        f"(Arrow {trajs.nbytes / 1e6:.0f} MB, "
+        f"Parquet {(data / 'trajectories.parquet').stat().st_size / 1e6:.0f} MB)"
+    )
 
 
 def build(data: Path) -> None:
@@ -84,18 +115,23 @@ def build(data: Path) -> None:
     from pipeline.curate.stage import curate
     from pipeline.publish.stage import publish_local
 
-    tables = {n: pq.read_table(data / f"{n}.parquet") for n in ("tasks", "validation", "contamination",
-                                                               "trajectories")}
+    tables = {
+        n: pq.read_table(data / f"{n}.parquet") for n in ("tasks", "validation", "contamination", "trajectories")
+    }
     trajs = tables["trajectories"]
     rss_in = rss_mb()
     with Clock() as c:
         res = curate(tables["tasks"], tables["validation"], tables["contamination"], trajs, CurateSettings(), "bench")
     rss_cur = rss_mb()
-    print(f"curate: {res.sft.num_rows:,} SFT rows + {res.critic.num_rows:,} critic rows + {res.warmup.num_rows:,} "
-          f"warm-up rows in {c} ({res.sft.num_rows / c.wall:,.0f} SFT rows/s wall, "
-          f"{res.sft.num_rows / c.cpu:,.0f} per CPU second; incl. filters and critic)")
-    print(f"  RSS {rss_in:,.0f} MB with the inputs read, peak {rss_cur:,.0f} MB after curate "
-          f"(outputs in memory: SFT {res.sft.nbytes / 1e6:.0f} MB, critic {res.critic.nbytes / 1e6:.0f} MB)")
+    print(
+        f"curate: {res.sft.num_rows:,} SFT rows + {res.critic.num_rows:,} critic rows + {res.warmup.num_rows:,} "
+        f"warm-up rows in {c} ({res.sft.num_rows / c.wall:,.0f} SFT rows/s wall, "
+        f"{res.sft.num_rows / c.cpu:,.0f} per CPU second; incl. filters and critic)"
+    )
+    print(
+        f"  RSS {rss_in:,.0f} MB with the inputs read, peak {rss_cur:,.0f} MB after curate "
+        f"(outputs in memory: SFT {res.sft.nbytes / 1e6:.0f} MB, critic {res.critic.nbytes / 1e6:.0f} MB)"
+    )
     assert res.sft.num_rows == trajs.num_rows, res.summary["filters"]
 
     with Clock() as c:
@@ -103,19 +139,25 @@ def build(data: Path) -> None:
     shards = sorted((out / "data" / "sft").glob("*.parquet"))
     size = sum(p.stat().st_size for p in shards)
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"publish_local (all 3 configs, card, plot): {c}; SFT {len(shards)} shards {size / 1e6:.1f} MB zstd "
-          f"(in memory {res.sft.nbytes / 1e6:.0f} MB); folder {total / 1e6:.1f} MB")
+    print(
+        f"publish_local (all 3 configs, card, plot): {c}; SFT {len(shards)} shards {size / 1e6:.1f} MB zstd "
+        f"(in memory {res.sft.nbytes / 1e6:.0f} MB); folder {total / 1e6:.1f} MB"
+    )
 
     with Clock() as c:
         back = pa.concat_tables([pq.read_table(p) for p in shards])
-    print(f"pyarrow read of the SFT shards: {back.num_rows:,} rows in {c.wall:.2f} s wall "
-          f"({back.num_rows / c.wall:,.0f} rows/s)")
+    print(
+        f"pyarrow read of the SFT shards: {back.num_rows:,} rows in {c.wall:.2f} s wall "
+        f"({back.num_rows / c.wall:,.0f} rows/s)"
+    )
     datasets.disable_progress_bars()
     with Clock() as c:
         ds = datasets.load_dataset(str(out), "sft", cache_dir=str(data / "hf-cache"))
     n = sum(d.num_rows for d in ds.values())
-    print(f"datasets.load_dataset(folder, 'sft'): {n:,} rows in {c} ({n / c.wall:,.0f} rows/s, "
-          f"first load incl. Arrow cache)")
+    print(
+        f"datasets.load_dataset(folder, 'sft'): {n:,} rows in {c} ({n / c.wall:,.0f} rows/s, "
+        f"first load incl. Arrow cache)"
+    )
     with Clock() as c:
         ds2 = datasets.load_dataset(str(out), "sft", cache_dir=str(data / "hf-cache"))
     print(f"datasets.load_dataset again (cached): {c.wall:.2f} s")

@@ -78,7 +78,7 @@ def naive_baseline(refs, rows, settings: DecontamSettings) -> np.ndarray:
 
     def shingles(code: str) -> set[bytes]:
         toks = code.split()
-        return {" ".join(toks[i:i + 5]).encode() for i in range(max(1, len(toks) - 4))}
+        return {" ".join(toks[i : i + 5]).encode() for i in range(max(1, len(toks) - 4))}
 
     lsh = MinHashLSH(threshold=0.5, num_perm=settings.num_perm)
     for r in refs:
@@ -122,22 +122,30 @@ def main() -> None:
     ap.add_argument("--baseline-tree", default=None)
     ap.add_argument("--semantic", action="store_true")
     ap.add_argument("--unjailed", action="store_true")
-    ap.add_argument("--cache", default=None, help="semantic cache holding the reference's traces (the candidates' "
-                                                  "are traced into a fresh copy: cold)")
+    ap.add_argument(
+        "--cache",
+        default=None,
+        help="semantic cache holding the reference's traces (the candidates' are traced into a fresh copy: cold)",
+    )
     args = ap.parse_args()
     if args.baseline_tree:
         import subprocess
 
         print(f"=== baseline: {args.baseline_tree}/benchmarks/bench_decontam.py (same machine, same run) ===")
-        subprocess.run([sys.executable, "benchmarks/bench_decontam.py", "--n", str(args.n), "--workers",
-                        str(args.workers)] + (["--reference", args.reference] if args.reference else []),
-                       cwd=args.baseline_tree, check=False)
+        subprocess.run(
+            [sys.executable, "benchmarks/bench_decontam.py", "--n", str(args.n), "--workers", str(args.workers)]
+            + (["--reference", args.reference] if args.reference else []),
+            cwd=args.baseline_tree,
+            check=False,
+        )
         print("=== this tree ===")
     refs = load_reference(args.reference)
     t = time.perf_counter()
     rows, labels, sources = make_candidates(refs, args.n)
-    print(f"built {len(rows)} labelled candidates ({labels.sum()} disguised copies) in "
-          f"{time.perf_counter() - t:.1f} s (not timed below)")
+    print(
+        f"built {len(rows)} labelled candidates ({labels.sum()} disguised copies) in "
+        f"{time.perf_counter() - t:.1f} s (not timed below)"
+    )
     settings = DecontamSettings(workers=args.workers, semantic=False)  # the views of the original stage
 
     print(f"imports (numpy, pyarrow, datasketch + scipy, pipeline.decontam): {_T_IMPORTS:.2f} s (not timed below)")
@@ -151,11 +159,15 @@ def main() -> None:
     flagged = np.array(ours.column("contaminated").to_pylist())
     nearest = ours.column("nearest_ref").to_pylist()
     near_ok = np.mean([n == s for n, s, lab in zip(nearest, sources, labels) if lab])
-    print(f"ours (exact + LSH, workers={args.workers}): index {t_index:.2f} s wall / {c_index:.2f} s CPU, "
-          f"decontaminate {t_ours:.2f} s wall / {c_ours:.2f} s CPU ({len(rows) / t_ours:.0f} candidates/s wall); "
-          f"{rates(flagged, labels)} nearest_right={near_ok:.4f}")
-    print(f"ours total (index + decontaminate): {t_index + t_ours:.2f} s wall / {c_index + c_ours:.2f} s CPU "
-          f"(target < 5 s wall: {'met' if t_index + t_ours < 5 else 'NOT met'})")
+    print(
+        f"ours (exact + LSH, workers={args.workers}): index {t_index:.2f} s wall / {c_index:.2f} s CPU, "
+        f"decontaminate {t_ours:.2f} s wall / {c_ours:.2f} s CPU ({len(rows) / t_ours:.0f} candidates/s wall); "
+        f"{rates(flagged, labels)} nearest_right={near_ok:.4f}"
+    )
+    print(
+        f"ours total (index + decontaminate): {t_index + t_ours:.2f} s wall / {c_index + c_ours:.2f} s CPU "
+        f"(target < 5 s wall: {'met' if t_index + t_ours < 5 else 'NOT met'})"
+    )
 
     lsh_settings = settings.model_copy(update={"exact_max_refs": 0})
     t = time.perf_counter()
@@ -165,17 +177,23 @@ def main() -> None:
     lsh_flagged = np.array(lsh_out.column("contaminated").to_pylist())
     lost = int((flagged & ~lsh_flagged).sum())
     recalled = np.array(ours.column("lsh_recalled").to_pylist())
-    print(f"LSH only (hits verified by exact Jaccard): {t_lsh:.2f} s incl. index; {rates(lsh_flagged, labels)}; "
-          f"contaminated found by exact scoring but missed by LSH: {lost}; "
-          f"nearest_ref among LSH hits for {recalled[flagged].mean():.4f} of flagged")
+    print(
+        f"LSH only (hits verified by exact Jaccard): {t_lsh:.2f} s incl. index; {rates(lsh_flagged, labels)}; "
+        f"contaminated found by exact scoring but missed by LSH: {lost}; "
+        f"nearest_ref among LSH hits for {recalled[flagged].mean():.4f} of flagged"
+    )
 
     t, c = time.perf_counter(), cpu_seconds()
     base = naive_baseline(refs, rows, settings)
     t_base, c_base = time.perf_counter() - t, cpu_seconds() - c
-    print(f"naive baseline (per-token update, SHA-1, unverified LSH): {t_base:.2f} s wall / {c_base:.2f} s CPU; "
-          f"{rates(base, labels)}")
-    print(f"ours / baseline: wall {(t_ours + t_index) / t_base:.2f}x, CPU {(c_ours + c_index) / c_base:.2f}x "
-          f"(ours incl. index build)")
+    print(
+        f"naive baseline (per-token update, SHA-1, unverified LSH): {t_base:.2f} s wall / {c_base:.2f} s CPU; "
+        f"{rates(base, labels)}"
+    )
+    print(
+        f"ours / baseline: wall {(t_ours + t_index) / t_base:.2f}x, CPU {(c_ours + c_index) / c_base:.2f}x "
+        f"(ours incl. index build)"
+    )
     print(load())
     if args.semantic:
         semantic_section(refs, rows, labels, settings, args)
@@ -216,13 +234,18 @@ class _Meter:
         starts = self.sem.STATS["worker_starts"]
         self.sem.STATS.update(worker_starts=0)
         kids, self.child_s = np.array(self.child_s or [0.0]), []
-        per = (f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task; "
-               f"per task in the worker (fork, trace, answer) median {1000 * np.median(kids):.1f} ms, p90 "
-               f"{1000 * np.percentile(kids, 90):.1f} ms, {np.sum(kids > 5)} over 5 s ({kids[kids > 5].sum():.0f} s)"
-               if tr[3] else "all from the cache")
-        return (f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
-                f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
-                f"{starts} jailed workers started")
+        per = (
+            f"{1000 * tr[1] / tr[3]:.1f} ms wall, {1000 * tr[2] / tr[3]:.1f} ms worker CPU per traced task; "
+            f"per task in the worker (fork, trace, answer) median {1000 * np.median(kids):.1f} ms, p90 "
+            f"{1000 * np.percentile(kids, 90):.1f} ms, {np.sum(kids > 5)} over 5 s ({kids[kids > 5].sum():.0f} s)"
+            if tr[3]
+            else "all from the cache"
+        )
+        return (
+            f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
+            f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
+            f"{starts} jailed workers started"
+        )
 
 
 def semantic_section(refs, rows, labels, settings, args) -> None:
@@ -248,8 +271,10 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
     t = time.perf_counter()
     index.semantic()
     t_ref = time.perf_counter() - t
-    print(f"semantic on ({where}): reference views in {t_ref:.1f} s (traced once per reference version, cached; "
-          f"{'from --cache' if args.cache else 'cold'}); {meter.line()}")
+    print(
+        f"semantic on ({where}): reference views in {t_ref:.1f} s (traced once per reference version, cached; "
+        f"{'from --cache' if args.cache else 'cold'}); {meter.line()}"
+    )
     off_index = ReferenceIndex(refs, settings)
     for label in ("cold cache", "warm cache"):
         t, c = time.perf_counter(), cpu_seconds()
@@ -260,16 +285,20 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
         t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c + sem.STATS["worker_cpu_s"] - w
         flagged = np.array(out.column("contaminated").to_pylist())
         status = out.column("semantic_status").to_pylist()
-        print(f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
-              f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
-              f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; traced "
-              f"{sum(s == 'traced' for s in status)}, statuses {dict(collections.Counter(status))}; reasons "
-              f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}")
+        print(
+            f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
+            f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
+            f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; traced "
+            f"{sum(s == 'traced' for s in status)}, statuses {dict(collections.Counter(status))}; reasons "
+            f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}"
+        )
         print(f"  {meter.line()}")
         wrong = [(r, lab) for r, lab, f in zip(out.to_pylist(), labels, flagged) if f != lab]
         for r, lab in wrong[:5]:
-            print(f"  {'MISSED' if lab else 'FALSE POSITIVE'} {r['task_id']}: reason={r['reason']} "
-                  f"ref={r['nearest_ref']} sem={r['semantic_score']:.3f} {r['evidence'][:300]}")
+            print(
+                f"  {'MISSED' if lab else 'FALSE POSITIVE'} {r['task_id']}: reason={r['reason']} "
+                f"ref={r['nearest_ref']} sem={r['semantic_score']:.3f} {r['evidence'][:300]}"
+            )
     print(load())
 
 

@@ -2,10 +2,11 @@
 
     .venv/bin/python benchmarks/bench_dedup.py --n 1000000 [--view canon|raw] [--ray] [--shard 20000]
 
-Tasks come from pipeline.decontam.calibration.negatives.compose (random bases, 1-5 random ops, random names/constants), plus
-planted copies: every 10th task is repeated verbatim, every 10th (offset 5) with its variable renamed, so the
-expected clusters are known. Printed: generation time (not counted), dedup time, tasks removed, whether every
-planted copy landed in its original's cluster, and peak RSS (ru_maxrss of this process and of its children).
+Tasks come from pipeline.decontam.calibration.negatives.compose (random bases, 1-5 random ops, random
+names/constants), plus planted copies: every 10th task is repeated verbatim, every 10th (offset 5) with its
+variable renamed, so the expected clusters are known. Printed: generation time (not counted), dedup time, tasks
+removed, whether every planted copy landed in its original's cluster, and peak RSS (ru_maxrss of this process and
+of its children).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
 
-from pipeline.decontam.calibration.negatives import compose, _BASES, _OPS  # noqa: E402
+from pipeline.decontam.calibration.negatives import _BASES, _OPS, compose  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 
 
@@ -102,8 +103,11 @@ def main() -> None:
     args = ap.parse_args()
     t = time.perf_counter()
     ids, codes, planted = synth(args.n)
-    print(f"generated {len(ids)} tasks ({len(planted)} planted copies) in {time.perf_counter() - t:.1f} s "
-          f"(not timed below)", flush=True)
+    print(
+        f"generated {len(ids)} tasks ({len(planted)} planted copies) in {time.perf_counter() - t:.1f} s "
+        f"(not timed below)",
+        flush=True,
+    )
     table = pa.table({"task_id": ids, "code": codes})
     del codes
     if args.ray:
@@ -129,13 +133,15 @@ def main() -> None:
     ok = sum(kept[c] == kept[o] for c, o in planted.items())
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"dedup view={args.view} ray={args.ray} workers={args.workers}: {len(ids)} tasks in {dt:.1f} s wall, "
-          f"{cpu:.1f} s CPU (driver + pool children; Ray workers not counted) "
-          f"({len(ids) / dt:.0f} tasks/s); removed {removed}; planted copies in their original's cluster: "
-          f"{ok}/{len(planted)}; peak RSS driver {self_mb:.0f} MiB, largest child {child_mb:.0f} MiB; "
-          f"peak total PSS of driver + workers (sampled every 1 s) {peak_tree:.0f} MiB "
-          f"(target < 15 min wall and < 8 GB: {'met' if dt < 900 and max(self_mb, peak_tree) < 8192 else 'NOT met'})",
-          flush=True)
+    print(
+        f"dedup view={args.view} ray={args.ray} workers={args.workers}: {len(ids)} tasks in {dt:.1f} s wall, "
+        f"{cpu:.1f} s CPU (driver + pool children; Ray workers not counted) "
+        f"({len(ids) / dt:.0f} tasks/s); removed {removed}; planted copies in their original's cluster: "
+        f"{ok}/{len(planted)}; peak RSS driver {self_mb:.0f} MiB, largest child {child_mb:.0f} MiB; "
+        f"peak total PSS of driver + workers (sampled every 1 s) {peak_tree:.0f} MiB "
+        f"(target < 15 min wall and < 8 GB: {'met' if dt < 900 and max(self_mb, peak_tree) < 8192 else 'NOT met'})",
+        flush=True,
+    )
     print("load average %.1f %.1f %.1f" % os.getloadavg())
     if args.ray:
         print("(Ray workers' memory is not in ru_maxrss; see the driver figure and the object store limit)")

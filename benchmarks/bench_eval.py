@@ -54,9 +54,14 @@ def bench_compile(cache: Path, work: Path) -> dict:
         r = compile_solution(ws, cache)
         assert r.ok and "kernels/add_binding.cpp" in r.objects_reused, r
         rebuilds.append(r.seconds)
-    return {"cold_s": round(cold.seconds, 2), "cold_steps": cold.step_seconds, "cache_hit_s": round(hit.seconds, 4),
-            "cache_hit_cached": hit.cached, "changed_kernel_s": [round(x, 2) for x in rebuilds],
-            "changed_kernel_median_s": round(statistics.median(rebuilds), 2)}
+    return {
+        "cold_s": round(cold.seconds, 2),
+        "cold_steps": cold.step_seconds,
+        "cache_hit_s": round(hit.seconds, 4),
+        "cache_hit_cached": hit.cached,
+        "changed_kernel_s": [round(x, 2) for x in rebuilds],
+        "changed_kernel_median_s": round(statistics.median(rebuilds), 2),
+    }
 
 
 def bench_single_file(cache: Path, out: dict) -> None:
@@ -75,8 +80,9 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
     for name, task in A.HONEST_WORKSPACES.items():
         pool.append((name, A.task_code(task), A.honest_workspace(work / f"tp_{name}", name), {}))
     for name in ("ws_torch_op", "ws_result_reuse", "ws_ptr_cache", "ws_zero_inputs", "ws_lazy_tensor"):
-        pool.append((name, A.task_code("vec_add"), A.exploit_workspace(work / f"tp_{name}", name),
-                     {"static_checks": False}))
+        pool.append(
+            (name, A.task_code("vec_add"), A.exploit_workspace(work / f"tp_{name}", name), {"static_checks": False})
+        )
     builds = {name: compile_solution(p, cache) for name, _, p, _ in pool}
     # Baselines are per task and cached: measure them before the clock starts, as a steady-state run would have.
     for name, task, p, _ in pool[:3]:
@@ -88,8 +94,16 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
     t0 = time.perf_counter()
     th.start()  # a cold load_inline build on the CPU while the GPU measures
     with cf.ThreadPoolExecutor(2) as ex:
-        futs = [ex.submit(evaluate, task, str(p), settings={"cache_dir": str(cache), "gpu_lock": lock, **extra},
-                          compile_result=builds[name]) for name, task, p, extra in items]
+        futs = [
+            ex.submit(
+                evaluate,
+                task,
+                str(p),
+                settings={"cache_dir": str(cache), "gpu_lock": lock, **extra},
+                compile_result=builds[name],
+            )
+            for name, task, p, extra in items
+        ]
         results = [f.result() for f in futs]
     wall = time.perf_counter() - t0
     th.join()
@@ -97,9 +111,15 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
     for r in results:
         ph = r.details.get("phase_s", {})
         busy += sum(v for k, v in ph.items() if k not in ("loaded", "gpu_wait"))
-    return {"n": n, "wall_s": round(wall, 1), "evals_per_gpu_hour": round(n / wall * 3600),
-            "gpu_busy_share": round(busy / wall, 3), "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
-            "rewards": [r.reward for r in results], "single_file_build_during_batch": single}
+    return {
+        "n": n,
+        "wall_s": round(wall, 1),
+        "evals_per_gpu_hour": round(n / wall * 3600),
+        "gpu_busy_share": round(busy / wall, 3),
+        "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
+        "rewards": [r.reward for r in results],
+        "single_file_build_during_batch": single,
+    }
 
 
 def scaled(task: str, k: int) -> str:
@@ -114,9 +134,17 @@ def scaled(task: str, k: int) -> str:
     return head + sep + tail
 
 
-def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale: int = 1,
-                        names: list[str] | None = None, keep_raw: bool = False,
-                        configs: list[dict] | None = None, scales: dict[str, int] | None = None) -> dict:
+def bench_repeatability(
+    cache: Path,
+    work: Path,
+    repeats: int,
+    show=None,
+    scale: int = 1,
+    names: list[str] | None = None,
+    keep_raw: bool = False,
+    configs: list[dict] | None = None,
+    scales: dict[str, int] | None = None,
+) -> dict:
     """CV of the speedup over `repeats` repeats, each a new eager-baseline process and a new candidate process.
     With several `configs` (evaluation options each), the repeats of the configs are interleaved (A B A B ...), so
     that the configs see the same machine states and can be compared side by side."""
@@ -146,26 +174,43 @@ def bench_repeatability(cache: Path, work: Path, repeats: int, show=None, scale:
                 s = options.resolve({"cache_dir": str(cache), **cfg})
                 # As the harness measures a baseline (`baseline_runs` processes), without torch.compile.
                 base = measure_baselines(task, s, resolve_arch_list(None), mode="eager_only")
-                res = evaluate(task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **cfg},
-                               compile_result=cr)
+                res = evaluate(
+                    task, str(ws), settings={"cache_dir": str(cache), "baselines": False, **cfg}, compile_result=cr
+                )
                 a["speedups"].append(base["eager_ms"] / res.solution_ms)
                 a["eager"].append(round(base["eager_ms"], 5))
                 a["eager_runs"].append([r["eager_ms"] and round(r["eager_ms"], 5) for r in base["runs"]])
                 a["sol"].append(round(res.solution_ms, 5))
                 run = (res.timing or {}).get("solution", {})  # within-process spread and the warm-up it took
                 e_run = (base.get("timing") or {}).get("eager", {})
-                a["within"].append({"cv": round(run.get("stats", {}).get("cv", float("nan")), 4),
-                                    "warmup": run.get("warmup"), "warmup_s": run.get("warmup_s"),
-                                    "trials": run.get("trials"), "eager_trials": e_run.get("trials")})
+                a["within"].append(
+                    {
+                        "cv": round(run.get("stats", {}).get("cv", float("nan")), 4),
+                        "warmup": run.get("warmup"),
+                        "warmup_s": run.get("warmup_s"),
+                        "trials": run.get("trials"),
+                        "eager_trials": e_run.get("trials"),
+                    }
+                )
                 if keep_raw:  # every call's time and when it ran, for studying other statistics offline
-                    a["raw"].append({k: {f: r.get(f) for f in ("times_ms", "stream_times_ms", "call_at_s", "started_at")}
-                                     for k, r in (("eager", e_run), ("solution", run))})
+                    a["raw"].append(
+                        {
+                            k: {f: r.get(f) for f in ("times_ms", "stream_times_ms", "call_at_s", "started_at")}
+                            for k, r in (("eager", e_run), ("solution", run))
+                        }
+                    )
         for cfg, a in zip(configs, acc):
             mean = statistics.fmean(a["speedups"])
-            r = {"scale": k, "speedups": [round(x, 4) for x in a["speedups"]], "mean": round(mean, 4),
-                 "cv": round(statistics.pstdev(a["speedups"]) / mean, 4), "eager_ms": a["eager"],
-                 "eager_runs_ms": a["eager_runs"],
-                 "solution_ms": a["sol"], "solution_runs": a["within"]}
+            r = {
+                "scale": k,
+                "speedups": [round(x, 4) for x in a["speedups"]],
+                "mean": round(mean, 4),
+                "cv": round(statistics.pstdev(a["speedups"]) / mean, 4),
+                "eager_ms": a["eager"],
+                "eager_runs_ms": a["eager_runs"],
+                "solution_ms": a["sol"],
+                "solution_runs": a["within"],
+            }
             if keep_raw:
                 r["raw"] = a["raw"]
             key = name if len(configs) == 1 else f"{name} {json.dumps(cfg, sort_keys=True)}"
@@ -192,6 +237,7 @@ def bench_agreement() -> dict:
         with torch.device(dev):
             torch.manual_seed(0)
             fixed = list(mod.get_inputs())
+
         def make_args(i, mod=mod):
             torch.manual_seed(1000 + i)
             with torch.device(dev):
@@ -237,15 +283,27 @@ def bench_first_verdict(work: Path, inflight: int) -> dict:
         src.write_text((A.HONEST / f"{name}.py").read_text().replace("opforge_fixture_", f"opforge_ttfv{i}_"))
         cr = compile_locked(src, cache, arch_list=arch, timeout=900.0)
         res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock}, compile_result=cr)
-        return {"task": name, "wall_s": round(time.perf_counter() - t0, 1), "build_s": round(cr.seconds, 1),
-                "reward": res.reward, "reason": res.reason, "phase_s": res.details.get("phase_s")}
+        return {
+            "task": name,
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "build_s": round(cr.seconds, 1),
+            "reward": res.reward,
+            "reason": res.reason,
+            "phase_s": res.details.get("phase_s"),
+        }
 
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(inflight) as ex:
         rows = list(ex.map(one, range(inflight), names))
     walls = [r["wall_s"] for r in rows]
-    return {"inflight": inflight, "first_s": min(walls), "median_s": statistics.median(walls), "max_s": max(walls),
-            "total_wall_s": round(time.perf_counter() - t0, 1), "rows": rows}
+    return {
+        "inflight": inflight,
+        "first_s": min(walls),
+        "median_s": statistics.median(walls),
+        "max_s": max(walls),
+        "total_wall_s": round(time.perf_counter() - t0, 1),
+        "rows": rows,
+    }
 
 
 def summarize(path: str) -> None:
@@ -255,19 +313,27 @@ def summarize(path: str) -> None:
     def f(v, nd=4):
         return "-" if v is None else (f"{v:.{nd}g}" if isinstance(v, float) else str(v))
 
-    print("| candidate | kind | correct | reward | eager ms | compile ms | solution ms | x eager | x compile | "
-          "violations / warnings | reason | eval s |")
+    print(
+        "| candidate | kind | correct | reward | eager ms | compile ms | solution ms | x eager | x compile | "
+        "violations / warnings | reason | eval s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         vw = ", ".join(r["violations"]) + ((" / " + ", ".join(r["warnings"])) if r["warnings"] else "")
-        print(f"| {r['name']} | {r['kind']} | {r['correct']} | {r['reward']} | {f(r['eager_ms'])} | "
-              f"{f(r['compile_ms'])} | {f(r['solution_ms'])} | {f(r['speedup_vs_eager'], 3)} | "
-              f"{f(r['speedup_vs_compile'], 3)} | {vw or '-'} | {(r['reason'] or '-')[:40]} | {f(r['seconds'], 3)} |")
+        print(
+            f"| {r['name']} | {r['kind']} | {r['correct']} | {r['reward']} | {f(r['eager_ms'])} | "
+            f"{f(r['compile_ms'])} | {f(r['solution_ms'])} | {f(r['speedup_vs_eager'], 3)} | "
+            f"{f(r['speedup_vs_compile'], 3)} | {vw or '-'} | {(r['reason'] or '-')[:40]} | {f(r['seconds'], 3)} |"
+        )
     total = sum(r["seconds"] for r in rows)
-    held = sum(sum(v for k, v in (r.get("phase_s") or {}).items() if k not in ("prepared", "loaded", "gpu_wait"))
-               for r in rows)
-    print(f"\n{len(rows)} evaluations, one at a time: {total:.1f} s, {len(rows) / total * 3600:.0f} evaluations per "
-          f"GPU-hour; worker processes held the GPU {held / total:.1%} of that time")
+    held = sum(
+        sum(v for k, v in (r.get("phase_s") or {}).items() if k not in ("prepared", "loaded", "gpu_wait"))
+        for r in rows
+    )
+    print(
+        f"\n{len(rows)} evaluations, one at a time: {total:.1f} s, {len(rows) / total * 3600:.0f} evaluations per "
+        f"GPU-hour; worker processes held the GPU {held / total:.1%} of that time"
+    )
 
 
 def main() -> None:
@@ -279,17 +345,32 @@ def main() -> None:
     ap.add_argument("--skip-gpu", action="store_true")
     ap.add_argument("--kernels", default="", help="comma-separated honest kernels for repeatability (default all)")
     ap.add_argument("--scale", type=int, default=1, help="repeatability on inputs this many times larger")
-    ap.add_argument("--scales", default="", help="per-kernel input scales for repeatability, e.g. "
-                    "'add_vec4=10,row_softmax=16' (kernels not named take --scale)")
+    ap.add_argument(
+        "--scales",
+        default="",
+        help="per-kernel input scales for repeatability, e.g. "
+        "'add_vec4=10,row_softmax=16' (kernels not named take --scale)",
+    )
     ap.add_argument("--inflight", type=int, default=6, help="evaluations in flight for --only first_verdict")
-    ap.add_argument("--only", choices=["repeatability", "agreement", "first_verdict"], default="",
-                    help="run one GPU phase alone (its own device call: the phases together outlast one call)")
+    ap.add_argument(
+        "--only",
+        choices=["repeatability", "agreement", "first_verdict"],
+        default="",
+        help="run one GPU phase alone (its own device call: the phases together outlast one call)",
+    )
     ap.add_argument("--cache", type=str, default=os.environ.get("OPFORGE_EVAL_CACHE", ""))
-    ap.add_argument("--settings", default="", help="JSON evaluation options for repeatability, e.g. "
-                    "'{\"timing_min_ms\": 0}' for the fixed trial count")
+    ap.add_argument(
+        "--settings",
+        default="",
+        help="JSON evaluation options for repeatability, e.g. '{\"timing_min_ms\": 0}' for the fixed trial count",
+    )
     ap.add_argument("--raw", action="store_true", help="keep every timed call in the repeatability report")
-    ap.add_argument("--configs", default="", help="JSON list of evaluation-option dicts compared side by side in "
-                    "repeatability, repeats interleaved, e.g. '[{}, {\"timing_warmup_ms\": 1000}]'")
+    ap.add_argument(
+        "--configs",
+        default="",
+        help="JSON list of evaluation-option dicts compared side by side in "
+        "repeatability, repeats interleaved, e.g. '[{}, {\"timing_warmup_ms\": 1000}]'",
+    )
     args = ap.parse_args()
     if args.summarize:
         summarize(args.summarize)
@@ -317,19 +398,28 @@ def main() -> None:
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))
-        show(args.only, bench_repeatability(cache, work, args.repeats, show, args.scale,
-                                                 [k for k in args.kernels.split(",") if k],
-                                                 args.raw, json.loads(args.configs) if args.configs else
-                                                 [json.loads(args.settings)] if args.settings else None,
-                                                 {k: int(v) for k, v in (kv.split("=") for kv in args.scales.split(",")
-                                                                         if kv)})
-             if args.only == "repeatability"
-             else bench_agreement())
+        show(
+            args.only,
+            bench_repeatability(
+                cache,
+                work,
+                args.repeats,
+                show,
+                args.scale,
+                [k for k in args.kernels.split(",") if k],
+                args.raw,
+                json.loads(args.configs) if args.configs else [json.loads(args.settings)] if args.settings else None,
+                {k: int(v) for k, v in (kv.split("=") for kv in args.scales.split(",") if kv)},
+            )
+            if args.only == "repeatability"
+            else bench_agreement(),
+        )
         return
     # Builds are CPU work: the compile benchmark (its own empty cache: a cold build) runs while the GPU measures.
     comp: dict = {}
-    th = threading.Thread(target=lambda: comp.update(bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")),
-                                                                   work)))
+    th = threading.Thread(
+        target=lambda: comp.update(bench_compile(Path(tempfile.mkdtemp(prefix="opforge-bench-cold-")), work))
+    )
     th.start()
     show("device", torch.cuda.get_device_name(0))
     show("agreement", bench_agreement())

@@ -73,8 +73,10 @@ def main() -> None:
     print(f"start-up, median of {a.jobs} (s):")
     for mode, d in st.items():
         print(f"  {mode:7s} python job {d['python_job_s']:.3f}   command {d['command_s']:.3f}")
-    print(f"  jail overhead: python job {st['jail']['python_job_s'] - st['unsafe']['python_job_s']:+.3f} s, "
-          f"command {st['jail']['command_s'] - st['unsafe']['command_s']:+.3f} s")
+    print(
+        f"  jail overhead: python job {st['jail']['python_job_s'] - st['unsafe']['python_job_s']:+.3f} s, "
+        f"command {st['jail']['command_s'] - st['unsafe']['command_s']:+.3f} s"
+    )
     if a.startup_only:
         return
     tp = throughput(a.tasks, a.compile, a.rounds)

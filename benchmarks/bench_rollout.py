@@ -63,8 +63,11 @@ def driver_overhead_replay(n_traj: int = 8, turns: int = 40) -> dict:
     def call(name, **a):
         return {"id": "x", "type": "function", "function": {"name": name, "arguments": json.dumps(a)}}
 
-    cycle = [call("list_files"), call("read_file", path="model.py"),
-             call("write_file", path="kernels/k.cu", content="// kernel\n" * 200)]
+    cycle = [
+        call("list_files"),
+        call("read_file", path="model.py"),
+        call("write_file", path="kernels/k.cu", content="// kernel\n" * 200),
+    ]
     script = [{"content": "step", "tool_calls": [cycle[i % 3]]} for i in range(turns - 1)]
     script.append({"content": "done", "tool_calls": [call("finish")]})
     s = RolloutSettings(backend="replay", concurrency=1, max_turns=turns + 1, final_eval=False)
@@ -74,9 +77,13 @@ def driver_overhead_replay(n_traj: int = 8, turns: int = 40) -> dict:
     rows = out.to_pylist()
     per_turn = [json.loads(r["timings"])["driver_s"] / r["num_turns"] for r in rows]
     assert all(r["termination"] == "finished" and r["num_turns"] == turns for r in rows)
-    return {"trajectories": n_traj, "turns_each": turns, "wall_s": round(wall, 3),
-            "driver_ms_per_turn_median": round(1000 * statistics.median(per_turn), 3),
-            "wall_ms_per_turn": round(1000 * wall / (n_traj * turns), 3)}
+    return {
+        "trajectories": n_traj,
+        "turns_each": turns,
+        "wall_s": round(wall, 3),
+        "driver_ms_per_turn_median": round(1000 * statistics.median(per_turn), 3),
+        "wall_ms_per_turn": round(1000 * wall / (n_traj * turns), 3),
+    }
 
 
 def vllm_throughput(engine, concurrencies: list[int], n_traj: int) -> list[dict]:
@@ -86,8 +93,9 @@ def vllm_throughput(engine, concurrencies: list[int], n_traj: int) -> list[dict]
 
     results = []
     for c in concurrencies:
-        s = RolloutSettings(backend="vllm", concurrency=c, max_turns=3, max_tokens_per_turn=32,
-                            seed=1000 + c, final_eval=False)
+        s = RolloutSettings(
+            backend="vllm", concurrency=c, max_turns=3, max_tokens_per_turn=32, seed=1000 + c, final_eval=False
+        )
         b0 = len(engine.batches)
         t0 = time.perf_counter()
         out = rollout(tasks(n_traj), s, engine, {}, f"bench-c{c}", runner=LocalRunner())
@@ -97,15 +105,21 @@ def vllm_throughput(engine, concurrencies: list[int], n_traj: int) -> list[dict]
         n_turns = sum(r["num_turns"] for r in rows)
         sampled = sum(t["completion_tokens"] or 0 for r in rows for t in r["turns"])
         batches = engine.batches[b0:]
-        results.append({
-            "concurrency": c, "trajectories": len(rows), "turns": n_turns, "wall_s": round(wall, 2),
-            "trajectories_per_hour": round(len(rows) / wall * 3600),
-            "sampled_tokens_per_s": round(sampled / wall, 1),
-            "mean_engine_batch": round(statistics.mean(batches), 2) if batches else None,
-            "driver_ms_per_turn_median": round(1000 * statistics.median(
-                [t["driver_s"] / r["num_turns"] for t, r in zip(tim, rows)]), 3),
-            "terminations": sorted({r["termination"] for r in rows}),
-        })
+        results.append(
+            {
+                "concurrency": c,
+                "trajectories": len(rows),
+                "turns": n_turns,
+                "wall_s": round(wall, 2),
+                "trajectories_per_hour": round(len(rows) / wall * 3600),
+                "sampled_tokens_per_s": round(sampled / wall, 1),
+                "mean_engine_batch": round(statistics.mean(batches), 2) if batches else None,
+                "driver_ms_per_turn_median": round(
+                    1000 * statistics.median([t["driver_s"] / r["num_turns"] for t, r in zip(tim, rows)]), 3
+                ),
+                "terminations": sorted({r["termination"] for r in rows}),
+            }
+        )
         print(json.dumps(results[-1]), flush=True)
     return results
 
@@ -136,8 +150,10 @@ def main() -> None:
     rows = vllm_throughput(engine, conc, args.trajectories)
     print("\nconcurrency  traj/hour  wall_s  mean_batch  driver_ms/turn")
     for r in rows:
-        print(f"{r['concurrency']:>11}  {r['trajectories_per_hour']:>9}  {r['wall_s']:>6}  "
-              f"{r['mean_engine_batch']!s:>10}  {r['driver_ms_per_turn_median']:>14}")
+        print(
+            f"{r['concurrency']:>11}  {r['trajectories_per_hour']:>9}  {r['wall_s']:>6}  "
+            f"{r['mean_engine_batch']!s:>10}  {r['driver_ms_per_turn_median']:>14}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"replay": replay, "vllm": rows}, indent=1))
     engine.close()

@@ -35,16 +35,24 @@ def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int):
     with tempfile.TemporaryDirectory() as d:
         pj, rj = os.path.join(d, "p.json"), os.path.join(d, "r.json")
         Path(pj).write_text(json.dumps(payload))
-        prog = (f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = []\ndef emit_result(v):\n    _R.append(v)\n"
-                + source + f"\njson.dump(_R, open({rj!r}, 'w'))\n")
+        prog = (
+            f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = []\ndef emit_result(v):\n    _R.append(v)\n"
+            + source
+            + f"\njson.dump(_R, open({rj!r}, 'w'))\n"
+        )
         Path(d, "w.py").write_text(prog)
-        p = subprocess.run([sys.executable, os.path.join(d, "w.py")], capture_output=True, text=True,
-                           timeout=timeout_s)
+        p = subprocess.run(
+            [sys.executable, os.path.join(d, "w.py")], capture_output=True, text=True, timeout=timeout_s
+        )
         res = json.loads(Path(rj).read_text()) if os.path.exists(rj) else None
-        return types.SimpleNamespace(ok=p.returncode == 0 and res is not None, result=res[-1] if res else None,
-                                     emitted=res or [],
-                                     reason="" if p.returncode == 0 else "exception", error_message=p.stderr[-500:],
-                                     violations=[])
+        return types.SimpleNamespace(
+            ok=p.returncode == 0 and res is not None,
+            result=res[-1] if res else None,
+            emitted=res or [],
+            reason="" if p.returncode == 0 else "exception",
+            error_message=p.stderr[-500:],
+            violations=[],
+        )
 
 
 def main() -> None:
@@ -57,8 +65,11 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="semantic cache dir (default: a fresh temporary one: cold)")
     ap.add_argument("--unjailed", action="store_true")
     ap.add_argument("--reference", default=None)
-    ap.add_argument("--examples", default=None, help="JSON file: the built set is saved there, or read from it "
-                                                    "when it exists (same seed and sizes)")
+    ap.add_argument(
+        "--examples",
+        default=None,
+        help="JSON file: the built set is saved there, or read from it when it exists (same seed and sizes)",
+    )
     args = ap.parse_args()
 
     import numpy as np
@@ -83,16 +94,19 @@ def main() -> None:
 
         ex = [SemExample(**e) for e in json.loads(saved.read_text())]
     else:
-        ex = build_semantic_set(refs, seed=args.seed, max_refs=args.max_refs, combos=args.combos,
-                                n_different=args.different)
+        ex = build_semantic_set(
+            refs, seed=args.seed, max_refs=args.max_refs, combos=args.combos, n_different=args.different
+        )
         if saved is not None:
             import dataclasses
             import json
 
             saved.write_text(json.dumps([dataclasses.asdict(e) for e in ex]))
-    print(f"built {len(ex)} examples {dict(collections.Counter(e.label for e in ex))} from "
-          f"{len({e.source for e in ex if e.source})} problems in {time.perf_counter() - t:.0f} s "
-          "(verified; not timed)")
+    print(
+        f"built {len(ex)} examples {dict(collections.Counter(e.label for e in ex))} from "
+        f"{len({e.source for e in ex if e.source})} problems in {time.perf_counter() - t:.0f} s "
+        "(verified; not timed)"
+    )
     cache = args.cache or tempfile.mkdtemp(prefix="opforge-sem-cache-")
     settings = DecontamSettings(workers=args.workers, semantic=True, semantic_cache_dir=cache)
     t = time.perf_counter()
@@ -100,11 +114,13 @@ def main() -> None:
     sr = index.semantic()
     t_ref = time.perf_counter() - t
     traced = [v for v in sr.views if not v.cached]
-    print(f"reference semantic views: {len(sr.views)} problems, {sum(v.ok for v in sr.views)} traced ok "
-          f"({dict(collections.Counter(v.reason for v in sr.views if not v.ok))}); {t_ref:.1f} s wall "
-          f"({len(traced)} traced now, {t_ref / max(len(traced), 1):.3f} s/task wall incl. start-up); per-task child "
-          f"time median {np.median([v.trace_s for v in traced] or [0]):.3f} s, p90 "
-          f"{np.percentile([v.trace_s for v in traced] or [0], 90):.3f} s")
+    print(
+        f"reference semantic views: {len(sr.views)} problems, {sum(v.ok for v in sr.views)} traced ok "
+        f"({dict(collections.Counter(v.reason for v in sr.views if not v.ok))}); {t_ref:.1f} s wall "
+        f"({len(traced)} traced now, {t_ref / max(len(traced), 1):.3f} s/task wall incl. start-up); per-task child "
+        f"time median {np.median([v.trace_s for v in traced] or [0]):.3f} s, p90 "
+        f"{np.percentile([v.trace_s for v in traced] or [0], 90):.3f} s"
+    )
     t = time.perf_counter()
     res = decontaminate([(e.example_id, e.code) for e in ex], index, settings)
     t_dec = time.perf_counter() - t
@@ -112,8 +128,10 @@ def main() -> None:
     print(f"decontaminate {len(ex)} examples: {t_dec:.1f} s wall (cold cache for the examples)")
     t = time.perf_counter()
     res2 = decontaminate([(e.example_id, e.code) for e in ex], index, settings)
-    print(f"again, warm cache: {time.perf_counter() - t:.1f} s wall; same decisions: "
-          f"{res2.column('contaminated').to_pylist() == res.column('contaminated').to_pylist()}")
+    print(
+        f"again, warm cache: {time.perf_counter() - t:.1f} s wall; same decisions: "
+        f"{res2.column('contaminated').to_pylist() == res.column('contaminated').to_pylist()}"
+    )
 
     by = collections.defaultdict(list)
     for e, r in zip(ex, rows):
@@ -133,28 +151,40 @@ def main() -> None:
     print("  view fired:", dict(collections.Counter(r["view"] for _, r in para if r["contaminated"])))
     fsim = [r["semantic_score"] for _, r in para if r["view"] == "functional"]
     if fsim:  # how near the confirmed problem was by the graph alone (below semantic_threshold: found by inputs)
-        print(f"  functional matches by semantic score of the matched problem: "
-              f"{dict(collections.Counter(f'{min(int(s * 10) / 10, 0.9):.1f}+' for s in fsim))}")
+        print(
+            f"  functional matches by semantic score of the matched problem: "
+            f"{dict(collections.Counter(f'{min(int(s * 10) / 10, 0.9):.1f}+' for s in fsim))}"
+        )
     for e, r in para:
         if not r["contaminated"]:
-            print(f"  MISSED {e.example_id}: status={r['semantic_status']} sem={r['semantic_score']:.3f} "
-                  f"({r['semantic_ref']}) {r['evidence'][:160]}")
+            print(
+                f"  MISSED {e.example_id}: status={r['semantic_status']} sem={r['semantic_score']:.3f} "
+                f"({r['semantic_ref']}) {r['evidence'][:160]}"
+            )
     var = by["near_variant"]
-    print(f"near-variants: {len(var)}; decided near_variant {sum(r['near_variant'] for _, r in var)}, "
-          f"functional_match {sum(r['reason'] == 'functional_match' for _, r in var)}, other flags "
-          f"{sum(r['contaminated'] and r['reason'] not in ('near_variant', 'functional_match') for _, r in var)}, "
-          f"clean {sum(not r['contaminated'] for _, r in var)}")
+    print(
+        f"near-variants: {len(var)}; decided near_variant {sum(r['near_variant'] for _, r in var)}, "
+        f"functional_match {sum(r['reason'] == 'functional_match' for _, r in var)}, other flags "
+        f"{sum(r['contaminated'] and r['reason'] not in ('near_variant', 'functional_match') for _, r in var)}, "
+        f"clean {sum(not r['contaminated'] for _, r in var)}"
+    )
     for kind in sorted({e.kind for e, _ in var}):
         got = [r for e, r in var if e.kind == kind]
-        print(f"  {kind:10s} near_variant {sum(r['near_variant'] for r in got)}/{len(got)}; decisions "
-              f"{dict(collections.Counter(r['reason'] or 'clean' for r in got))}")
+        print(
+            f"  {kind:10s} near_variant {sum(r['near_variant'] for r in got)}/{len(got)}; decisions "
+            f"{dict(collections.Counter(r['reason'] or 'clean' for r in got))}"
+        )
     diff = by["different"]
     fp = [r for _, r in diff if r["contaminated"]]
-    print(f"different tasks: FPR {len(fp) / max(len(diff), 1):.3f} ({len(fp)}/{len(diff)}); "
-          f"reasons {dict(collections.Counter(r['reason'] for r in fp))}")
+    print(
+        f"different tasks: FPR {len(fp) / max(len(diff), 1):.3f} ({len(fp)}/{len(diff)}); "
+        f"reasons {dict(collections.Counter(r['reason'] for r in fp))}"
+    )
     for r in fp:
-        print(f"  FLAGGED {r['task_id']}: {r['reason']} ref={r['nearest_ref']} sem={r['semantic_score']:.3f} "
-              f"{r['evidence'][:300]}")
+        print(
+            f"  FLAGGED {r['task_id']}: {r['reason']} ref={r['nearest_ref']} sem={r['semantic_score']:.3f} "
+            f"{r['evidence'][:300]}"
+        )
 
 
 if __name__ == "__main__":

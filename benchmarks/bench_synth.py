@@ -58,10 +58,17 @@ def main() -> None:
         print(f"{r['filter']:20s} {r['ran']:5d} {r['passed']:7d} {r['failed']:7d} {r['dropped_first']:14d}")
     walls = sorted(w for w in v.column("sandbox_wall_s").to_pylist() if w)
     figures = {
-        "n": a.n, "profile": a.profile, "workers": a.workers, "check_compile": not a.no_compile,
-        "compose_s": round(compose_s, 2), "compose_per_s": round(a.n / compose_s, 2),
-        "validate_s": round(val_s, 1), "validated_per_min": round(a.n / (val_s / 60), 2),
-        "valid": kept, "yield": round(kept / a.n, 3), "drop_reasons": drop_reasons(v),
+        "n": a.n,
+        "profile": a.profile,
+        "workers": a.workers,
+        "check_compile": not a.no_compile,
+        "compose_s": round(compose_s, 2),
+        "compose_per_s": round(a.n / compose_s, 2),
+        "validate_s": round(val_s, 1),
+        "validated_per_min": round(a.n / (val_s / 60), 2),
+        "valid": kept,
+        "yield": round(kept / a.n, 3),
+        "drop_reasons": drop_reasons(v),
         "median_candidate_wall_s": walls[len(walls) // 2] if walls else None,
         "load_avg_1m_at_end": os.getloadavg()[0],
     }

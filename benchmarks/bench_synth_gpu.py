@@ -27,8 +27,13 @@ def compose(n: int, to: str) -> None:
     ops, prof, mix = load_catalog(), profile("gpu", (2.0, 40.0)), SynthSettings().op_mix
     os.makedirs(to, exist_ok=True)
     root = os.path.dirname(here)
-    for src in ("pipeline/sandbox.py", "pipeline/validate/static.py", "pipeline/validate/harness.py",
-                "pipeline/patchwatch.py", "benchmarks/bench_synth_gpu.py"):
+    for src in (
+        "pipeline/sandbox.py",
+        "pipeline/validate/static.py",
+        "pipeline/validate/harness.py",
+        "pipeline/patchwatch.py",
+        "benchmarks/bench_synth_gpu.py",
+    ):
         shutil.copy(os.path.join(root, src), to)
     i = written = 0
     with open(os.path.join(to, "tasks.jsonl"), "w") as f:
@@ -72,26 +77,53 @@ def measure(device: str, budget: float) -> None:
         if bad:
             row["reason"] = bad[0]
         else:
-            r = run_sandboxed(harness, payload={"code": t["code"], "device": device, "check_compile": False,
-                                                "runtime_window_ms": [1.0, 100.0], "timing_trials": 20,
-                                                "max_output_mb": 16384},
-                              timeout_s=60, memory_mb=None, env={"OMP_NUM_THREADS": "8"})
+            r = run_sandboxed(
+                harness,
+                payload={
+                    "code": t["code"],
+                    "device": device,
+                    "check_compile": False,
+                    "runtime_window_ms": [1.0, 100.0],
+                    "timing_trials": 20,
+                    "max_output_mb": 16384,
+                },
+                timeout_s=60,
+                memory_mb=None,
+                env={"OMP_NUM_THREADS": "8"},
+            )
             h = r.result if isinstance(r.result, dict) else {}
-            row.update(reason=r.reason or h.get("reason", ""), sandbox_reason=r.reason, wall_s=r.wall_s,
-                       eager_ms=h.get("eager_ms"), device_name=h.get("device_name"),
-                       runtime_window_checked=h.get("runtime_window_checked"),
-                       peak_memory_mb=h.get("peak_memory_mb"), details=h.get("details"), netns=r.netns,
-                       mountns=r.mountns, err=r.error_message[-300:])
+            row.update(
+                reason=r.reason or h.get("reason", ""),
+                sandbox_reason=r.reason,
+                wall_s=r.wall_s,
+                eager_ms=h.get("eager_ms"),
+                device_name=h.get("device_name"),
+                runtime_window_checked=h.get("runtime_window_checked"),
+                peak_memory_mb=h.get("peak_memory_mb"),
+                details=h.get("details"),
+                netns=r.netns,
+                mountns=r.mountns,
+                err=r.error_message[-300:],
+            )
         rows.append(row)
         print(json.dumps({k: row.get(k) for k in ("task_id", "reason", "est_ms", "eager_ms", "wall_s")}), flush=True)
         with open(os.path.join(out_dir, "gpu_runtime.json"), "w") as f:
             json.dump(rows, f, indent=1)
     timed = [r for r in rows if r.get("eager_ms") is not None]
     inside = [r for r in timed if 1.0 <= r["eager_ms"] <= 100.0]
-    print(json.dumps({"tasks": len(rows), "timed": len(timed), "in_window_1_100ms": len(inside),
-                      "reasons": {k: sum(1 for r in rows if r.get("reason") == k) for k in
-                                  sorted({r.get("reason") for r in rows})},
-                      "seconds": round(time.time() - t0, 1)}))
+    print(
+        json.dumps(
+            {
+                "tasks": len(rows),
+                "timed": len(timed),
+                "in_window_1_100ms": len(inside),
+                "reasons": {
+                    k: sum(1 for r in rows if r.get("reason") == k) for k in sorted({r.get("reason") for r in rows})
+                },
+                "seconds": round(time.time() - t0, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ FNS = {"vec_add": lambda a, b: a + b, "vec_add_small": lambda a, b: a + b,
        "row_softmax": lambda x: torch.softmax(x, dim=1), "fused_chain": chain, "null": lambda: None}
 """
 
-CHILD = r"""
+CHILD = (
+    r"""
 import json, os, statistics, sys
 pin = int(sys.argv[3])
 if pin >= 0:
@@ -52,7 +53,9 @@ dev = torch.device("cuda", 0)
 timer = Timer()
 timer.prepare(dev, True)
 gen = torch.Generator(device=dev)
-""" + OPS_SRC + r"""
+"""
+    + OPS_SRC
+    + r"""
 shapes, fn = SHAPES[op], FNS[op]
 
 def make_args(i):
@@ -68,6 +71,7 @@ print(json.dumps({"first30": statistics.median(t[:30]), "all": statistics.median
                   "chunks": [round(statistics.median(t[k:k + chunk]), 5) for k in range(0, len(t), chunk)],
                   "cpu": os.sched_getaffinity(0).__len__()}))
 """
+)
 
 
 def cv(xs: list[float]) -> float:
@@ -90,8 +94,12 @@ def main() -> None:
             rows = []
             for p in range(a.procs):
                 pin = (2 + p) % ncpu if variant == "pinned" else -1
-                r = subprocess.run([sys.executable, "-c", CHILD, op, str(a.calls), str(pin), ROOT], capture_output=True,
-                                   text=True, timeout=300)
+                r = subprocess.run(
+                    [sys.executable, "-c", CHILD, op, str(a.calls), str(pin), ROOT],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 if r.returncode != 0:
                     print(f"{variant} {op}: child failed: {r.stderr[-800:]}", flush=True)
                     continue
@@ -99,15 +107,22 @@ def main() -> None:
             if not rows:
                 continue
             f30, al = [r["first30"] for r in rows], [r["all"] for r in rows]
-            res = {"first30_ms": [round(x, 5) for x in f30], "all_ms": [round(x, 5) for x in al],
-                   "cv_first30": round(cv(f30), 4), "cv_all": round(cv(al), 4),
-                   "within_cv": round(statistics.median(r["cv"] for r in rows), 4),
-                   "stream_ms": [round(r["stream"], 5) for r in rows], "chunks": [r["chunks"] for r in rows],
-                   "n": rows[0]["n"]}
+            res = {
+                "first30_ms": [round(x, 5) for x in f30],
+                "all_ms": [round(x, 5) for x in al],
+                "cv_first30": round(cv(f30), 4),
+                "cv_all": round(cv(al), 4),
+                "within_cv": round(statistics.median(r["cv"] for r in rows), 4),
+                "stream_ms": [round(r["stream"], 5) for r in rows],
+                "chunks": [r["chunks"] for r in rows],
+                "n": rows[0]["n"],
+            }
             out[f"{variant}/{op}"] = res
-            print(f"{variant:7s} {op:12s} first30 {res['first30_ms']} cv {res['cv_first30']:.4f} | all({res['n']}) "
-                  f"{res['all_ms']} cv {res['cv_all']:.4f} | within {res['within_cv']:.3f} | chunks {res['chunks']}",
-                  flush=True)
+            print(
+                f"{variant:7s} {op:12s} first30 {res['first30_ms']} cv {res['cv_first30']:.4f} | all({res['n']}) "
+                f"{res['all_ms']} cv {res['cv_all']:.4f} | within {res['within_cv']:.3f} | chunks {res['chunks']}",
+                flush=True,
+            )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -27,7 +27,8 @@ from bench_timing import OPS_SRC  # the same ops as the first study (this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-CHILD = r"""
+CHILD = (
+    r"""
 import json, random, statistics, sys
 sys.path.insert(0, sys.argv[4])
 import torch
@@ -35,7 +36,9 @@ from pipeline.evaluate.timing import Timer
 ops, epochs, calls = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
 dev = torch.device("cuda", 0)
 rng = random.Random()
-""" + OPS_SRC + r"""
+"""
+    + OPS_SRC
+    + r"""
 timer = Timer()
 timer.prepare(dev, True)
 l2_words = timer.flush_buf.numel()
@@ -77,6 +80,7 @@ with torch.no_grad():
             out[op + "/" + flush] = rows
 print(json.dumps(out))
 """
+)
 
 
 def cv(xs: list[float]) -> float:
@@ -94,8 +98,12 @@ def main() -> None:
     a = ap.parse_args()
     procs = []
     for p in range(a.procs):
-        r = subprocess.run([sys.executable, "-c", CHILD, a.ops, str(a.epochs), str(a.calls), ROOT],
-                           capture_output=True, text=True, timeout=400)
+        r = subprocess.run(
+            [sys.executable, "-c", CHILD, a.ops, str(a.epochs), str(a.calls), ROOT],
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         if r.returncode != 0:
             print(f"process {p} failed: {r.stderr[-800:]}", flush=True)
             continue
@@ -107,16 +115,21 @@ def main() -> None:
         ln = [[r["med"] for r in rows if r["layout"] != 0] for rows in per]
         proc_med = [statistics.median([r["med"] for r in rows]) for rows in per]
         proc_l0 = [statistics.median(x) for x in l0]
-        s = {"cv_time_within_layout0": round(statistics.median(cv(x) for x in l0), 4),
-             "cv_new_layouts_within_process": round(statistics.median(cv(x) for x in ln), 4),
-             "cv_between_processes_all_epochs": round(cv(proc_med), 4),
-             "cv_between_processes_layout0": round(cv(proc_l0), 4),
-             "epoch_medians_ms": [[round(r["med"], 5) for r in rows] for rows in per],
-             "stream_medians_ms": [[round(r["stream"], 5) for r in rows] for rows in per]}
+        s = {
+            "cv_time_within_layout0": round(statistics.median(cv(x) for x in l0), 4),
+            "cv_new_layouts_within_process": round(statistics.median(cv(x) for x in ln), 4),
+            "cv_between_processes_all_epochs": round(cv(proc_med), 4),
+            "cv_between_processes_layout0": round(cv(proc_l0), 4),
+            "epoch_medians_ms": [[round(r["med"], 5) for r in rows] for rows in per],
+            "stream_medians_ms": [[round(r["stream"], 5) for r in rows] for rows in per],
+        }
         summary[key] = s
-        print(f"{key:22s} time(L0) {s['cv_time_within_layout0']:.4f} layouts {s['cv_new_layouts_within_process']:.4f} "
-              f"between procs: all {s['cv_between_processes_all_epochs']:.4f} L0 {s['cv_between_processes_layout0']:.4f}"
-              f" | {s['epoch_medians_ms']}", flush=True)
+        print(
+            f"{key:22s} time(L0) {s['cv_time_within_layout0']:.4f} layouts {s['cv_new_layouts_within_process']:.4f} "
+            f"between procs: all {s['cv_between_processes_all_epochs']:.4f} L0 {s['cv_between_processes_layout0']:.4f}"
+            f" | {s['epoch_medians_ms']}",
+            flush=True,
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summary, f, indent=1)

@@ -49,8 +49,10 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
 
     tasks = [json.loads(line) for line in open(path)][: limit or None]
     s = settings_dict(ValidateSettings(memory_mb=0, timeout_s=300))
-    items = [{"task_id": t["task_id"], "code": t["code"], "settings": s, "device": "cuda", "compose_reason": ""}
-             for t in tasks]
+    items = [
+        {"task_id": t["task_id"], "code": t["code"], "settings": s, "device": "cuda", "compose_reason": ""}
+        for t in tasks
+    ]
     t0 = time.perf_counter()
     done: list[dict] = []
     pool = cf.ThreadPoolExecutor(workers)  # each task runs in its own jailed process: threads only wait
@@ -68,11 +70,18 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
     jails = collections.Counter(r.get("jail") or "-" for r in done)
     per_hour = 3600 * len(done) / elapsed if elapsed else 0.0
     eager = sorted(r["eager_ms"] for r in done if r.get("eager_ms"))
-    out = {"workers": workers, "tasks_done": len(done), "seconds": round(elapsed, 1),
-           "validated_per_hour": round(per_hour), "hours_for_6000": round(6000 / per_hour, 2) if per_hour else None,
-           "reasons": dict(reasons.most_common()), "jail": dict(jails), "cpus": os.cpu_count(),
-           "eager_ms_median": eager[len(eager) // 2] if eager else None,
-           "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done)}
+    out = {
+        "workers": workers,
+        "tasks_done": len(done),
+        "seconds": round(elapsed, 1),
+        "validated_per_hour": round(per_hour),
+        "hours_for_6000": round(6000 / per_hour, 2) if per_hour else None,
+        "reasons": dict(reasons.most_common()),
+        "jail": dict(jails),
+        "cpus": os.cpu_count(),
+        "eager_ms_median": eager[len(eager) // 2] if eager else None,
+        "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done),
+    }
     print(json.dumps(out, indent=1), flush=True)
 
 

@@ -51,22 +51,30 @@ def main() -> None:
         t0 = time.perf_counter()
         rows = decontaminate(tasks, load_reference(a.kernelbench)).to_pylist()
         flagged = [r for r in rows if r["contaminated"]]
-        print(f"{len(tasks)} composed tasks; {len(flagged)} flagged {dict(collections.Counter(r['reason'] for r in flagged))}"
-              f" ({time.perf_counter() - t0:.1f} s)")
+        reasons = dict(collections.Counter(r["reason"] for r in flagged))
+        print(f"{len(tasks)} composed tasks; {len(flagged)} flagged {reasons} ({time.perf_counter() - t0:.1f} s)")
         for r in flagged:
-            print(r["task_id"], r["reason"], r["nearest_ref"], r["ops"], round(r["nearest_canon"], 3),
-                  round(r["nearest_ops"], 3))
+            print(
+                r["task_id"],
+                r["reason"],
+                r["nearest_ref"],
+                r["ops"],
+                round(r["nearest_canon"], 3),
+                round(r["nearest_ops"], 3),
+            )
     if a.validate:
         from pipeline.validate.settings import ValidateSettings
         from pipeline.validate.stage import validate
 
         codes = [c for _, c in tasks]
-        rows = validate(pa.table({"code": codes}), ValidateSettings(timeout_s=60, check_compile=False), "cpu").to_pylist()
+        rows = validate(
+            pa.table({"code": codes}), ValidateSettings(timeout_s=60, check_compile=False), "cpu"
+        ).to_pylist()
         print(f"{len(rows)} validated; {dict(collections.Counter(r['reason'] for r in rows))}")
         for r, c in zip(rows, codes):
             if r["reason"] in ("identity_output", "mutates_inputs"):
                 i = c.index("def forward")
-                print("----", r["reason"], r["detail"], "\n" + c[i:i + 300])
+                print("----", r["reason"], r["detail"], "\n" + c[i : i + 300])
 
 
 if __name__ == "__main__":

@@ -26,10 +26,14 @@ HOSTILE = {
     "recursion": task("def f(n):\n    return f(n + 1)\nreturn f(0)"),
     "generator_inputs": task("return x * 2", inputs="(torch.randn(4, 8) for _ in range(1))"),
     "int_in_output": task("return x * 2, 3"),
-    "del_hang": task("return x * 2", header="import torch\nimport torch.nn as nn\nclass H:\n    def __del__(self):\n"
-                                            "        while True:\n            pass\n_h = H()"),
-    "default_dtype": task("return x * 2", header="import torch\nimport torch.nn as nn\n"
-                                                 "torch.set_default_dtype(torch.float64)"),
+    "del_hang": task(
+        "return x * 2",
+        header="import torch\nimport torch.nn as nn\nclass H:\n    def __del__(self):\n"
+        "        while True:\n            pass\n_h = H()",
+    ),
+    "default_dtype": task(
+        "return x * 2", header="import torch\nimport torch.nn as nn\ntorch.set_default_dtype(torch.float64)"
+    ),
     "base_exception": task("class E(BaseException):\n    pass\nraise E()"),
     "stdin_read": task("__builtins__['input']()\nreturn x"),
     "huge_init_inputs": task("return x", init_inputs="[0] * 10**8"),
@@ -42,8 +46,11 @@ HOSTILE = {
 
 
 def main() -> None:
-    out = validate(pa.table({"code": list(HOSTILE.values())}),
-                   ValidateSettings(timeout_s=20, memory_mb=3072, check_compile=False), "cpu")
+    out = validate(
+        pa.table({"code": list(HOSTILE.values())}),
+        ValidateSettings(timeout_s=20, memory_mb=3072, check_compile=False),
+        "cpu",
+    )
     assert out.num_rows == len(HOSTILE)
     for name, r in zip(HOSTILE, out.to_pylist()):
         print(f"{name:20s} valid={r['valid']!s:5s} reason={r['reason']!r} {str(r.get('detail') or '')[:90]!r}")

@@ -36,8 +36,14 @@ def main() -> None:
     out: dict = {"status": jail_status()}
     t = time.perf_counter()
     r = run_sandboxed(SEE, timeout_s=120, memory_mb=None, gpu=True)
-    out["see"] = {"reason": r.reason, "result": r.result, "wall_s": round(time.perf_counter() - t, 3),
-                  "err": r.error_message[-800:], "stderr": r.stderr[-800:], "jail": r.jail}
+    out["see"] = {
+        "reason": r.reason,
+        "result": r.result,
+        "wall_s": round(time.perf_counter() - t, 3),
+        "err": r.error_message[-800:],
+        "stderr": r.stderr[-800:],
+        "jail": r.jail,
+    }
     t = time.perf_counter()
     b = run_sandboxed(BOMB, timeout_s=120, memory_mb=None, gpu=True)
     out["bomb"] = {"reason": b.reason, "wall_s": round(time.perf_counter() - t, 3), "err": b.error_message[-300:]}

@@ -30,11 +30,15 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="opforge-judge-ws-"))
     native = root / "kb_native_forge.py"
     native.write_text((A.EXPLOITS / "kb_native_forge.py").read_text().replace("@CACHE@", str(cache)))
-    sols = {"add_vec4": (A.task_code("vec_add"), A.honest_workspace(root / "add_vec4", "add_vec4")),
-            "softmax_wide": (A.task_code("softmax_wide"), A.HONEST / "softmax_wide.py"),
-            "softmax_wide_const": (A.task_code("softmax_wide"),
-                                   A.constant_variant(root / "softmax_wide_const.py", "softmax_wide")),
-            "kb_native_forge": (A.task_code("softmax_wide"), native)}
+    sols = {
+        "add_vec4": (A.task_code("vec_add"), A.honest_workspace(root / "add_vec4", "add_vec4")),
+        "softmax_wide": (A.task_code("softmax_wide"), A.HONEST / "softmax_wide.py"),
+        "softmax_wide_const": (
+            A.task_code("softmax_wide"),
+            A.constant_variant(root / "softmax_wide_const.py", "softmax_wide"),
+        ),
+        "kb_native_forge": (A.task_code("softmax_wide"), native),
+    }
     t0 = time.perf_counter()
     out = {}
     with cf.ThreadPoolExecutor(4) as ex:  # builds in parallel, as several evaluations in flight would
@@ -49,11 +53,20 @@ def main() -> None:
             out[name] = {"build_error": cr.log[-800:]}
             continue
         res = evaluate(task, str(path), settings={"cache_dir": str(cache)}, compile_result=cr)
-        out[name] = {"correct": res.correct, "reward": res.reward, "reason": res.reason,
-                     "violations": res.violations, "eager_ms": res.eager_ms, "compile_ms": res.compile_ms,
-                     "solution_ms": res.solution_ms, "speedup_vs_compile": res.speedup_vs_compile,
-                     "clock_check": (res.timing or {}).get("clock_check"), "eval_s": round(time.perf_counter() - t, 1),
-                     "since_start_s": round(time.perf_counter() - t0, 1), "error": (res.error or "")[-600:]}
+        out[name] = {
+            "correct": res.correct,
+            "reward": res.reward,
+            "reason": res.reason,
+            "violations": res.violations,
+            "eager_ms": res.eager_ms,
+            "compile_ms": res.compile_ms,
+            "solution_ms": res.solution_ms,
+            "speedup_vs_compile": res.speedup_vs_compile,
+            "clock_check": (res.timing or {}).get("clock_check"),
+            "eval_s": round(time.perf_counter() - t, 1),
+            "since_start_s": round(time.perf_counter() - t0, 1),
+            "error": (res.error or "")[-600:],
+        }
         print(name, json.dumps(out[name], default=str)[:1500], flush=True)
     print(json.dumps(out, indent=1, default=str))
 

@@ -15,9 +15,18 @@ def _key(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")[:100]
 
 
-def stage_summary_markdown(stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int],
-                           status: str = "completed", detail: str = "", shards: tuple[int, int] | None = None,
-                           seconds: float | None = None, paths: list[str] | None = None) -> str:
+def stage_summary_markdown(
+    stage: str,
+    run_id: str,
+    rows_in: int,
+    rows_out: int,
+    reasons: dict[str, int],
+    status: str = "completed",
+    detail: str = "",
+    shards: tuple[int, int] | None = None,
+    seconds: float | None = None,
+    paths: list[str] | None = None,
+) -> str:
     lines = [f"# {stage}: {status}", "", f"- run: `{run_id}`", f"- rows in: **{rows_in}**, rows out: **{rows_out}**"]
     if shards:
         lines.append(f"- shards: {shards[0]} computed, {shards[1]} reused from an earlier attempt")
@@ -50,8 +59,15 @@ def contamination_summary(tbl: pa.Table) -> list[dict[str, Any]]:
     return [{"reason": r, "matched_ref_id": ref or "", "rows": n} for (r, ref), n in c.most_common(200)]
 
 
-def publish_stage_artifacts(stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int],
-                            data: pa.Table | None = None, **kw: Any) -> None:
+def publish_stage_artifacts(
+    stage: str,
+    run_id: str,
+    rows_in: int,
+    rows_out: int,
+    reasons: dict[str, int],
+    data: pa.Table | None = None,
+    **kw: Any,
+) -> None:
     """Create the artifacts inside the current flow run (no-op outside one)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
     from prefect.context import FlowRunContext
@@ -60,10 +76,15 @@ def publish_stage_artifacts(stage: str, run_id: str, rows_in: int, rows_out: int
         return
     md = stage_summary_markdown(stage, run_id, rows_in, rows_out, reasons, **kw)
     create_markdown_artifact(md, key=_key(stage, "summary"), description=f"{stage} summary for run {run_id}")
-    create_table_artifact([{"reason": k, "rows": v} for k, v in reasons.items()] or [{"reason": "(none)", "rows": 0}],
-                          key=_key(stage, "drop-reasons"), description=f"{stage}: rows dropped, by reason code")
+    create_table_artifact(
+        [{"reason": k, "rows": v} for k, v in reasons.items()] or [{"reason": "(none)", "rows": 0}],
+        key=_key(stage, "drop-reasons"),
+        description=f"{stage}: rows dropped, by reason code",
+    )
     if stage == "decontaminate" and data is not None:
         rows = contamination_summary(data)
-        create_table_artifact(rows or [{"reason": "(no contamination found)", "matched_ref_id": "", "rows": 0}],
-                              key=_key("contamination-summary"),
-                              description="Contaminated candidates by reason and matched KernelBench problem")
+        create_table_artifact(
+            rows or [{"reason": "(no contamination found)", "matched_ref_id": "", "rows": 0}],
+            key=_key("contamination-summary"),
+            description="Contaminated candidates by reason and matched KernelBench problem",
+        )

@@ -17,16 +17,20 @@ from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 PREFECT_YAML = Path(__file__).with_name("prefect.yaml")  # package data (in a checkout: the top-level prefect.yaml)
 
 
-
 def _summary_table(cfg, run_id: str, wall_s: float):
     from rich.table import Table
 
     from pipeline.catalog import Catalog
 
     cat = Catalog(cfg.catalog_path, cfg.data_root)
-    rows = {r["stage"]: r for r in cat.sql(
-        "SELECT stage, status, rows_in, rows_out, drop_reasons, detail, "
-        "epoch(finished_at) - epoch(started_at) AS seconds FROM stages WHERE run_id = ?", [run_id]).to_pylist()}
+    rows = {
+        r["stage"]: r
+        for r in cat.sql(
+            "SELECT stage, status, rows_in, rows_out, drop_reasons, detail, "
+            "epoch(finished_at) - epoch(started_at) AS seconds FROM stages WHERE run_id = ?",
+            [run_id],
+        ).to_pylist()
+    }
     t = Table(title=f"opforge run {run_id}  ({wall_s:.0f} s)")
     for col in ("stage", "status", "rows in", "rows out", "drop reasons", "time"):
         t.add_column(col, overflow="fold", justify="right" if col in ("rows in", "rows out", "time") else "left")
@@ -40,9 +44,14 @@ def _summary_table(cfg, run_id: str, wall_s: float):
             continue
         reasons = json.loads(r["drop_reasons"] or "{}")
         style = {"completed": "green", "skipped": "yellow", "failed": "red"}.get(r["status"], "white")
-        t.add_row(stage, f"[{style}]{r['status']}[/{style}]", str(r["rows_in"]), str(r["rows_out"]),
-                  "\n".join(f"{k}: {v}" for k, v in reasons.items()) or "-",
-                  f"{r['seconds']:.1f} s" if r["seconds"] is not None else "")
+        t.add_row(
+            stage,
+            f"[{style}]{r['status']}[/{style}]",
+            str(r["rows_in"]),
+            str(r["rows_out"]),
+            "\n".join(f"{k}: {v}" for k, v in reasons.items()) or "-",
+            f"{r['seconds']:.1f} s" if r["seconds"] is not None else "",
+        )
     return t, rows
 
 
@@ -50,11 +59,19 @@ def _where(cfg, run_id: str, result: dict[str, Any] | None) -> list[str]:
     from pipeline.catalog import Catalog
 
     w = 22
-    lines = [f"{'data root':<{w}} {cfg.data_root}", f"{'catalog':<{w}} {cfg.catalog_path}  (opforge sql \"SELECT * "
-             f"FROM stages WHERE run_id = '{run_id}'\")"]
-    files = Catalog(cfg.catalog_path, cfg.data_root).sql(
-        "SELECT table_name, count(*) AS files, sum(row_count) AS rows FROM table_files WHERE run_id = ? "
-        "GROUP BY table_name ORDER BY table_name", [run_id]).to_pylist()
+    lines = [
+        f"{'data root':<{w}} {cfg.data_root}",
+        f"{'catalog':<{w}} {cfg.catalog_path}  (opforge sql \"SELECT * FROM stages WHERE run_id = '{run_id}'\")",
+    ]
+    files = (
+        Catalog(cfg.catalog_path, cfg.data_root)
+        .sql(
+            "SELECT table_name, count(*) AS files, sum(row_count) AS rows FROM table_files WHERE run_id = ? "
+            "GROUP BY table_name ORDER BY table_name",
+            [run_id],
+        )
+        .to_pylist()
+    )
     for f in files:
         d = Path(cfg.data_root) / "tables" / f["table_name"] / f"run_id={run_id}"
         lines.append(f"{'table ' + f['table_name']:<{w}} {d}  ({f['rows']} rows, {f['files']} files)")
@@ -100,6 +117,7 @@ def register(app: typer.Typer) -> None:
         # (Prefect reads its settings at import: this must come first.)
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         from flows.stages import load
+
         base = load_cli_config(config, set_)  # validates the config and overrides before anything starts
         try:
             cfg = load(str(config) if config else None, set_, base.run_id)
@@ -114,8 +132,10 @@ def register(app: typer.Typer) -> None:
         if held is not None:  # checked again, under the lock, by the flow itself
             console.print(f"[red]run {cfg.run_id} is being written by {runlock.describe(held)}[/red]")
             raise typer.Exit(2)
-        console.print(f"[bold]opforge run[/bold] {cfg.run_id}  data root: {cfg.data_root}  "
-                      f"KernelBench: {resolve_source(cfg.kernelbench)}")
+        console.print(
+            f"[bold]opforge run[/bold] {cfg.run_id}  data root: {cfg.data_root}  "
+            f"KernelBench: {resolve_source(cfg.kernelbench)}"
+        )
         try:
             with interrupt_on_signals():
                 _run_pipeline(cfg, config, set_, no_ray, t0)
@@ -125,13 +145,18 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt as e:
             from pipeline.catalog import Catalog
 
-            status = Catalog(cfg.catalog_path, cfg.data_root).query_readonly(
-                "SELECT status FROM runs WHERE run_id = ?", [cfg.run_id]).to_pylist()
+            status = (
+                Catalog(cfg.catalog_path, cfg.data_root)
+                .query_readonly("SELECT status FROM runs WHERE run_id = ?", [cfg.run_id])
+                .to_pylist()
+            )
             if status == [{"status": "completed"}]:  # the signal came after the last stage: say what is true
                 console.print(f"run {cfg.run_id} completed; the command was stopped afterwards ({e or 'Ctrl-C'})")
             else:
-                console.print(f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are "
-                              f"kept: rerun with --set run_id={cfg.run_id} to resume")
+                console.print(
+                    f"[red]run {cfg.run_id} interrupted[/red] ({e or 'Ctrl-C'}); finished shards are "
+                    f"kept: rerun with --set run_id={cfg.run_id} to resume"
+                )
             raise typer.Exit(130) from None
 
     def _run_pipeline(cfg, config, set_, no_ray: bool, t0: float) -> None:
@@ -145,9 +170,14 @@ def register(app: typer.Typer) -> None:
             # the server's URL up front.
             import concurrent.futures as cf
 
-            with cf.ThreadPoolExecutor(1) as pool, console.status(
-                    "starting Prefect" + (" (temporary local server)" if api.server else "")
-                    + ("" if no_ray else " and Ray" + (f" at {cfg.ray.address}" if cfg.ray.address else " (local)"))):
+            with (
+                cf.ThreadPoolExecutor(1) as pool,
+                console.status(
+                    "starting Prefect"
+                    + (" (temporary local server)" if api.server else "")
+                    + ("" if no_ray else " and Ray" + (f" at {cfg.ray.address}" if cfg.ray.address else " (local)"))
+                ),
+            ):
                 started = pool.submit(api.start)
                 if not no_ray:
                     runtime.start_ray(cfg)
@@ -158,8 +188,11 @@ def register(app: typer.Typer) -> None:
             with progress.RichReporter(console) as rep, api.settings():
                 progress.install(rep)
                 try:
-                    result = pipeline_flow(config=str(Path(config).resolve()) if config else None,
-                                           overrides=list(set_ or []), run_id=cfg.run_id)
+                    result = pipeline_flow(
+                        config=str(Path(config).resolve()) if config else None,
+                        overrides=list(set_ or []),
+                        run_id=cfg.run_id,
+                    )
                 except Exception as e:  # the summary below still shows what finished and what failed
                     error = e
                 finally:
@@ -176,8 +209,11 @@ def register(app: typer.Typer) -> None:
             api.close()
         table, rows = _summary_table(cfg, cfg.run_id, time.monotonic() - t0)
         console.print(table)
-        for status, title in (("completed", "Notes"), ("failed", "[red]Failed stages[/red]"),
-                              ("skipped", "[yellow]Skipped stages and what they need[/yellow]")):
+        for status, title in (
+            ("completed", "Notes"),
+            ("failed", "[red]Failed stages[/red]"),
+            ("skipped", "[yellow]Skipped stages and what they need[/yellow]"),
+        ):
             items = [(s, r["detail"]) for s, r in rows.items() if r["status"] == status and r["detail"]]
             if items:
                 console.print(f"[bold]{title}[/bold]")
@@ -206,11 +242,18 @@ def register(app: typer.Typer) -> None:
         runtime.set_env_defaults()
         url = cfg.prefect.api_url or os.environ.get("PREFECT_API_URL")
         if not url:
-            console.print("[red]opforge serve needs a Prefect server[/red]: start one with "
-                          "`prefect server start --host 127.0.0.1 --port 4200` and set "
-                          "PREFECT_API_URL=http://127.0.0.1:4200/api (or prefect.api_url in the config).")
+            console.print(
+                "[red]opforge serve needs a Prefect server[/red]: start one with "
+                "`prefect server start --host 127.0.0.1 --port 4200` and set "
+                "PREFECT_API_URL=http://127.0.0.1:4200/api (or prefect.api_url in the config)."
+            )
             raise typer.Exit(2)
         os.environ["PREFECT_API_URL"] = url
         with runtime.PrefectAPI(url).settings():
-            serve_deployments(prefect_yaml, config=str(Path(config).resolve()) if config else None,
-                              overrides=list(set_ or []), only=only, console=console)
+            serve_deployments(
+                prefect_yaml,
+                config=str(Path(config).resolve()) if config else None,
+                overrides=list(set_ or []),
+                only=only,
+                console=console,
+            )

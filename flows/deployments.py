@@ -32,8 +32,9 @@ def concurrency_limit(deployment: dict[str, Any]):
 
     spec = deployment.get("concurrency_limit", 1)
     if isinstance(spec, dict):
-        return ConcurrencyLimitConfig(limit=int(spec.get("limit", 1)),
-                                      collision_strategy=spec.get("collision_strategy", "ENQUEUE"))
+        return ConcurrencyLimitConfig(
+            limit=int(spec.get("limit", 1)), collision_strategy=spec.get("collision_strategy", "ENQUEUE")
+        )
     return ConcurrencyLimitConfig(limit=int(spec), collision_strategy="ENQUEUE")
 
 
@@ -43,8 +44,9 @@ def _flow(entrypoint: str):
     return getattr(importlib.import_module(module), name)
 
 
-def build(prefect_yaml: Path, config: str | None = None, overrides: list[str] | None = None,
-          only: list[str] | None = None) -> list:
+def build(
+    prefect_yaml: Path, config: str | None = None, overrides: list[str] | None = None, only: list[str] | None = None
+) -> list:
     """RunnerDeployments for prefect.yaml's entries; `config`/`overrides` become every deployment's defaults."""
     from prefect.schedules import Cron
 
@@ -62,16 +64,28 @@ def build(prefect_yaml: Path, config: str | None = None, overrides: list[str] | 
             # environment, which the flow runs it starts inherit (pipeline.credentials).
             params["overrides"] = hide_overrides(list(params["overrides"]))
         schedules = [Cron(s["cron"], timezone=s.get("timezone", "UTC")) for s in d.get("schedules") or []]
-        out.append(_flow(d["entrypoint"]).to_deployment(
-            name=d["name"], schedules=schedules or None, parameters=params, description=d.get("description"),
-            tags=d.get("tags"), concurrency_limit=concurrency_limit(d)))
+        out.append(
+            _flow(d["entrypoint"]).to_deployment(
+                name=d["name"],
+                schedules=schedules or None,
+                parameters=params,
+                description=d.get("description"),
+                tags=d.get("tags"),
+                concurrency_limit=concurrency_limit(d),
+            )
+        )
     if not out:
         raise ValueError(f"no deployment of {prefect_yaml} matches {only}")
     return out
 
 
-def serve_deployments(prefect_yaml: Path, config: str | None = None, overrides: list[str] | None = None,
-                      only: list[str] | None = None, console=None) -> None:
+def serve_deployments(
+    prefect_yaml: Path,
+    config: str | None = None,
+    overrides: list[str] | None = None,
+    only: list[str] | None = None,
+    console=None,
+) -> None:
     from prefect import serve
 
     deps = build(prefect_yaml, config, overrides, only)

@@ -45,9 +45,15 @@ class RichReporter:
     def __init__(self, console=None):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn("[bold]{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[unit]}"), TimeElapsedColumn(), console=console,
-                                 transient=False)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description:<14}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         self._tasks: dict[str, int] = {}
 
     def __enter__(self) -> "RichReporter":

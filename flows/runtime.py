@@ -25,8 +25,15 @@ _ENV_DEFAULTS = {
     "DO_NOT_TRACK": "1",
 }
 # Settings every Ray worker needs to run a Prefect task against our API (PREFECT_HOME keeps its local state apart).
-_PROPAGATED = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_LOGGING_LEVEL",
-               "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_TELEMETRY", "KERNELBENCH_PATH")
+_PROPAGATED = (
+    "PREFECT_API_URL",
+    "PREFECT_HOME",
+    "PREFECT_SERVER_ANALYTICS_ENABLED",
+    "PREFECT_LOGGING_LEVEL",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "KERNELBENCH_PATH",
+)
 
 log = logging.getLogger("opforge.flows")
 
@@ -80,9 +87,9 @@ def plan_prefect_api(cfg: OpforgeConfig) -> PrefectAPI:
     if url:
         os.environ["PREFECT_API_URL"] = url
         return PrefectAPI(url)
-    from prefect.server.api.server import SubprocessASGIServer
-
     import socket
+
+    from prefect.server.api.server import SubprocessASGIServer
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -45,10 +45,13 @@ class PrefectExecutor:
         workers = len(items) if isinstance(self.inner, RayExecutor) else min(self.threads, len(items))
         out: list[Any] = [None] * len(items)
         with ThreadPoolTaskRunner(max_workers=workers) as runner:
-            futures = [runner.submit(shard_task.with_options(task_run_name=getattr(it, "task_name", None)
-                                                             or f"shard-{i:05d}"),
-                                     {"fn": fn, "item": it, "inner": self.inner, "resources": resources})
-                       for i, it in enumerate(items)]
+            futures = [
+                runner.submit(
+                    shard_task.with_options(task_run_name=getattr(it, "task_name", None) or f"shard-{i:05d}"),
+                    {"fn": fn, "item": it, "inner": self.inner, "resources": resources},
+                )
+                for i, it in enumerate(items)
+            ]
             index = {id(f): i for i, f in enumerate(futures)}
             for fut in as_completed(futures):
                 i = index[id(fut)]
@@ -76,6 +79,7 @@ class FlowObserver:
     def message(self, text: str) -> None:
         progress.get().message(text)
 
-    def recorded(self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int],
-                 **kw: Any) -> None:
+    def recorded(
+        self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int], **kw: Any
+    ) -> None:
         publish_stage_artifacts(stage, run_id, rows_in, rows_out, reasons, **kw)

@@ -46,24 +46,36 @@ def _flow_run_id() -> str | None:
         return None
 
 
-def _run_stages(steps: list[tuple[str, Callable[[OpforgeConfig], dict[str, Any]]]], config, overrides, run_id,
-                note: str) -> dict[str, Any]:
+def _run_stages(
+    steps: list[tuple[str, Callable[[OpforgeConfig], dict[str, Any]]]], config, overrides, run_id, note: str
+) -> dict[str, Any]:
     """Run (name, body) steps as one run with the runner's lifecycle, known to the crash hooks while it runs."""
     cfg = load(config, overrides, run_id)
     if runtime.use_ray(cfg):
         runtime.start_ray(cfg)
     fid = _flow_run_id()
     try:
-        return runner.run_steps(cfg, steps, note, observer=FlowObserver(),
-                                on_start=lambda cat: _ACTIVE.__setitem__(fid, (cat, cfg.run_id)) if fid else None)
+        return runner.run_steps(
+            cfg,
+            steps,
+            note,
+            observer=FlowObserver(),
+            on_start=lambda cat: _ACTIVE.__setitem__(fid, (cat, cfg.run_id)) if fid else None,
+        )
     finally:
         _ACTIVE.pop(fid or "", None)
 
 
-def run_registered(stages: list[Stage], config, overrides, run_id, note: str,
-                   shard_size: int | None = None) -> dict[str, Any]:
-    return _run_stages(runner.steps(stages, executor=prefect_executor, observer=FlowObserver(),
-                                    shard_size=shard_size), config, overrides, run_id, note)
+def run_registered(
+    stages: list[Stage], config, overrides, run_id, note: str, shard_size: int | None = None
+) -> dict[str, Any]:
+    return _run_stages(
+        runner.steps(stages, executor=prefect_executor, observer=FlowObserver(), shard_size=shard_size),
+        config,
+        overrides,
+        run_id,
+        note,
+    )
 
 
 def mark_interrupted(flow, flow_run, state) -> None:
@@ -105,17 +117,27 @@ class OpforgeFlow(Flow):
 
 # -- the flows -------------------------------------------------------------------------------------------------
 
-def _make_flow(fn_name: str, flow_name: str, stages: list[Stage], doc: str, note: str,
-               default_run_id: str | None = None):
+
+def _make_flow(
+    fn_name: str, flow_name: str, stages: list[Stage], doc: str, note: str, default_run_id: str | None = None
+):
     """A module-level flow `fn_name` (prefect.yaml's entrypoints name it) running `stages`."""
     if any(s.shard_key for s in stages):
-        def body(config: str | None = None, overrides: list[str] | None = None, run_id: str | None = default_run_id,
-                 shard_size: int | None = None) -> dict[str, Any]:
+
+        def body(
+            config: str | None = None,
+            overrides: list[str] | None = None,
+            run_id: str | None = default_run_id,
+            shard_size: int | None = None,
+        ) -> dict[str, Any]:
             return run_registered(stages, config, overrides, run_id, note, shard_size)
     else:
-        def body(config: str | None = None, overrides: list[str] | None = None,
-                 run_id: str | None = default_run_id) -> dict[str, Any]:
+
+        def body(
+            config: str | None = None, overrides: list[str] | None = None, run_id: str | None = default_run_id
+        ) -> dict[str, Any]:
             return run_registered(stages, config, overrides, run_id, note)
+
     body.__name__ = body.__qualname__ = fn_name
     FLOW_STAGES[fn_name] = [s.name for s in stages]
     body.__doc__ = doc
@@ -128,19 +150,34 @@ def _stage_flows() -> dict[str, Any]:
     by_flow: dict[str, list[Stage]] = {}
     for s in STAGES:
         by_flow.setdefault(s.flow, []).append(s)
-    return {name: _make_flow(name, group[0].name, group, " Then: ".join(s.doc for s in group),
-                             f"{group[0].name} flow") for name, group in by_flow.items()}
+    return {
+        name: _make_flow(name, group[0].name, group, " Then: ".join(s.doc for s in group), f"{group[0].name} flow")
+        for name, group in by_flow.items()
+    }
 
 
 globals().update(_stage_flows())
 FLOWS = sorted({s.flow for s in STAGES})
 
 pipeline_flow = _make_flow(
-    "pipeline_flow", "opforge-pipeline", STAGES,
-    "End to end: " + " -> ".join(s.name for s in STAGES) + ".", "end-to-end")
+    "pipeline_flow",
+    "opforge-pipeline",
+    STAGES,
+    "End to end: " + " -> ".join(s.name for s in STAGES) + ".",
+    "end-to-end",
+)
 nightly_flow = _make_flow(
-    "nightly_flow", "nightly-synthesize-decontaminate", STAGES[:4],
-    "Nightly: a fresh run that synthesizes, validates and decontaminates new tasks.", "nightly")
+    "nightly_flow",
+    "nightly-synthesize-decontaminate",
+    STAGES[:4],
+    "Nightly: a fresh run that synthesizes, validates and decontaminates new tasks.",
+    "nightly",
+)
 weekly_publish_flow = _make_flow(
-    "weekly_publish_flow", "weekly-publish", [s for s in STAGES if s.name in ("curate", "publish")],
-    "Weekly: curate and publish the newest run.", "weekly publish", default_run_id="latest")
+    "weekly_publish_flow",
+    "weekly-publish",
+    [s for s in STAGES if s.name in ("curate", "publish")],
+    "Weekly: curate and publish the newest run.",
+    "weekly publish",
+    default_run_id="latest",
+)

@@ -143,18 +143,21 @@ class Catalog:
 
     def latest_completed_run(self) -> str | None:
         """The last run that completed (by finish time): what `run_id: latest` means everywhere."""
-        rows = self.sql("SELECT run_id FROM runs WHERE status = 'completed' "
-                        "ORDER BY finished_at DESC, started_at DESC LIMIT 1").to_pylist()
+        rows = self.sql(
+            "SELECT run_id FROM runs WHERE status = 'completed' ORDER BY finished_at DESC, started_at DESC LIMIT 1"
+        ).to_pylist()
         return rows[0]["run_id"] if rows else None
 
     def resolve_run_id(self, run_id: str | None) -> str | None:
-        """"latest" -> the last completed run (ValueError when there is none); anything else as given."""
+        """ "latest" -> the last completed run (ValueError when there is none); anything else as given."""
         if run_id != "latest":
             return run_id
         found = self.latest_completed_run()
         if not found:
-            raise ValueError(f"no completed run in {self.path} for run_id 'latest' (running, failed and interrupted "
-                             "runs are never picked)")
+            raise ValueError(
+                f"no completed run in {self.path} for run_id 'latest' (running, failed and interrupted "
+                "runs are never picked)"
+            )
         return found
 
     def sweep_interrupted(self, data_root: Path | None = None) -> list[str]:
@@ -169,14 +172,32 @@ class Catalog:
             self.finish_run(r, "interrupted")
         return dead
 
-    def record_stage(self, run_id: str, stage: str, *, rows_in: int, rows_out: int,
-                     drop_reasons: dict[str, int] | None = None, status: str = "completed", detail: str = "",
-                     started_at: _dt.datetime | None = None) -> None:
+    def record_stage(
+        self,
+        run_id: str,
+        stage: str,
+        *,
+        rows_in: int,
+        rows_out: int,
+        drop_reasons: dict[str, int] | None = None,
+        status: str = "completed",
+        detail: str = "",
+        started_at: _dt.datetime | None = None,
+    ) -> None:
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO stages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, stage, started_at or _now(), _now(), status, rows_in, rows_out,
-                 json.dumps(drop_reasons or {}, sort_keys=True), detail],
+                [
+                    run_id,
+                    stage,
+                    started_at or _now(),
+                    _now(),
+                    status,
+                    rows_in,
+                    rows_out,
+                    json.dumps(drop_reasons or {}, sort_keys=True),
+                    detail,
+                ],
             )
 
     def register_file(self, run_id: str, table: str, path: Path, row_count: int, schema_version: int) -> None:
@@ -192,21 +213,25 @@ class Catalog:
         """Key/value facts a stage wants on the record (reference checksum, command line, ...); secrets redacted."""
         with self.connect() as con:
             for k, v in redact(dict(facts)).items():
-                con.execute("INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?)",
-                            [run_id, stage, k, v if isinstance(v, str) else json.dumps(v, default=str), _now()])
+                con.execute(
+                    "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?)",
+                    [run_id, stage, k, v if isinstance(v, str) else json.dumps(v, default=str), _now()],
+                )
 
     def facts(self, run_id: str) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
-        for r in self.sql("SELECT stage, key, value FROM facts WHERE run_id = ? ORDER BY stage, key",
-                          [run_id]).to_pylist():
+        for r in self.sql(
+            "SELECT stage, key, value FROM facts WHERE run_id = ? ORDER BY stage, key", [run_id]
+        ).to_pylist():
             out.setdefault(r["stage"], {})[r["key"]] = r["value"]
         return out
 
-    def record_release(self, run_id: str, repo_id: str, tag: str, commit_oid: str, endpoint: str,
-                       files: int) -> None:
+    def record_release(self, run_id: str, repo_id: str, tag: str, commit_oid: str, endpoint: str, files: int) -> None:
         with self.connect() as con:
-            con.execute("INSERT OR REPLACE INTO releases VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [run_id, repo_id, tag, commit_oid, endpoint, files, _now()])
+            con.execute(
+                "INSERT OR REPLACE INTO releases VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [run_id, repo_id, tag, commit_oid, endpoint, files, _now()],
+            )
 
     # -- views and queries -----------------------------------------------------------------------------------
     def refresh_views(self) -> list[str]:
@@ -234,8 +259,12 @@ class Catalog:
             if self.path.exists():
                 con = _connect(self.path, read_only=True)
                 try:
-                    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
-                                                      "WHERE table_type = 'BASE TABLE'").fetchall()}
+                    have = {
+                        r[0]
+                        for r in con.execute(
+                            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+                        ).fetchall()
+                    }
                     for t in _REGISTRY:
                         if t in have:
                             registry[t] = con.sql(f"SELECT * FROM {t}").to_arrow_table()

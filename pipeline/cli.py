@@ -75,8 +75,9 @@ def print_table(tbl, title: str | None = None, max_rows: int = 50) -> None:
     for name in tbl.column_names:
         t.add_column(name, overflow="fold")
     for row in tbl.slice(0, max_rows).to_pylist():
-        t.add_row(*["" if v is None else (json.dumps(v) if isinstance(v, (list, dict)) else str(v))
-                    for v in row.values()])
+        t.add_row(
+            *["" if v is None else (json.dumps(v) if isinstance(v, (list, dict)) else str(v)) for v in row.values()]
+        )
     console.print(t)
     if tbl.num_rows > max_rows:
         console.print(f"... {tbl.num_rows - max_rows} more rows")
@@ -127,8 +128,7 @@ def schemas(name: Optional[str] = typer.Argument(None, help="A table name; all t
             console.print(f"  {f.name}: {f.type}{'' if f.nullable else ' not null'}  [dim]{doc}[/dim]")
 
 
-config_app = typer.Typer(help="The configuration: the effective one, and the complete example.",
-                         no_args_is_help=True)
+config_app = typer.Typer(help="The configuration: the effective one, and the complete example.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
 
@@ -141,8 +141,9 @@ def config_show(config: Optional[Path] = ConfigOpt, set_: Optional[list[str]] = 
 
 
 @config_app.command("example")
-def config_example(out: Optional[Path] = typer.Option(None, "--out", help="Write to this file (default: print).")
-                   ) -> None:
+def config_example(
+    out: Optional[Path] = typer.Option(None, "--out", help="Write to this file (default: print)."),
+) -> None:
     """Print every key with its default and description (the source of opforge.example.yaml)."""
     from pipeline.config import example_yaml
 

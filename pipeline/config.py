@@ -33,9 +33,11 @@ class RaySettings(BaseModel):
 
 class SandboxSettings(BaseModel):
     mode: Literal["jail", "unsafe"] = Field(
-        "jail", description="jail: untrusted code runs only inside the jail (docs/jail.md), else not at all; "
-                            "unsafe: development opt-out, unconfined, logged loudly and recorded in every row; "
-                            "`opforge publish` refuses such tasks unless publish.allow_unsafe.")
+        "jail",
+        description="jail: untrusted code runs only inside the jail (docs/jail.md), else not at all; "
+        "unsafe: development opt-out, unconfined, logged loudly and recorded in every row; "
+        "`opforge publish` refuses such tasks unless publish.allow_unsafe.",
+    )
 
 
 class PrefectSettings(BaseModel):
@@ -130,17 +132,24 @@ def unknown_keys(data: Any, model: type[BaseModel], prefix: str = "") -> list[st
     if not isinstance(data, dict):
         return []
     fields = {(f.alias or name): f for name, f in model.model_fields.items()}
-    fields.update({name: f for name, f in model.model_fields.items()} if model.model_config.get(
-        "populate_by_name") else {})
+    fields.update(
+        {name: f for name, f in model.model_fields.items()} if model.model_config.get("populate_by_name") else {}
+    )
     out = []
     for key, value in data.items():
         path = f"{prefix}{key}"
         f = fields.get(key) if isinstance(key, str) else None
         if f is None:
             near = difflib.get_close_matches(str(key), [k for k in fields if not k.endswith("_")], n=1, cutoff=0.6)
-            out.append(f"unknown key {path!r}" + (f"; did you mean {prefix + near[0]!r}?" if near else
-                                                   f" (known in {prefix.rstrip('.') or 'the top level'}: "
-                                                   f"{', '.join(sorted(k for k in fields if not k.endswith('_')))})"))
+            out.append(
+                f"unknown key {path!r}"
+                + (
+                    f"; did you mean {prefix + near[0]!r}?"
+                    if near
+                    else f" (known in {prefix.rstrip('.') or 'the top level'}: "
+                    f"{', '.join(sorted(k for k in fields if not k.endswith('_')))})"
+                )
+            )
             continue
         sub = _section_model(f.annotation)
         if sub is not None:
@@ -169,8 +178,10 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{p}: the config file must hold a mapping of sections (synth:, decontam:, ...), "
-                          f"not a {type(loaded).__name__}")
+        raise ConfigError(
+            f"{p}: the config file must hold a mapping of sections (synth:, decontam:, ...), "
+            f"not a {type(loaded).__name__}"
+        )
     problems = unknown_keys(loaded, OpforgeConfig)
     if problems:
         raise ConfigError(f"{p}: " + "; ".join(problems))
@@ -184,8 +195,9 @@ def _shown_input(err: dict[str, Any]) -> str:
     return "<redacted>" if secret and not str(value).startswith(ENV_PREFIX) else repr(value)
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None, *,
-                resolve_secrets: bool = True) -> OpforgeConfig:
+def load_config(
+    path: str | os.PathLike | None = None, overrides: list[str] | None = None, *, resolve_secrets: bool = True
+) -> OpforgeConfig:
     """Embedded defaults, then the YAML file (if any), then overrides. Unknown keys, at any depth, are an error.
 
     Secret references (`api_key: env:NAME`) are read from the environment here; `resolve_secrets=False` keeps
@@ -196,9 +208,9 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
         cfg = OpforgeConfig.model_validate(data, context={"resolve_secrets": resolve_secrets})
     except ValidationError as e:
         where = f"{path}: " if path is not None else ""
-        lines = [f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got "
-                 f"{_shown_input(err)})"
-                 for err in e.errors()]
+        lines = [
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']} (got {_shown_input(err)})" for err in e.errors()
+        ]
         raise ConfigError(where + "; ".join(lines)) from None
     if cfg.sandbox.mode == "unsafe":
         # The jail reads its mode from the environment, which Ray workers inherit (pipeline.executor).

@@ -21,8 +21,11 @@ from typing import Annotated, Any, MutableMapping
 
 from pydantic import BeforeValidator, SecretStr, ValidationInfo
 
-_SECRET_KEY = re.compile(r"(?:^|[^a-z0-9])(?:api_?key|token|secret|password|passwd|authorization|credentials?|"
-                         r"(?:access|private|secret)_?key)$", re.I)
+_SECRET_KEY = re.compile(
+    r"(?:^|[^a-z0-9])(?:api_?key|token|secret|password|passwd|authorization|credentials?|"
+    r"(?:access|private|secret)_?key)$",
+    re.I,
+)
 REDACTED = "<redacted>"
 ENV_PREFIX = "env:"
 ENV_VAR_PREFIX = "OPFORGE_SECRET_"  # holds a `--set` secret for this process's flow runs (the jail drops it)
@@ -36,8 +39,9 @@ def is_secret_key(key: str) -> bool:
 def redact(value: Any) -> Any:
     """A copy of a config (dicts, lists) with the value of every secret key replaced by "<redacted>"."""
     if isinstance(value, dict):
-        return {k: (REDACTED if is_secret_key(k) and v not in (None, "", [], {}) else redact(v))
-                for k, v in value.items()}
+        return {
+            k: (REDACTED if is_secret_key(k) and v not in (None, "", [], {}) else redact(v)) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     return value
@@ -54,7 +58,7 @@ def redact_override(item: str) -> str:
 def resolve(value: Any) -> Any:
     """The value of a reference `env:NAME` (a ValueError naming NAME when it is not set); anything else as is."""
     if isinstance(value, str) and value.startswith(ENV_PREFIX):
-        name = value[len(ENV_PREFIX):].strip()
+        name = value[len(ENV_PREFIX) :].strip()
         if not name or name not in os.environ:
             raise ValueError(f"the secret reference {value!r} names an environment variable that is not set")
         return os.environ[name]
@@ -86,8 +90,7 @@ def _env_name(key: str, value: str, environ: MutableMapping[str, str]) -> str:
     return name
 
 
-def hide_overrides(overrides: list[str] | None,
-                   environ: MutableMapping[str, str] | None = None) -> list[str] | None:
+def hide_overrides(overrides: list[str] | None, environ: MutableMapping[str, str] | None = None) -> list[str] | None:
     """Overrides with every literal secret moved into `environ` (this process's environment by default) and
     replaced by a reference to it: `rollout.api_key=sk-...` -> `rollout.api_key=env:OPFORGE_SECRET_ROLLOUT_API_KEY`.
     Loading the returned overrides here (or in a child process) gives the same config."""

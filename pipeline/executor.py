@@ -38,12 +38,18 @@ def _probe(address: str, timeout_s: float = 5.0) -> None:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             pass
     except OSError as e:
-        raise RayUnreachable(f"Ray cluster at ray.address={address!r} is unreachable ({e.strerror or e}); start "
-                             "it, fix ray.address, or leave ray.address unset for a local Ray") from None
+        raise RayUnreachable(
+            f"Ray cluster at ray.address={address!r} is unreachable ({e.strerror or e}); start "
+            "it, fix ray.address, or leave ray.address unset for a local Ray"
+        ) from None
 
 
-def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_store_mb: int = 1024,
-               env_vars: dict[str, str] | None = None) -> None:
+def ensure_ray(
+    address: str | None = None,
+    num_cpus: int | None = None,
+    object_store_mb: int = 1024,
+    env_vars: dict[str, str] | None = None,
+) -> None:
     """Join the cluster at `address` (the config's `ray.address`), or start this process's own local Ray (no
     dashboard) when it is unset; once per process.
 
@@ -69,12 +75,20 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, object_s
         try:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
         except ConnectionError as e:
-            raise RayUnreachable(f"could not join the Ray cluster at ray.address={address!r}: "
-                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise RayUnreachable(
+                f"could not join the Ray cluster at ray.address={address!r}: "
+                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from None
     else:
         # "local": a new local instance, whatever RAY_ADDRESS or /tmp/ray/ray_current_cluster say.
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                 object_store_memory=object_store_mb * 2**20, runtime_env=runtime_env, log_to_driver=False)
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            object_store_memory=object_store_mb * 2**20,
+            runtime_env=runtime_env,
+            log_to_driver=False,
+        )
 
 
 def ray_available() -> bool:
@@ -86,9 +100,15 @@ def ray_available() -> bool:
         return False
 
 
-def map_items(fn: Callable[[T], R], items: Iterable[T], resources: Resources = Resources(), *,
-              use_ray: bool | None = None, max_retries: int = 3,
-              on_result: Callable[[int, R], None] | None = None) -> list[R]:
+def map_items(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    resources: Resources = Resources(),
+    *,
+    use_ray: bool | None = None,
+    max_retries: int = 3,
+    on_result: Callable[[int, R], None] | None = None,
+) -> list[R]:
     """Apply `fn` to every item, on Ray workers when Ray is up (or `use_ray`), else in this process.
 
     Results come back in input order; `on_result(index, result)` is called as each finishes (progress bars).
@@ -135,8 +155,13 @@ class Executor(Protocol):
 
     distributed: bool
 
-    def map(self, fn: Callable[[T], R], items: list[T], resources: Resources,
-            on_result: Callable[[int, R], None] | None = None) -> list[R]: ...
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: list[T],
+        resources: Resources,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]: ...
 
 
 class LocalExecutor(InProcess):

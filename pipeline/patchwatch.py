@@ -40,6 +40,8 @@ def replaced(torch: Any, before: dict, now: dict) -> list:
     out = [k for k, v in before.items() if now.get(k) is not v and not from_torch(now.get(k), torch)]
     out += [k for k, v in now.items() if k not in before and not from_torch(v, torch)]
     return sorted(out)
+
+
 # ---- inlined: to here
 
 
@@ -52,5 +54,5 @@ def inline_into(source: str) -> str:
         raise ValueError("source does not import pipeline.patchwatch")
     with open(__file__) as f:
         here = f.read()
-    body = here[here.index("# ---- inlined: from here"):here.index("# ---- inlined: to here")]
+    body = here[here.index("# ---- inlined: from here") : here.index("# ---- inlined: to here")]
     return source.replace(IMPORT_LINE, body, 1)

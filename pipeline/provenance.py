@@ -22,8 +22,9 @@ def version() -> str:
 
     v = pipeline.__version__
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return v
     described = out.stdout.strip() if out.returncode == 0 else ""

@@ -39,8 +39,9 @@ def _read_holder(fd: int) -> dict[str, Any]:
 def describe(holder: dict[str, Any]) -> str:
     if not holder:
         return "a process that has not recorded itself yet"
-    return (f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}"
-            + (f" ({holder['command']})" if holder.get("command") else ""))
+    return f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}" + (
+        f" ({holder['command']})" if holder.get("command") else ""
+    )
 
 
 @dataclass
@@ -62,13 +63,19 @@ class RunLock:
                 if attempt == 4:
                     holder = _read_holder(fd)
                     os.close(fd)
-                    raise RunLocked(f"run {self.run_id} is being written by {describe(holder)}; lock {self.path}. "
-                                    "Wait for it to finish (or stop it); a dead holder's lock is released by the "
-                                    "system.") from None
+                    raise RunLocked(
+                        f"run {self.run_id} is being written by {describe(holder)}; lock {self.path}. "
+                        "Wait for it to finish (or stop it); a dead holder's lock is released by the "
+                        "system."
+                    ) from None
                 time.sleep(0.02)
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": self.run_id,
-                "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300]}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "run_id": self.run_id,
+            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self.fd = fd

@@ -46,8 +46,9 @@ class Observer(Protocol):
 
     def message(self, text: str) -> None: ...
 
-    def recorded(self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int],
-                 **kw: Any) -> None: ...
+    def recorded(
+        self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int], **kw: Any
+    ) -> None: ...
 
 
 class Quiet:
@@ -60,8 +61,9 @@ class Quiet:
     def message(self, text: str) -> None:
         log.info("%s", text)
 
-    def recorded(self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int],
-                 **kw: Any) -> None:
+    def recorded(
+        self, stage: str, run_id: str, rows_in: int, rows_out: int, reasons: dict[str, int], **kw: Any
+    ) -> None:
         pass
 
 
@@ -112,12 +114,14 @@ def item_executor() -> Executor:
 
 # -- the catalog -----------------------------------------------------------------------------------------------
 
+
 def catalog(cfg: OpforgeConfig) -> Catalog:
     return Catalog(cfg.catalog_path, cfg.data_root)
 
 
 def catalog_call(fn: Callable[[], Any]) -> Any:
     """DuckDB lets one process write a file at a time; two runs finishing together meet a lock that clears soon."""
+
     def attempt():
         try:
             return fn()
@@ -152,21 +156,52 @@ def ensure_run(cfg: OpforgeConfig, note: str) -> None:
         cat.mark_running(cfg.run_id)
 
 
-def record(cfg: OpforgeConfig, stage: str, *, rows_in: int, rows_out: int, reasons: dict[str, int],
-           status: str = "completed", detail: str = "", started_at: _dt.datetime | None = None,
-           files: Sequence[tuple[str, str, int]] = (), observer: Observer | None = None, **art: Any) -> None:
+def record(
+    cfg: OpforgeConfig,
+    stage: str,
+    *,
+    rows_in: int,
+    rows_out: int,
+    reasons: dict[str, int],
+    status: str = "completed",
+    detail: str = "",
+    started_at: _dt.datetime | None = None,
+    files: Sequence[tuple[str, str, int]] = (),
+    observer: Observer | None = None,
+    **art: Any,
+) -> None:
     """Catalog rows for the stage and its files; the observer hears of it (Prefect artifacts)."""
     cat = catalog(cfg)
     for table, path, n in files:
         catalog_call(lambda t=table, p=path, n=n: cat.register_file(cfg.run_id, t, p, n, schema_version(t)))
-    catalog_call(lambda: cat.record_stage(cfg.run_id, stage, rows_in=rows_in, rows_out=rows_out,
-                                          drop_reasons=reasons, status=status, detail=detail, started_at=started_at))
-    (observer or Quiet()).recorded(stage, cfg.run_id, rows_in, rows_out, reasons, status=status, detail=detail,
-                                   paths=[p for _, p, _ in files], **art)
+    catalog_call(
+        lambda: cat.record_stage(
+            cfg.run_id,
+            stage,
+            rows_in=rows_in,
+            rows_out=rows_out,
+            drop_reasons=reasons,
+            status=status,
+            detail=detail,
+            started_at=started_at,
+        )
+    )
+    (observer or Quiet()).recorded(
+        stage,
+        cfg.run_id,
+        rows_in,
+        rows_out,
+        reasons,
+        status=status,
+        detail=detail,
+        paths=[p for _, p, _ in files],
+        **art,
+    )
 
 
-def skip(cfg: OpforgeConfig, stage: str, why: str, observer: Observer | None = None, rows_in: int = 0
-         ) -> dict[str, Any]:
+def skip(
+    cfg: OpforgeConfig, stage: str, why: str, observer: Observer | None = None, rows_in: int = 0
+) -> dict[str, Any]:
     """A stage that cannot run here: recorded as skipped with what it needs, never faked."""
     (observer or Quiet()).message(f"[yellow]skipped {stage}:[/yellow] {why}")
     record(cfg, stage, rows_in=rows_in, rows_out=0, reasons={}, status="skipped", detail=why, observer=observer)
@@ -175,6 +210,7 @@ def skip(cfg: OpforgeConfig, stage: str, why: str, observer: Observer | None = N
 
 # -- one stage -------------------------------------------------------------------------------------------------
 
+
 def missing_needs(stage: Stage, cfg: OpforgeConfig) -> str | None:
     """What the stage needs that this run lacks, in words a user can act on; None when nothing is missing."""
     missing = []
@@ -182,15 +218,25 @@ def missing_needs(stage: Stage, cfg: OpforgeConfig) -> str | None:
     if stage.needs.model and getattr(section, "backend", None) == "vllm" and not getattr(section, "model", None):
         missing.append(f"a model (--set {stage.settings}.model=PATH_OR_HF_ID, served by vLLM)")
     if stage.needs.gpu and device(cfg) != "cuda":
-        missing.append("an NVIDIA GPU with CUDA for compiling and timing kernels (on a cluster: ray.address of a "
-                       "cluster with GPU workers)")
+        missing.append(
+            "an NVIDIA GPU with CUDA for compiling and timing kernels (on a cluster: ray.address of a "
+            "cluster with GPU workers)"
+        )
     return " and ".join(missing) if missing else None
 
 
-def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local_or_ray,
-              observer: Observer | None = None, shard_size: int | None = None,
-              policy: RetryPolicy = RetryPolicy(), items: pa.Table | None = None, check_needs: bool = True,
-              extra_args: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_stage(
+    stage: Stage,
+    cfg: OpforgeConfig,
+    *,
+    executor: ExecutorFor = local_or_ray,
+    observer: Observer | None = None,
+    shard_size: int | None = None,
+    policy: RetryPolicy = RetryPolicy(),
+    items: pa.Table | None = None,
+    check_needs: bool = True,
+    extra_args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run one stage of `cfg.run_id`; returns its summary (also recorded in the catalog).
 
     `items`: the stage's input given by the caller (a CLI reading a file) instead of the run's tables;
@@ -213,38 +259,79 @@ def run_stage(stage: Stage, cfg: OpforgeConfig, *, executor: ExecutorFor = local
     if plan.facts:
         catalog_call(lambda: catalog(cfg).record_facts(cfg.run_id, stage.name, dict(plan.facts)))
     out = _run_sharded(stage, cfg, plan, executor(stage), obs, shard_size or stage.shard_size, policy)
-    summary = {"stage": stage.name, "status": "completed", "rows_in": out.rows_in, "rows_out": out.rows_out,
-               "drop_reasons": out.drop_reasons, "shards_computed": out.shards_computed,
-               "shards_skipped": out.shards_skipped, "seconds": round(out.seconds, 2), "table": out.table}
+    summary = {
+        "stage": stage.name,
+        "status": "completed",
+        "rows_in": out.rows_in,
+        "rows_out": out.rows_out,
+        "drop_reasons": out.drop_reasons,
+        "shards_computed": out.shards_computed,
+        "shards_skipped": out.shards_skipped,
+        "seconds": round(out.seconds, 2),
+        "table": out.table,
+    }
     if plan.finish is not None:
         summary.update(plan.finish(out.data))
     return summary
 
 
-def _run_sharded(stage: Stage, cfg: OpforgeConfig, plan: Plan, executor: Executor, obs: Observer,
-                 shard_size: int, policy: RetryPolicy) -> StageOutput:
+def _run_sharded(
+    stage: Stage,
+    cfg: OpforgeConfig,
+    plan: Plan,
+    executor: Executor,
+    obs: Observer,
+    shard_size: int,
+    policy: RetryPolicy,
+) -> StageOutput:
     started = _dt.datetime.now(_dt.timezone.utc)
     table = stage.outputs[0]
     store = DataStore(cfg.data_root)
     call = ShardCall(stage.fn, {**plan.args, **({"executor": item_executor()} if stage.fan_out else {})})
-    out = run_sharded(stage.name, table, plan.items, stage.shard_key, call,
-                      plan.key if plan.key is not None else getattr(cfg, stage.settings), cfg.run_id, store,
-                      shard_size, policy=policy, resources=stage.resources, executor=executor, inputs=plan.ids,
-                      rows_in=plan.rows_in, on_plan=lambda n: obs.start(stage.name, n),
-                      on_shard=lambda _r: obs.advance(stage.name))
+    out = run_sharded(
+        stage.name,
+        table,
+        plan.items,
+        stage.shard_key,
+        call,
+        plan.key if plan.key is not None else getattr(cfg, stage.settings),
+        cfg.run_id,
+        store,
+        shard_size,
+        policy=policy,
+        resources=stage.resources,
+        executor=executor,
+        inputs=plan.ids,
+        rows_in=plan.rows_in,
+        on_plan=lambda n: obs.start(stage.name, n),
+        on_shard=lambda _r: obs.advance(stage.name),
+    )
     if out.moved:  # those files are no longer part of the table
+
         def forget():
             with catalog(cfg).connect() as con:
                 for p in out.moved:
-                    con.execute("DELETE FROM table_files WHERE path = ?",
-                                [str((store.table_dir(table, cfg.run_id) / p.name).resolve())])
+                    con.execute(
+                        "DELETE FROM table_files WHERE path = ?",
+                        [str((store.table_dir(table, cfg.run_id) / p.name).resolve())],
+                    )
 
         catalog_call(forget)
     shards = f"shards: {out.shards_computed} computed, {out.shards_skipped} reused"
-    record(cfg, stage.name, rows_in=out.rows_in, rows_out=out.rows_out, reasons=out.drop_reasons,
-           started_at=started, detail=f"{plan.detail}; {shards}" if plan.detail else shards,
-           files=[(table, r.spec.path, r.rows) for r in out.results], observer=obs, data=out.data,
-           shards=(out.shards_computed, out.shards_skipped), seconds=out.seconds)
+    record(
+        cfg,
+        stage.name,
+        rows_in=out.rows_in,
+        rows_out=out.rows_out,
+        reasons=out.drop_reasons,
+        started_at=started,
+        detail=f"{plan.detail}; {shards}" if plan.detail else shards,
+        files=[(table, r.spec.path, r.rows) for r in out.results],
+        observer=obs,
+        data=out.data,
+        shards=(out.shards_computed, out.shards_skipped),
+        seconds=out.seconds,
+    )
     return out
 
 
@@ -254,24 +341,42 @@ def _run_whole(stage: Stage, cfg: OpforgeConfig, obs: Observer) -> dict[str, Any
     out: Outcome = stage.function()(cfg, catalog(cfg))
     if out.release:
         r = out.release
-        catalog_call(lambda: catalog(cfg).record_release(cfg.run_id, r["repo_id"], r["tag"], r["commit"],
-                                                         r["endpoint"], r["files"]))
-    record(cfg, stage.name, rows_in=out.rows_in, rows_out=out.rows_out, reasons=out.drop_reasons,
-           detail=out.detail, started_at=started, files=list(out.files), observer=obs,
-           seconds=time.monotonic() - t0)
+        catalog_call(
+            lambda: catalog(cfg).record_release(
+                cfg.run_id, r["repo_id"], r["tag"], r["commit"], r["endpoint"], r["files"]
+            )
+        )
+    record(
+        cfg,
+        stage.name,
+        rows_in=out.rows_in,
+        rows_out=out.rows_out,
+        reasons=out.drop_reasons,
+        detail=out.detail,
+        started_at=started,
+        files=list(out.files),
+        observer=obs,
+        seconds=time.monotonic() - t0,
+    )
     if out.message:
         obs.message(out.message)
-    return {"stage": stage.name, "status": "completed", "rows_in": out.rows_in, "rows_out": out.rows_out,
-            "drop_reasons": out.drop_reasons, **out.summary}
+    return {
+        "stage": stage.name,
+        "status": "completed",
+        "rows_in": out.rows_in,
+        "rows_out": out.rows_out,
+        "drop_reasons": out.drop_reasons,
+        **out.summary,
+    }
 
 
 # -- a run: several stages under the run's lock ----------------------------------------------------------------
 
+
 def mark_interrupted(cat: Catalog, run_id: str | None = None) -> None:
     """A run whose writer stopped without finishing it (a crash, a cancellation) is interrupted; so is any run
     whose writer died (its lock is free)."""
-    if run_id and cat.sql("SELECT status FROM runs WHERE run_id = ?", [run_id]).to_pylist() == [
-            {"status": "running"}]:
+    if run_id and cat.sql("SELECT status FROM runs WHERE run_id = ?", [run_id]).to_pylist() == [{"status": "running"}]:
         cat.finish_run(run_id, "interrupted")
     cat.sweep_interrupted()
 
@@ -279,16 +384,33 @@ def mark_interrupted(cat: Catalog, run_id: str | None = None) -> None:
 Step = tuple[str, Callable[[OpforgeConfig], dict[str, Any]]]
 
 
-def steps(stages: Sequence[Stage], *, executor: ExecutorFor = local_or_ray, observer: Observer | None = None,
-          shard_size: int | None = None) -> list[Step]:
+def steps(
+    stages: Sequence[Stage],
+    *,
+    executor: ExecutorFor = local_or_ray,
+    observer: Observer | None = None,
+    shard_size: int | None = None,
+) -> list[Step]:
     """(name, body) pairs for `run_steps`: each body runs its stage with this executor and observer."""
-    return [(s.name, lambda cfg, s=s: run_stage(s, cfg, executor=executor, observer=observer,
-                                                shard_size=shard_size if s.shard_key else None))
-            for s in stages]
+    return [
+        (
+            s.name,
+            lambda cfg, s=s: run_stage(
+                s, cfg, executor=executor, observer=observer, shard_size=shard_size if s.shard_key else None
+            ),
+        )
+        for s in stages
+    ]
 
 
-def run_steps(cfg: OpforgeConfig, stage_steps: Sequence[Step], note: str, *, observer: Observer | None = None,
-              on_start: Callable[[Catalog], None] | None = None) -> dict[str, Any]:
+def run_steps(
+    cfg: OpforgeConfig,
+    stage_steps: Sequence[Step],
+    note: str,
+    *,
+    observer: Observer | None = None,
+    on_start: Callable[[Catalog], None] | None = None,
+) -> dict[str, Any]:
     """Run the steps on `cfg.run_id` under its run lock, in order, stopping at the first failure: the run ends
     completed, failed (a stage raised; RuntimeError) or interrupted (a signal, Ctrl-C, a cancellation: any
     BaseException). A second writer of the same run id is refused (RunLocked)."""
@@ -327,5 +449,16 @@ def _loop(cfg: OpforgeConfig, stage_steps: Sequence[Step], obs: Observer) -> tup
     return results, "completed"
 
 
-__all__ = ["Observer", "Quiet", "StageUnavailable", "catalog", "ensure_run", "load", "record", "run_stage",
-           "run_steps", "skip", "steps"]
+__all__ = [
+    "Observer",
+    "Quiet",
+    "StageUnavailable",
+    "catalog",
+    "ensure_run",
+    "load",
+    "record",
+    "run_stage",
+    "run_steps",
+    "skip",
+    "steps",
+]

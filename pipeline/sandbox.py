@@ -58,9 +58,25 @@ log = logging.getLogger("opforge.sandbox")
 
 # Reason codes (snake_case). "" means the code ran and delivered a result.
 REASONS = (
-    "syntax_error", "exception", "timeout", "memory_limit", "cpu_limit", "file_size_limit", "segfault", "killed",
-    "signal", "sys_exit", "no_result", "network_blocked", "file_access_blocked", "process_blocked", "exec_blocked",
-    "result_too_large", "sandbox_error", "sandbox_unavailable", "seccomp_violation",
+    "syntax_error",
+    "exception",
+    "timeout",
+    "memory_limit",
+    "cpu_limit",
+    "file_size_limit",
+    "segfault",
+    "killed",
+    "signal",
+    "sys_exit",
+    "no_result",
+    "network_blocked",
+    "file_access_blocked",
+    "process_blocked",
+    "exec_blocked",
+    "result_too_large",
+    "sandbox_error",
+    "sandbox_unavailable",
+    "seccomp_violation",
 )
 MODES = ("jail", "unsafe")
 MODE_ENV = "OPFORGE_SANDBOX_MODE"
@@ -68,19 +84,84 @@ MODE_ENV = "OPFORGE_SANDBOX_MODE"
 # A Python job may spawn a program only when its real path lies in a read-only system directory of the jail (a
 # compiler, ptxas, ldconfig: torch.compile and Triton need them) and it is not a shell, an interpreter or a
 # namespace tool: those are refused by name too, so a task's attempt gets a reason code (the jail contains it anyway).
-DENIED_PROGRAMS = ("sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "nsenter",
-                   "unshare", "setpriv", "chroot", "su", "sudo", "perl", "ruby", "node", "lua", "tclsh", "nc", "ncat",
-                   "socat", "curl", "wget", "ssh", "scp", "mount", "umount", "gdb", "strace", "ltrace", "xargs",
-                   "find", "timeout", "nohup", "setsid", "script", "expect")
+DENIED_PROGRAMS = (
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "csh",
+    "tcsh",
+    "fish",
+    "busybox",
+    "env",
+    "nsenter",
+    "unshare",
+    "setpriv",
+    "chroot",
+    "su",
+    "sudo",
+    "perl",
+    "ruby",
+    "node",
+    "lua",
+    "tclsh",
+    "nc",
+    "ncat",
+    "socat",
+    "curl",
+    "wget",
+    "ssh",
+    "scp",
+    "mount",
+    "umount",
+    "gdb",
+    "strace",
+    "ltrace",
+    "xargs",
+    "find",
+    "timeout",
+    "nohup",
+    "setsid",
+    "script",
+    "expect",
+)
 # Environment variables passed through from the caller (everything else is dropped; secrets never pass).
-ENV_PASS = ("LANG", "LC_ALL", "CC", "CXX", "CUDAHOSTCXX", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME",
-            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH")
+ENV_PASS = (
+    "LANG",
+    "LC_ALL",
+    "CC",
+    "CXX",
+    "CUDAHOSTCXX",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_HOME",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "TORCH_CUDA_ARCH_LIST",
+    "LD_LIBRARY_PATH",
+)
 # Host paths every job sees read-only (when present).
-_SYSTEM_RO = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-              "/etc/localtime", "/usr/local/cuda", "/usr/local/nvidia", "/opt/nvidia")
+_SYSTEM_RO = (
+    "/usr",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/usr/local/cuda",
+    "/usr/local/nvidia",
+    "/opt/nvidia",
+)
 _MERGED_USR = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")
-_GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia-caps",
-              "/dev/dri")
+_GPU_NODES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-caps",
+    "/dev/dri",
+)
 # Per-job uids/gids (as root): a range no system account uses.
 _UID_BASE, _UID_SPAN = 0x30000, 0xFFFF
 
@@ -147,6 +228,7 @@ class SandboxUnavailable(RuntimeError):
 
 # --------------------------------------------------------------------------- mode and probing
 
+
 def sandbox_mode(mode: str | None = None) -> str:
     """The mode in force: the argument, else $OPFORGE_SANDBOX_MODE, else "jail"."""
     m = (mode or os.environ.get(MODE_ENV) or "jail").strip().lower()
@@ -162,8 +244,10 @@ def _warn_unsafe() -> None:
     global _WARNED_UNSAFE
     if not _WARNED_UNSAFE:
         _WARNED_UNSAFE = True
-        msg = ("opforge: SANDBOX MODE 'unsafe' - untrusted code runs WITHOUT the jail (no namespaces, no seccomp, "
-               "no read-only file system). Development only; every row records jail='unsafe'.")
+        msg = (
+            "opforge: SANDBOX MODE 'unsafe' - untrusted code runs WITHOUT the jail (no namespaces, no seccomp, "
+            "no read-only file system). Development only; every row records jail='unsafe'."
+        )
         log.warning(msg)
         print(msg, file=sys.stderr)
 
@@ -197,8 +281,12 @@ def _tools() -> _Tools:
     if _TOOLS is not None:
         return _TOOLS
     as_root = os.geteuid() == 0
-    need = {"bwrap": "bubblewrap (Debian/Ubuntu package `bubblewrap`; `make setup` installs it)",
-            "unshare": "util-linux", "prlimit": "util-linux", "sh": "a POSIX shell"}
+    need = {
+        "bwrap": "bubblewrap (Debian/Ubuntu package `bubblewrap`; `make setup` installs it)",
+        "unshare": "util-linux",
+        "prlimit": "util-linux",
+        "sh": "a POSIX shell",
+    }
     if as_root:
         need["setpriv"] = "util-linux"
     found = {}
@@ -235,9 +323,11 @@ def jail_status() -> dict[str, Any]:
 
 # Runs in the launch's own mount namespace (as root, or as root of a user namespace): makes each writable dir a
 # noexec bind of itself, then execs bwrap. Arguments: N, N dirs, then bwrap's argv.
-_REMOUNT = 'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do d=$1; shift; ' \
-           'mount --bind "$d" "$d" && mount -o remount,bind,noexec,nosuid,nodev "$d" || exit 111; ' \
-           'i=$((i+1)); done; exec "$@"'
+_REMOUNT = (
+    'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do d=$1; shift; '
+    'mount --bind "$d" "$d" && mount -o remount,bind,noexec,nosuid,nodev "$d" || exit 111; '
+    'i=$((i+1)); done; exec "$@"'
+)
 
 
 def _python_roots() -> list[str]:
@@ -258,7 +348,9 @@ def _tool_dirs() -> list[str]:
     """Toolchains installed outside /usr (e.g. a compiler under /opt/gcc on GPU images): the bin dirs on the
     caller's PATH (and of $CC/$CXX) that lie under /opt. Their whole /opt/<name> prefix is bound read-only."""
     cands = os.environ.get("PATH", "").split(os.pathsep)
-    cands += [os.path.dirname(os.environ[k]) for k in ("CC", "CXX", "CUDAHOSTCXX") if os.path.isabs(os.environ.get(k, ""))]
+    cands += [
+        os.path.dirname(os.environ[k]) for k in ("CC", "CXX", "CUDAHOSTCXX") if os.path.isabs(os.environ.get(k, ""))
+    ]
     return [d for d in dict.fromkeys(cands) if d.startswith("/opt/") and os.path.isdir(d)]
 
 
@@ -272,8 +364,11 @@ def _gpu_indices(gpu: bool | list[int]) -> list[int]:
         vis = os.environ.get("CUDA_VISIBLE_DEVICES", "")
         if vis and all(v.strip().isdigit() for v in vis.split(",")):
             return [int(v) for v in vis.split(",")]
-        return sorted(int(p[len("/dev/nvidia"):]) for p in map(str, Path("/dev").glob("nvidia[0-9]*"))
-                      if p[len("/dev/nvidia"):].isdigit())
+        return sorted(
+            int(p[len("/dev/nvidia") :])
+            for p in map(str, Path("/dev").glob("nvidia[0-9]*"))
+            if p[len("/dev/nvidia") :].isdigit()
+        )
     return [int(i) for i in (gpu or [])]
 
 
@@ -314,8 +409,10 @@ class _Binds:
 
 def _passwd_files(ctl: Path, uid: int, gid: int) -> tuple[Path, Path]:
     pw, gr = ctl / "passwd", ctl / "group"
-    pw.write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\njail:x:{uid}:{gid}:opforge jail:/tmp:/usr/sbin/nologin\n"
-                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    pw.write_text(
+        f"root:x:0:0:root:/root:/usr/sbin/nologin\njail:x:{uid}:{gid}:opforge jail:/tmp:/usr/sbin/nologin\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
     gr.write_text(f"root:x:0:\njail:x:{gid}:\nnogroup:x:65534:\n")
     return pw, gr
 
@@ -392,27 +489,60 @@ def _launch_argv(spec: _Spec, inner: list[str], seccomp_fd: int, info_fd: int) -
         if t.as_root:
             os.chown(d, uid, gid)
     env = dict(spec.env)
-    bw = [t.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-          "--die-with-parent", "--new-session", "--clearenv", "--seccomp", str(seccomp_fd),
-          "--info-fd", str(info_fd)]
+    bw = [
+        t.bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--seccomp",
+        str(seccomp_fd),
+        "--info-fd",
+        str(info_fd),
+    ]
     if not t.as_root:
         bw += ["--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", "--cap-drop", "ALL"]
     for k, v in sorted(env.items()):
         bw += ["--setenv", k, v]
     bw += b.args + ["--chdir", spec.workdir, "--"]
     if t.as_root:
-        bw += [t.setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
-               "--bounding-set=-all", "--no-new-privs", "--"]
+        bw += [
+            t.setpriv,
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
     bw += [t.prlimit, *_limit_flags(spec.memory_mb, spec.cpu_s, spec.fsize_mb, spec.nproc), "--"] + inner
     remount = writable + [spec.scratch, shm]
     outer = [t.unshare, "--mount", "--propagation", "private"]
     if not t.as_root:
         outer = [t.unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
     argv = outer + ["--", t.sh, "-c", _REMOUNT, "opforge-jail", str(len(remount)), *remount] + bw
-    layers = {"bwrap": True, "pid_ns": True, "net_ns": True, "ipc_ns": True, "uts_ns": True, "mount_ns": True,
-              "readonly_root": True, "noexec_writable": True, "seccomp": True, "no_new_privs": True,
-              "caps_dropped": True, "unprivileged_uid": True, "env_allowlist": True, "rlimits": True,
-              "gpu_nodes_only": bool(spec.gpu)}
+    layers = {
+        "bwrap": True,
+        "pid_ns": True,
+        "net_ns": True,
+        "ipc_ns": True,
+        "uts_ns": True,
+        "mount_ns": True,
+        "readonly_root": True,
+        "noexec_writable": True,
+        "seccomp": True,
+        "no_new_privs": True,
+        "caps_dropped": True,
+        "unprivileged_uid": True,
+        "env_allowlist": True,
+        "rlimits": True,
+        "gpu_nodes_only": bool(spec.gpu),
+    }
     return argv, layers
 
 
@@ -572,17 +702,30 @@ os._exit(0)
 '''
 
 # Messages that mean the address-space limit was hit, from Python or from torch's allocators.
-_OOM_MARKERS = ("can't allocate memory", "cannot allocate memory", "out of memory", "std::bad_alloc",
-                "memoryerror", "failed to allocate", "unable to allocate")
+_OOM_MARKERS = (
+    "can't allocate memory",
+    "cannot allocate memory",
+    "out of memory",
+    "std::bad_alloc",
+    "memoryerror",
+    "failed to allocate",
+    "unable to allocate",
+)
 # Messages of a write refused by the read-only file system view (native writers raise their own exception types).
 READONLY_MARKERS = ("read-only file system", "errno 30", "erofs", "permission denied", "errno 13")
 # Messages of native code refused by a noexec mount.
 EXEC_MARKERS = ("failed to map segment from shared object",)
 
 
-_SIGNAL_REASONS = {signal.SIGSEGV: "segfault", signal.SIGBUS: "segfault", signal.SIGXCPU: "cpu_limit",
-                   signal.SIGXFSZ: "file_size_limit", signal.SIGKILL: "killed", signal.SIGABRT: "signal",
-                   signal.SIGSYS: "seccomp_violation"}
+_SIGNAL_REASONS = {
+    signal.SIGSEGV: "segfault",
+    signal.SIGBUS: "segfault",
+    signal.SIGXCPU: "cpu_limit",
+    signal.SIGXFSZ: "file_size_limit",
+    signal.SIGKILL: "killed",
+    signal.SIGABRT: "signal",
+    signal.SIGSYS: "seccomp_violation",
+}
 
 
 def _classify_error(msg: dict) -> str:
@@ -609,17 +752,33 @@ def _default_cpu_s(timeout_s: float, env: dict[str, str] | None) -> float:
 def _base_env(workdir: str, extra: dict[str, str] | None, gpu: bool) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_PASS if k in os.environ}
     pybin = os.path.dirname(os.path.realpath(sys.executable))
-    path = [os.path.join(sys.prefix, "bin"), pybin, *_tool_dirs(), "/usr/local/cuda/bin", "/usr/local/bin",
-            "/usr/bin", "/bin"]
+    path = [
+        os.path.join(sys.prefix, "bin"),
+        pybin,
+        *_tool_dirs(),
+        "/usr/local/cuda/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+    ]
     cuda_home = (extra or {}).get("CUDA_HOME") or os.environ.get("CUDA_HOME")
     if cuda_home:
         path.insert(0, os.path.join(cuda_home, "bin"))
     pp = [os.path.dirname(_package_dir())] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env.update({"PATH": os.pathsep.join(dict.fromkeys(path)), "HOME": workdir, "TMPDIR": "/tmp", "USER": "jail",
-                "LOGNAME": "jail", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-                "PYTHONPATH": os.pathsep.join(dict.fromkeys(pp)),
-                "OMP_NUM_THREADS": os.environ.get("OPFORGE_SANDBOX_THREADS", "1"),
-                "TORCHINDUCTOR_COMPILE_THREADS": "1"})
+    env.update(
+        {
+            "PATH": os.pathsep.join(dict.fromkeys(path)),
+            "HOME": workdir,
+            "TMPDIR": "/tmp",
+            "USER": "jail",
+            "LOGNAME": "jail",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys(pp)),
+            "OMP_NUM_THREADS": os.environ.get("OPFORGE_SANDBOX_THREADS", "1"),
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        }
+    )
     if not gpu:
         env.pop("CUDA_VISIBLE_DEVICES", None)
     env.update(extra or {})
@@ -668,15 +827,33 @@ def _await_jail_exit(info: bytes) -> None:
         os.close(pidfd)
 
 
-def _drive(argv: list[str], env: dict[str, str] | None, cwd: str, pass_fds: tuple[int, ...], chan_fd: int | None,
-           timeout_s: float, max_output: int, max_chan: int, info_fd: int | None = None) -> _Raw:
+def _drive(
+    argv: list[str],
+    env: dict[str, str] | None,
+    cwd: str,
+    pass_fds: tuple[int, ...],
+    chan_fd: int | None,
+    timeout_s: float,
+    max_output: int,
+    max_chan: int,
+    info_fd: int | None = None,
+) -> _Raw:
     """Start `argv` in its own process group, drain its pipes until they close or the deadline passes, kill the
     group (and the jail's pid namespace), reap. Closes every fd it is given. Never raises for anything the child
     does."""
     t0 = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=cwd, env=env, pass_fds=pass_fds, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            close_fds=True,
+        )
     except OSError:
         _close(*pass_fds, chan_fd, info_fd)  # this function owns every fd it was given
         raise
@@ -758,8 +935,16 @@ def _drive(argv: list[str], env: dict[str, str] | None, cwd: str, pass_fds: tupl
                 f.close()
         except OSError:
             pass
-    return _Raw(returncode, timed_out, bytes(buffers["stdout"]), bytes(buffers["stderr"]), bytes(buffers["chan"]),
-                totals, time.monotonic() - t0, max_rss)
+    return _Raw(
+        returncode,
+        timed_out,
+        bytes(buffers["stdout"]),
+        bytes(buffers["stderr"]),
+        bytes(buffers["chan"]),
+        totals,
+        time.monotonic() - t0,
+        max_rss,
+    )
 
 
 def _dirs(paths: list[str | os.PathLike] | None, readable: bool = False) -> list[str]:
@@ -778,8 +963,27 @@ def _dirs(paths: list[str | os.PathLike] | None, readable: bool = False) -> list
 
 
 def _unavailable(err: SandboxUnavailable, wall: float = 0.0) -> SandboxResult:
-    return SandboxResult(False, "sandbox_unavailable", None, None, False, None, err.layer, str(err), "", "", 0, 0,
-                         wall, None, False, False, [], "", {err.layer: False})
+    return SandboxResult(
+        False,
+        "sandbox_unavailable",
+        None,
+        None,
+        False,
+        None,
+        err.layer,
+        str(err),
+        "",
+        "",
+        0,
+        0,
+        wall,
+        None,
+        False,
+        False,
+        [],
+        "",
+        {err.layer: False},
+    )
 
 
 # Exit status of the launch chain when the remount of writable dirs failed (set in _REMOUNT).
@@ -850,14 +1054,24 @@ def run_sandboxed(
         inside = "/jail" if jailed else str(ctl)
         gpus = _gpu_indices(gpu) if gpu else []
         read_fd, write_fd = os.pipe()
-        cfg = {"fd": write_fd, "code": code, "script": script,
-               "filename": script or "<sandboxed>", "args": list(args or []),
-               "payload_file": f"{inside}/payload.json", "workdir": wd_s,
-               "write_roots": [wd_s] + wdirs, "exec_roots": xdirs,
-               "system_roots": ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc/alternatives"]
-               + _python_roots() + [p for p in (os.environ.get("CUDA_HOME"), (env or {}).get("CUDA_HOME")) if p],
-               "read_roots": [_package_dir(), *rdirs],
-               "denied_programs": list(DENIED_PROGRAMS), "allow_network": allow_network, "allow_fork": allow_fork}
+        cfg = {
+            "fd": write_fd,
+            "code": code,
+            "script": script,
+            "filename": script or "<sandboxed>",
+            "args": list(args or []),
+            "payload_file": f"{inside}/payload.json",
+            "workdir": wd_s,
+            "write_roots": [wd_s] + wdirs,
+            "exec_roots": xdirs,
+            "system_roots": ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc/alternatives"]
+            + _python_roots()
+            + [p for p in (os.environ.get("CUDA_HOME"), (env or {}).get("CUDA_HOME")) if p],
+            "read_roots": [_package_dir(), *rdirs],
+            "denied_programs": list(DENIED_PROGRAMS),
+            "allow_network": allow_network,
+            "allow_fork": allow_fork,
+        }
         (ctl / "cfg.json").write_text(json.dumps(cfg))
         (ctl / "bootstrap.py").write_text(_BOOTSTRAP)
         for f in ctl.iterdir():
@@ -869,26 +1083,56 @@ def run_sandboxed(
             _warn_unsafe()
             child_env.update({"HOME": wd_s, "TMPDIR": str(scratch)})
             argv = _unsafe_limits(memory_mb, cpu, fsize_mb, nproc) + [
-                sys.executable, "-u", f"{inside}/bootstrap.py", f"{inside}/cfg.json"]
+                sys.executable,
+                "-u",
+                f"{inside}/bootstrap.py",
+                f"{inside}/cfg.json",
+            ]
             layers = {"rlimits": True, "audit_hook": True}
             pass_fds: tuple[int, ...] = (write_fd,)
         else:
-            spec = _Spec(wd_s, wdirs, xdirs, rdirs, gpus, child_env, memory_mb, cpu, fsize_mb, nproc, str(scratch),
-                         str(ctl))
+            spec = _Spec(
+                wd_s, wdirs, xdirs, rdirs, gpus, child_env, memory_mb, cpu, fsize_mb, nproc, str(scratch), str(ctl)
+            )
             try:
                 argv, layers, seccomp_fd, info_r, info_w = _jail_launch(
-                    spec, [sys.executable, "-u", "/jail/bootstrap.py", "/jail/cfg.json"])
+                    spec, [sys.executable, "-u", "/jail/bootstrap.py", "/jail/cfg.json"]
+                )
             except SandboxUnavailable as e:
                 _close(read_fd, write_fd)
                 return _unavailable(e, time.monotonic() - t0)
             child_env = {"PATH": "/usr/bin:/bin"}
             pass_fds = (write_fd, seccomp_fd, info_w)
         try:  # _drive owns the fds from here: it closes pass_fds and the read ends
-            raw = _drive(argv, child_env, str(scratch) if jailed else wd_s, pass_fds, read_fd, timeout_s,
-                         max_output_bytes, max_result_bytes, info_r)
+            raw = _drive(
+                argv,
+                child_env,
+                str(scratch) if jailed else wd_s,
+                pass_fds,
+                read_fd,
+                timeout_s,
+                max_output_bytes,
+                max_result_bytes,
+                info_r,
+            )
         except OSError as e:
-            return SandboxResult(False, "sandbox_error", None, None, False, None, type(e).__name__, str(e), "", "",
-                                 0, 0, time.monotonic() - t0, None, False)
+            return SandboxResult(
+                False,
+                "sandbox_error",
+                None,
+                None,
+                False,
+                None,
+                type(e).__name__,
+                str(e),
+                "",
+                "",
+                0,
+                0,
+                time.monotonic() - t0,
+                None,
+                False,
+            )
     return _result(raw, max_result_bytes, jailed, layers)
 
 
@@ -989,10 +1233,27 @@ def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bo
     if jailed and not setup and not raw.timed_out:
         layer = _launch_failure(raw)
         if layer:
-            return SandboxResult(False, "sandbox_unavailable", rc, None, False, None, layer,
-                                 f"{layer}: the jail did not start: {stderr[-1500:]}", "", stderr, 0,
-                                 raw.totals["stderr"], round(raw.wall, 4), raw.max_rss_mb, False, False, [], "",
-                                 {**layers, layer: False})
+            return SandboxResult(
+                False,
+                "sandbox_unavailable",
+                rc,
+                None,
+                False,
+                None,
+                layer,
+                f"{layer}: the jail did not start: {stderr[-1500:]}",
+                "",
+                stderr,
+                0,
+                raw.totals["stderr"],
+                round(raw.wall, 4),
+                raw.max_rss_mb,
+                False,
+                False,
+                [],
+                "",
+                {**layers, layer: False},
+            )
     sig_name = None
     if rc is not None and rc < 0:
         try:
@@ -1035,12 +1296,28 @@ def _result(raw: _Raw, max_result_bytes: int, jailed: bool, layers: dict[str, bo
     if reason == "" and rc not in (0, None):
         reason = "sys_exit"
     return SandboxResult(
-        ok=reason == "", reason=reason, returncode=rc, signal=sig_name, timed_out=raw.timed_out,
-        result=result if got_result else None, error_type=error_type, error_message=error_message,
-        stdout=raw.stdout.decode(errors="replace"), stderr=stderr, stdout_bytes=raw.totals["stdout"],
-        stderr_bytes=raw.totals["stderr"], wall_s=round(raw.wall, 4), max_rss_mb=raw.max_rss_mb,
-        netns=jailed, mountns=jailed, violations=violations, jail="bwrap" if jailed else "unsafe", layers=layers,
-        uid=uid if isinstance(uid, int) else None, emitted=emitted)
+        ok=reason == "",
+        reason=reason,
+        returncode=rc,
+        signal=sig_name,
+        timed_out=raw.timed_out,
+        result=result if got_result else None,
+        error_type=error_type,
+        error_message=error_message,
+        stdout=raw.stdout.decode(errors="replace"),
+        stderr=stderr,
+        stdout_bytes=raw.totals["stdout"],
+        stderr_bytes=raw.totals["stderr"],
+        wall_s=round(raw.wall, 4),
+        max_rss_mb=raw.max_rss_mb,
+        netns=jailed,
+        mountns=jailed,
+        violations=violations,
+        jail="bwrap" if jailed else "unsafe",
+        layers=layers,
+        uid=uid if isinstance(uid, int) else None,
+        emitted=emitted,
+    )
 
 
 def run_command(
@@ -1077,29 +1354,52 @@ def run_command(
             pass_fds: tuple[int, ...] = ()
             cwd = wd_s
         else:
-            spec = _Spec(wd_s, wdirs, xdirs, rdirs, _gpu_indices(gpu) if gpu else [], child_env, memory_mb,
-                         cpu_s or timeout_s * (os.cpu_count() or 1) + 5, fsize_mb, nproc, str(scratch), str(ctl))
+            spec = _Spec(
+                wd_s,
+                wdirs,
+                xdirs,
+                rdirs,
+                _gpu_indices(gpu) if gpu else [],
+                child_env,
+                memory_mb,
+                cpu_s or timeout_s * (os.cpu_count() or 1) + 5,
+                fsize_mb,
+                nproc,
+                str(scratch),
+                str(ctl),
+            )
             try:
                 full, layers, seccomp_fd, info_r, info_w = _jail_launch(spec, list(argv))
             except SandboxUnavailable as e:
-                return CommandResult(False, "sandbox_unavailable", None, False, "", str(e),
-                                     time.monotonic() - t0, "", {e.layer: False})
+                return CommandResult(
+                    False, "sandbox_unavailable", None, False, "", str(e), time.monotonic() - t0, "", {e.layer: False}
+                )
             child_env = {"PATH": "/usr/bin:/bin"}
             pass_fds = (seccomp_fd, info_w)
             cwd = str(scratch)
         try:  # _drive owns the fds from here
             raw = _drive(full, child_env, cwd, pass_fds, None, timeout_s, max_output_bytes, 0, info_r)
         except OSError as e:
-            return CommandResult(False, "sandbox_error", None, False, "", f"{type(e).__name__}: {e}",
-                                 time.monotonic() - t0, "", {})
+            return CommandResult(
+                False, "sandbox_error", None, False, "", f"{type(e).__name__}: {e}", time.monotonic() - t0, "", {}
+            )
     out, err = raw.stdout.decode(errors="replace"), raw.stderr.decode(errors="replace")
     rc = raw.returncode
     jailed = mode == "jail"
     if jailed and rc not in (0, None) and not raw.timed_out:
         layer = _launch_failure(raw)
         if layer:
-            return CommandResult(False, "sandbox_unavailable", rc, False, out, f"{layer}: the jail did not start: "
-                                 + err, round(raw.wall, 4), "", {**layers, layer: False})
+            return CommandResult(
+                False,
+                "sandbox_unavailable",
+                rc,
+                False,
+                out,
+                f"{layer}: the jail did not start: " + err,
+                round(raw.wall, 4),
+                "",
+                {**layers, layer: False},
+            )
     if raw.timed_out:
         reason = "timeout"
     elif rc == 0:
@@ -1112,8 +1412,9 @@ def run_command(
             reason = "memory_limit"
     else:
         reason = "exit_status"
-    return CommandResult(reason == "", reason, rc, raw.timed_out, out, err, round(raw.wall, 4),
-                         "bwrap" if jailed else "unsafe", layers)
+    return CommandResult(
+        reason == "", reason, rc, raw.timed_out, out, err, round(raw.wall, 4), "bwrap" if jailed else "unsafe", layers
+    )
 
 
 if __name__ == "__main__":  # tiny manual check: python -m pipeline.sandbox 'print(1); emit_result(2)'

@@ -133,6 +133,7 @@ def requirements(settings: Any) -> list[str]:
 
 # -- a run's inputs: which of its tasks each stage takes ---------------------------------------------------------
 
+
 def run_table(cfg: Any, name: str) -> pa.Table:
     """Table `name` of the config's run (every shard)."""
     from pipeline.storage import DataStore
@@ -162,11 +163,15 @@ def valid_tasks(cfg: Any) -> tuple[pa.Table, str]:
 def clean_tasks(cfg: Any) -> pa.Table:
     """Valid tasks with a clean contamination decision (curation's rule: no decision is not clean): dedup's
     input."""
-    return select_tasks(run_table(cfg, "tasks"), _run_decisions(cfg, "validation", "contamination"),
-                        required=requirements(cfg.curate))
+    return select_tasks(
+        run_table(cfg, "tasks"), _run_decisions(cfg, "validation", "contamination"), required=requirements(cfg.curate)
+    )
 
 
 def kept_tasks(cfg: Any) -> pa.Table:
     """Tasks that survive validation, decontamination and dedup (curation's rule): the input of rollouts."""
-    return select_tasks(run_table(cfg, "tasks"), _run_decisions(cfg, "validation", "contamination", "dedup"),
-                        required=requirements(cfg.curate))
+    return select_tasks(
+        run_table(cfg, "tasks"),
+        _run_decisions(cfg, "validation", "contamination", "dedup"),
+        required=requirements(cfg.curate),
+    )

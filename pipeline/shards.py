@@ -37,8 +37,16 @@ class TransientError(RuntimeError):
 
 # OS errors that go away on their own (network filesystems, busy devices). ENOSPC is deliberately absent: a full
 # disk does not fix itself in seconds, and retrying it only hides the cause.
-_TRANSIENT_ERRNOS = {errno.EAGAIN, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED,
-                     errno.ESTALE, errno.EPIPE}
+_TRANSIENT_ERRNOS = {
+    errno.EAGAIN,
+    errno.EBUSY,
+    errno.EINTR,
+    errno.ETIMEDOUT,
+    errno.ECONNRESET,
+    errno.ECONNREFUSED,
+    errno.ESTALE,
+    errno.EPIPE,
+}
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -63,8 +71,11 @@ class RetryPolicy:
         return d * (1 + random.uniform(-self.jitter, self.jitter))
 
 
-def call_with_retries(fn: Callable[[], Any], policy: RetryPolicy = RetryPolicy(),
-                      on_retry: Callable[[int, BaseException], None] | None = None) -> tuple[Any, int]:
+def call_with_retries(
+    fn: Callable[[], Any],
+    policy: RetryPolicy = RetryPolicy(),
+    on_retry: Callable[[int, BaseException], None] | None = None,
+) -> tuple[Any, int]:
     """Call `fn`, retrying transient errors per `policy`. Returns (result, attempts used)."""
     for attempt in range(1, policy.attempts + 1):
         try:
@@ -120,27 +131,33 @@ def shard_key(stage: str, table: str, settings: Any, ids: Sequence[str]) -> str:
     return content_hash(stage, table, str(schema_version(table)), settings_fingerprint(settings), *ids, n=20)
 
 
-def plan_shards(stage: str, table: str, ids: Iterable[str], settings: Any, run_id: str, store: DataStore,
-                shard_size: int) -> list[ShardSpec]:
+def plan_shards(
+    stage: str, table: str, ids: Iterable[str], settings: Any, run_id: str, store: DataStore, shard_size: int
+) -> list[ShardSpec]:
     """Split ids (sorted, so input order does not matter) into shards of `shard_size` with content keys."""
     if shard_size < 1:
         raise ValueError("shard_size must be >= 1")
     ordered = sorted(set(ids))  # a duplicated id must land in one shard only
     specs = []
     for i in range(0, len(ordered), shard_size):
-        chunk = tuple(ordered[i:i + shard_size])
+        chunk = tuple(ordered[i : i + shard_size])
         key = shard_key(stage, table, settings, chunk)
-        specs.append(ShardSpec(stage, table, run_id, i // shard_size, key, chunk,
-                               str(store.shard_path(table, run_id, f"shard-{key}"))))
+        specs.append(
+            ShardSpec(
+                stage, table, run_id, i // shard_size, key, chunk, str(store.shard_path(table, run_id, f"shard-{key}"))
+            )
+        )
     return specs
 
 
-def single_shard(stage: str, table: str, settings: Any, run_id: str, store: DataStore,
-                 inputs: Sequence[str] = ()) -> ShardSpec:
+def single_shard(
+    stage: str, table: str, settings: Any, run_id: str, store: DataStore, inputs: Sequence[str] = ()
+) -> ShardSpec:
     """A stage that cannot be split (synthesis from a seed, set-wide dedup): one shard keyed by all its inputs."""
     key = shard_key(stage, table, settings, sorted(inputs))
-    return ShardSpec(stage, table, run_id, 0, key, tuple(sorted(inputs)),
-                     str(store.shard_path(table, run_id, f"shard-{key}")))
+    return ShardSpec(
+        stage, table, run_id, 0, key, tuple(sorted(inputs)), str(store.shard_path(table, run_id, f"shard-{key}"))
+    )
 
 
 def is_complete(path: Path, table: str) -> bool:
@@ -154,8 +171,9 @@ def is_complete(path: Path, table: str) -> bool:
         return False
     try:
         meta = pq.read_schema(path).metadata or {}
-        if meta.get(b"opforge.table", b"").decode() != table or \
-                int(meta.get(b"opforge.version", b"0")) != schema_version(table):
+        if meta.get(b"opforge.table", b"").decode() != table or int(
+            meta.get(b"opforge.version", b"0")
+        ) != schema_version(table):
             raise ValueError("other table or schema version")
         read_parquet(path, table)
         return True
@@ -170,8 +188,9 @@ def _remove_partial_writes(path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def run_shard(spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping[str, Any]]],
-              policy: RetryPolicy = RetryPolicy()) -> ShardResult:
+def run_shard(
+    spec: ShardSpec, compute: Callable[[], pa.Table | Iterable[Mapping[str, Any]]], policy: RetryPolicy = RetryPolicy()
+) -> ShardResult:
     """Skip the shard if finished; else compute it (retrying transient errors) and write it atomically."""
     t0 = time.monotonic()
     path = Path(spec.path)
@@ -254,12 +273,25 @@ def execute_shard(job: ShardJob) -> ShardResult:
     return run_shard(job.spec, lambda: job.fn(job.items), job.policy)
 
 
-def run_sharded(stage: str, table: str, items: pa.Table | None, id_column: str | None,
-                fn: Callable[[Any], pa.Table | Iterable[Mapping[str, Any]]], settings: Any, run_id: str,
-                store: DataStore, shard_size: int = 1, *, policy: RetryPolicy = RetryPolicy(),
-                resources: Any = None, executor: Any = None, inputs: Sequence[str] = (), rows_in: int | None = None,
-                on_plan: Callable[[int], None] | None = None,
-                on_shard: Callable[[ShardResult], None] | None = None) -> StageOutput:
+def run_sharded(
+    stage: str,
+    table: str,
+    items: pa.Table | None,
+    id_column: str | None,
+    fn: Callable[[Any], pa.Table | Iterable[Mapping[str, Any]]],
+    settings: Any,
+    run_id: str,
+    store: DataStore,
+    shard_size: int = 1,
+    *,
+    policy: RetryPolicy = RetryPolicy(),
+    resources: Any = None,
+    executor: Any = None,
+    inputs: Sequence[str] = (),
+    rows_in: int | None = None,
+    on_plan: Callable[[int], None] | None = None,
+    on_shard: Callable[[ShardResult], None] | None = None,
+) -> StageOutput:
     """Plan, run and collect a resumable stage: the one sharded execution path (pipeline/runner.py adds the
     catalog on top).
 
@@ -290,8 +322,9 @@ def run_sharded(stage: str, table: str, items: pa.Table | None, id_column: str |
             todo.append(job)
     if todo:
         ex = executor or default_executor(1)
-        for r in ex.map(execute_shard, todo, resources or Resources(),
-                        on_result=(lambda _i, r: on_shard(r)) if on_shard else None):
+        for r in ex.map(
+            execute_shard, todo, resources or Resources(), on_result=(lambda _i, r: on_shard(r)) if on_shard else None
+        ):
             done[r.spec.index] = r
     results = [done[s.index] for s in specs]
     moved = supersede_stale(store, table, run_id, specs)

@@ -108,8 +108,13 @@ class InProcess:
 
     distributed = False
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], resources: Resources = Resources(),
-            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        items: Sequence[Any],
+        resources: Resources = Resources(),
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         out = []
         for i, it in enumerate(items):
             r = fn(it)

@@ -41,8 +41,10 @@ def _check_python_types(table: str, field: pa.Field, values: list[Any]) -> None:
         want = (dict,) if pa.types.is_struct(t) else (list, tuple, dict) if pa.types.is_map(t) else (list, tuple)
         for i, v in enumerate(values):
             if v is not None and not isinstance(v, want) and type(v).__name__ != "ndarray":
-                raise SchemaError(f"table {table!r}, column {field.name!r}: row {i} holds {type(v).__name__} "
-                                  f"{v!r:.60}, schema says {t}")
+                raise SchemaError(
+                    f"table {table!r}, column {field.name!r}: row {i} holds {type(v).__name__} "
+                    f"{v!r:.60}, schema says {t}"
+                )
         return
     if pa.types.is_integer(t):
         ok: tuple[type, ...] = (int,)
@@ -56,16 +58,17 @@ def _check_python_types(table: str, field: pa.Field, values: list[Any]) -> None:
             continue
         if not isinstance(v, ok) or (bad_bool and isinstance(v, bool)):
             raise SchemaError(
-                f"table {table!r}, column {field.name!r}: row {i} holds {type(v).__name__} {v!r:.60}, "
-                f"schema says {t}"
+                f"table {table!r}, column {field.name!r}: row {i} holds {type(v).__name__} {v!r:.60}, schema says {t}"
             )
 
 
 def _check_nulls(table: str, schema: pa.Schema, data: pa.Table) -> None:
     for f in schema:
         if not f.nullable and data.column(f.name).null_count:
-            raise SchemaError(f"table {table!r}, column {f.name!r}: {data.column(f.name).null_count} null value(s) "
-                              f"in a non-nullable column")
+            raise SchemaError(
+                f"table {table!r}, column {f.name!r}: {data.column(f.name).null_count} null value(s) "
+                f"in a non-nullable column"
+            )
 
 
 def conform(table: str, data: pa.Table | Iterable[Mapping[str, Any]]) -> pa.Table:
@@ -177,8 +180,16 @@ def _physical_columns(table: str) -> dict[str, tuple]:
 
 def _leaves(schema: pq.ParquetSchema) -> dict[str, tuple]:
     cols = (schema.column(i) for i in range(len(schema)))
-    return {c.path: (c.physical_type, str(c.logical_type), c.converted_type, c.max_definition_level,
-                     c.max_repetition_level) for c in cols}
+    return {
+        c.path: (
+            c.physical_type,
+            str(c.logical_type),
+            c.converted_type,
+            c.max_definition_level,
+            c.max_repetition_level,
+        )
+        for c in cols
+    }
 
 
 def _check_physical(path: Path, table: str) -> None:
@@ -194,8 +205,10 @@ def _check_physical(path: Path, table: str) -> None:
         raise SchemaError(f"{path}: table {table!r}: unknown column(s) {unknown}")
     for name, want in expected.items():
         if name in got and got[name] != want:
-            raise SchemaError(f"{path}: table {table!r}, column {name!r} is stored as {got[name]}, the schema "
-                              f"stores {want} (a changed type or a damaged footer)")
+            raise SchemaError(
+                f"{path}: table {table!r}, column {name!r} is stored as {got[name]}, the schema "
+                f"stores {want} (a changed type or a damaged footer)"
+            )
 
 
 def read_parquet(path: Path, table: str | None = None) -> pa.Table:
@@ -226,11 +239,11 @@ def read_parquet(path: Path, table: str | None = None) -> pa.Table:
             continue
         col = data.column(f.name)
         if not col.type.equals(f.type):
-            raise SchemaError(f"{path}: table {table!r}, column {f.name!r} has type {col.type}, schema says "
-                              f"{f.type}")
+            raise SchemaError(f"{path}: table {table!r}, column {f.name!r} has type {col.type}, schema says {f.type}")
         if not f.nullable and col.null_count:
-            raise SchemaError(f"{path}: table {table!r}, column {f.name!r}: {col.null_count} null value(s) in a "
-                              f"non-nullable column")
+            raise SchemaError(
+                f"{path}: table {table!r}, column {f.name!r}: {col.null_count} null value(s) in a non-nullable column"
+            )
         arrays.append(col)
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -255,8 +268,9 @@ class DataStore:
     def shard_path(self, table: str, run_id: str, shard: str = "part-00000") -> Path:
         return self.table_dir(table, run_id) / f"{shard}.parquet"
 
-    def write(self, table: str, data: pa.Table | Iterable[Mapping[str, Any]], run_id: str,
-              shard: str = "part-00000") -> tuple[Path, pa.Table]:
+    def write(
+        self, table: str, data: pa.Table | Iterable[Mapping[str, Any]], run_id: str, shard: str = "part-00000"
+    ) -> tuple[Path, pa.Table]:
         path = self.shard_path(table, run_id, shard)
         return path, write_table(table, data, path)
 

@@ -11,9 +11,7 @@ def field(name: str, type_: pa.DataType, doc: str, nullable: bool = False) -> pa
 
 def table_schema(name: str, version: int, doc: str, fields: list[pa.Field]) -> pa.Schema:
     """Bump `version` on any change; the version is stored in every Parquet file written with it."""
-    return pa.schema(
-        fields, metadata={"opforge.table": name, "opforge.version": str(version), "opforge.doc": doc}
-    )
+    return pa.schema(fields, metadata={"opforge.table": name, "opforge.version": str(version), "opforge.doc": doc})
 
 
 # Reused column types.

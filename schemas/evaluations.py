@@ -20,8 +20,9 @@ SCHEMA = table_schema(
         field("speedup_vs_compile", F64, "compile_ms / solution_ms", nullable=True),
         field("max_abs_err", F64, "max |out - ref| over the correctness trials", nullable=True),
         field("max_rel_err", F64, "max |out - ref| / |ref| over elements with ref != 0", nullable=True),
-        field("max_tol_err", F64, "max |out - ref| / (1 + |ref|): allclose(atol=rtol=t) holds iff <= t",
-              nullable=True),
+        field(
+            "max_tol_err", F64, "max |out - ref| / (1 + |ref|): allclose(atol=rtol=t) holds iff <= t", nullable=True
+        ),
         field("violations", STR_LIST, "strict violation names (static and runtime); any one gives reward -1"),
         field("warnings", STR_LIST, "recorded, not rejected (e.g. precision_cast)"),
         field("device", STR, "GPU name; empty when evaluated without a GPU"),

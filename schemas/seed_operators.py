@@ -8,10 +8,18 @@ SCHEMA = table_schema(
     "Seed operators mined from torch (and transformers when installed) by introspection; each ran once.",
     [
         field("name", STR, "dotted call path, e.g. torch.nn.Conv2d, torch.nn.functional.gelu, torch.cumsum"),
-        field("source", STR, "namespace it was mined from: torch.nn | torch.nn.functional | torch | torch.linalg | "
-                             "torch.special | torch.fft | transformers"),
-        field("kind", STR, "module category or measured behaviour: pointwise, binary_pointwise, reduction, scan, "
-                           "normalization, linalg, indexing, shape, convolution, pooling, activation, ..."),
+        field(
+            "source",
+            STR,
+            "namespace it was mined from: torch.nn | torch.nn.functional | torch | torch.linalg | "
+            "torch.special | torch.fft | transformers",
+        ),
+        field(
+            "kind",
+            STR,
+            "module category or measured behaviour: pointwise, binary_pointwise, reduction, scan, "
+            "normalization, linalg, indexing, shape, convolution, pooling, activation, ...",
+        ),
         field("is_module", BOOL, "an nn.Module class: constructed in __init__, called in forward"),
         field("arity", I64, "number of tensor inputs (1 or 2)"),
         field("other_shape", STR, "shape rule of the second tensor: '' | same | matmul"),

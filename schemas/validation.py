@@ -1,4 +1,3 @@
-
 from schemas._base import BOOL, F64, I64, STR, STR_LIST, field, table_schema
 
 # Filters in the order their reason codes take precedence (static, then the sandbox, then runtime).
@@ -6,12 +5,18 @@ FILTERS = (
     ("syntax", "syntax_error: the code parses"),
     ("structure", "missing_definitions: defines class Model, get_inputs, get_init_inputs"),
     ("imports", "disallowed_import: only allowlisted imports, no open/exec/eval/__import__"),
-    ("patching", "monkey_patching: no assignment to attributes of imported modules (static), none of the torch "
-                 "functions the filters use replaced after the module body ran (runtime)"),
+    (
+        "patching",
+        "monkey_patching: no assignment to attributes of imported modules (static), none of the torch "
+        "functions the filters use replaced after the module body ran (runtime)",
+    ),
     ("static_stochastic", "stochastic_op_static: no random sampling or stochastic layer in Model"),
-    ("sandbox", "the candidate process finished within its limits in the jail (reason: timeout, memory_limit, "
-                "segfault, seccomp_violation, exec_blocked, sandbox_unavailable, ...); forged_report: the report "
-                "disagrees with the output samples the parent re-checks"),
+    (
+        "sandbox",
+        "the candidate process finished within its limits in the jail (reason: timeout, memory_limit, "
+        "segfault, seccomp_violation, exec_blocked, sandbox_unavailable, ...); forged_report: the report "
+        "disagrees with the output samples the parent re-checks",
+    ),
     ("init", "init_error: the module body, get_init_inputs() and Model(*init) run"),
     ("inputs", "bad_inputs: get_inputs() returns a non-empty list holding tensors"),
     ("forward", "forward_error: forward runs"),
@@ -22,8 +27,11 @@ FILTERS = (
     ("fresh_inputs", "fixed_inputs: get_inputs() gives different tensors under different seeds"),
     ("runtime_stochastic", "stochastic_op: forward does not consume the random number generator"),
     ("deterministic", "nondeterministic: same seed, same output"),
-    ("non_constant", "constant_output: the output changes when the inputs or the weights change (judged at the "
-                     "output's own scale, across inputs, never element against element)"),
+    (
+        "non_constant",
+        "constant_output: the output changes when the inputs or the weights change (judged at the "
+        "output's own scale, across inputs, never element against element)",
+    ),
     ("not_identity", "identity_output: some output is not just an input's values (an identity, reshape or view)"),
     ("input_dependent", "input_independent: different inputs change the output (at the output's own scale)"),
     ("weight_dependent", "weight_independent: re-initialised weights change the output (null: no weights)"),
@@ -71,7 +79,11 @@ SCHEMA = table_schema(
         field("sandbox_max_rss_mb", F64, "peak resident memory of the candidate process, MiB", nullable=True),
         field("stdout_bytes", I64, "bytes the candidate printed to stdout (kept: the first 20 kB in logs only)"),
         field("netns", BOOL, "the network namespace layer was active"),
-        field("jail", STR, "bwrap: every jail layer was up; unsafe: the development opt-out (sandbox.mode=unsafe); "
-                           "empty: the candidate never ran (static rejection, or sandbox_unavailable)"),
+        field(
+            "jail",
+            STR,
+            "bwrap: every jail layer was up; unsafe: the development opt-out (sandbox.mode=unsafe); "
+            "empty: the candidate never ran (static rejection, or sandbox_unavailable)",
+        ),
     ],
 )

@@ -29,8 +29,19 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
-SIZE_CATEGORIES = ["n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
-                   "1B<n<10B", "10B<n<100B", "100B<n<1T", "n>1T"]
+SIZE_CATEGORIES = [
+    "n<1K",
+    "1K<n<10K",
+    "10K<n<100K",
+    "100K<n<1M",
+    "1M<n<10M",
+    "10M<n<100M",
+    "100M<n<1B",
+    "1B<n<10B",
+    "10B<n<100B",
+    "100B<n<1T",
+    "n>1T",
+]
 REPO_TYPES = {"models": "model", "datasets": "dataset", "spaces": "space"}
 
 
@@ -69,7 +80,7 @@ class Repo:
         rev = unquote(rev)
         for prefix in ("refs/heads/", "refs/tags/"):
             if rev.startswith(prefix):
-                rev = rev[len(prefix):]
+                rev = rev[len(prefix) :]
         oid = self.branches.get(rev) or self.tags.get(rev)
         if oid is None and rev in self.commits:
             oid = rev
@@ -97,7 +108,7 @@ class HubState:
         auth = headers.get("Authorization") or ""
         if not auth.startswith("Bearer "):
             return None
-        token = auth[len("Bearer "):].strip()
+        token = auth[len("Bearer ") :].strip()
         if token not in self.tokens:
             raise HubError(401, "Invalid credentials in Authorization header")
         return self.tokens[token]
@@ -175,8 +186,14 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
-    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
-              content_type: str = "application/json", head: bool = False) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+        head: bool = False,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         for k, v in (headers or {}).items():
@@ -201,8 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"X-Error-Message": e.message}
             if e.code:
                 headers["X-Error-Code"] = e.code
-            self._send(e.status, json.dumps({"error": e.message, **e.extra}).encode(), headers,
-                       head=method == "HEAD")
+            self._send(e.status, json.dumps({"error": e.message, **e.extra}).encode(), headers, head=method == "HEAD")
 
     def do_GET(self) -> None:  # noqa: N802
         self._dispatch("GET")
@@ -223,8 +239,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/whoami-v2" and method == "GET":
             if user is None:
                 raise HubError(401, "Invalid user token")
-            return self._json(200, {"type": "user", "name": user, "orgs": [{"name": o} for o in st.orgs.get(user, [])],
-                                    "auth": {"type": "access_token", "accessToken": {"role": "write"}}})
+            return self._json(
+                200,
+                {
+                    "type": "user",
+                    "name": user,
+                    "orgs": [{"name": o} for o in st.orgs.get(user, [])],
+                    "auth": {"type": "access_token", "accessToken": {"role": "write"}},
+                },
+            )
         if path == "/api/validate-yaml" and method == "POST":
             body = json.loads(self._body() or b"{}")
             errors = validate_card_yaml(body.get("content", ""))
@@ -271,8 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.state.repos[(rtype, rid)] = repo
         return self._json(200, {"url": url, "name": rid, "id": rid})
 
-    def _api_repo(self, method: str, rtype: str, rid: str, rest: str, query: dict[str, list[str]],
-                  user: str | None) -> None:
+    def _api_repo(
+        self, method: str, rtype: str, rid: str, rest: str, query: dict[str, list[str]], user: str | None
+    ) -> None:
         st = self.state
         if rest == "" and method == "GET":
             repo = st.repo(rtype, rid, user)
@@ -286,11 +310,17 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, self._info(repo, c))
         if rest == "refs" and method == "GET":
             repo = st.repo(rtype, rid, user)
-            return self._json(200, {
-                "branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": o}
-                             for b, o in repo.branches.items()],
-                "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in repo.tags.items()],
-                "converts": [], "pullRequests": []})
+            return self._json(
+                200,
+                {
+                    "branches": [
+                        {"name": b, "ref": f"refs/heads/{b}", "targetCommit": o} for b, o in repo.branches.items()
+                    ],
+                    "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in repo.tags.items()],
+                    "converts": [],
+                    "pullRequests": [],
+                },
+            )
         m = re.match(r"^preupload/(.+)$", rest)
         if m and method == "POST":
             repo = st.repo(rtype, rid, user, write=True)
@@ -299,8 +329,14 @@ class _Handler(BaseHTTPRequestHandler):
             files = []
             for f in body.get("files", []):
                 existing = head.files.get(f["path"]) if head else None
-                files.append({"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                              "oid": git_blob_oid(existing) if existing is not None else None})
+                files.append(
+                    {
+                        "path": f["path"],
+                        "uploadMode": "regular",
+                        "shouldIgnore": False,
+                        "oid": git_blob_oid(existing) if existing is not None else None,
+                    }
+                )
             return self._json(200, {"files": files, "commitOid": head.oid if head else None})
         m = re.match(r"^commit/(.+)$", rest)
         if m and method == "POST":
@@ -351,8 +387,15 @@ class _Handler(BaseHTTPRequestHandler):
                 raise HubError(404, f"Invalid rev id: {m.group(1)}", "RevisionNotFound")
             out = []
             while c is not None:
-                out.append({"id": c.oid, "title": c.title, "message": c.message, "date": c.date,
-                            "authors": [{"user": c.author}]})
+                out.append(
+                    {
+                        "id": c.oid,
+                        "title": c.title,
+                        "message": c.message,
+                        "date": c.date,
+                        "authors": [{"user": c.author}],
+                    }
+                )
                 c = repo.commits.get(c.parent) if c.parent else None
             return self._json(200, out)
         raise HubError(404, f"emulator: no route for {method} /api/{rtype}s/{rid}/{rest}")
@@ -361,11 +404,22 @@ class _Handler(BaseHTTPRequestHandler):
         card = c.files.get("README.md", b"").decode(errors="replace")
         m = re.match(r"^---\s*\n(.*?)\n---", card, re.S)
         card_data = yaml.safe_load(m.group(1)) if m else None
-        return {"_id": repo.repo_id, "id": repo.repo_id, "author": repo.repo_id.split("/")[0], "sha": c.oid,
-                "private": repo.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
-                "tags": (card_data or {}).get("tags", []) if isinstance(card_data, dict) else [],
-                "cardData": card_data, "createdAt": repo.created_at, "lastModified": c.date,
-                "siblings": [{"rfilename": p} for p in sorted(c.files)]}
+        return {
+            "_id": repo.repo_id,
+            "id": repo.repo_id,
+            "author": repo.repo_id.split("/")[0],
+            "sha": c.oid,
+            "private": repo.private,
+            "gated": False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": (card_data or {}).get("tags", []) if isinstance(card_data, dict) else [],
+            "cardData": card_data,
+            "createdAt": repo.created_at,
+            "lastModified": c.date,
+            "siblings": [{"rfilename": p} for p in sorted(c.files)],
+        }
 
     @staticmethod
     def _file_entry(c: Commit, p: str) -> dict[str, Any]:
@@ -384,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
         for p in sorted(c.files):
             if not p.startswith(prefix):
                 continue
-            rel = p[len(prefix):].split("/")
+            rel = p[len(prefix) :].split("/")
             # Directories along the way are listed too, as the Hub does.
             for depth in range(1, len(rel)):
                 d = prefix + "/".join(rel[:depth])
@@ -400,7 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Paginate like the Hub (a Link header with rel="next"), so clients that follow it are exercised.
         limit = int((query.get("limit") or ["1000"])[0])
         start = int((query.get("cursor") or ["0"])[0])
-        page = items[start:start + limit]
+        page = items[start : start + limit]
         headers = {}
         if start + limit < len(items):
             q = "&".join(f"{k}={v[0]}" for k, v in query.items() if k != "cursor")
@@ -409,7 +463,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._json(200, page, headers)
 
     def _commit(self, repo: Repo, rev: str, user: str) -> None:
-        branch = rev[len("refs/heads/"):] if rev.startswith("refs/heads/") else rev
+        branch = rev[len("refs/heads/") :] if rev.startswith("refs/heads/") else rev
         if branch not in repo.branches:
             raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
         head = repo.commits[repo.branches[branch]]
@@ -455,9 +509,16 @@ class _Handler(BaseHTTPRequestHandler):
         repo.branches[branch] = oid
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         base = f"http://{self.headers.get('Host')}"
-        return self._json(200, {"success": True, "commitOid": oid,
-                                "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{oid}",
-                                "pullRequestUrl": None, "commitMessage": header["summary"]})
+        return self._json(
+            200,
+            {
+                "success": True,
+                "commitOid": oid,
+                "commitUrl": f"{base}/{prefix}{repo.repo_id}/commit/{oid}",
+                "pullRequestUrl": None,
+                "commitMessage": header["summary"],
+            },
+        )
 
     def _resolve(self, method: str, rtype: str, rid: str, rev: str, path: str, user: str | None) -> None:
         repo = self.state.repo(rtype, rid, user)
@@ -484,7 +545,7 @@ class _Handler(BaseHTTPRequestHandler):
             if start >= size and size:
                 raise HubError(416, "range not satisfiable")
             headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-            data, status = data[start:end + 1], 206
+            data, status = data[start : end + 1], 206
         headers["Content-Length"] = str(len(data))
         self._send(status, data, headers, content_type="application/octet-stream", head=method == "HEAD")
 

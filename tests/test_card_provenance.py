@@ -22,12 +22,31 @@ def test_card_states_the_funnel_versions_pin_and_what_was_not_checked(data_root,
     cat.record_stage("r1", "validate", rows_in=5, rows_out=3, drop_reasons={"constant_output": 1, "nan_output": 1})
     cat.record_stage("r1", "decontaminate", rows_in=3, rows_out=2, drop_reasons={"exact_md5": 1})
     cat.record_stage("r1", "rollout", rows_in=0, rows_out=0, status="skipped", detail="needs a GPU")
-    cat.record_facts("r1", "decontaminate", {"reference_fingerprint": "f" * 64, "reference_problems": "270",
-                                             "reference_source": "/somewhere/kernelbench",
-                                             "reference_chosen_by": "environment (KERNELBENCH_PATH)"})
-    DataStore(data_root).write("validation", [
-        row("validation", task_id=f"t{i}", valid=i < 3, reason="" if i < 3 else "constant_output", device="cpu",
-            runtime_window_checked=False) for i in range(5)], "r1")
+    cat.record_facts(
+        "r1",
+        "decontaminate",
+        {
+            "reference_fingerprint": "f" * 64,
+            "reference_problems": "270",
+            "reference_source": "/somewhere/kernelbench",
+            "reference_chosen_by": "environment (KERNELBENCH_PATH)",
+        },
+    )
+    DataStore(data_root).write(
+        "validation",
+        [
+            row(
+                "validation",
+                task_id=f"t{i}",
+                valid=i < 3,
+                reason="" if i < 3 else "constant_output",
+                device="cpu",
+                runtime_window_checked=False,
+            )
+            for i in range(5)
+        ],
+        "r1",
+    )
     prov = card_provenance(cat, "r1")
     assert [f["stage"] for f in prov["funnel"]] == ["synthesize", "validate", "decontaminate", "rollout"]
     # An earlier attempt's publish row (killed after it was recorded) does not change what a rerun's card says.
@@ -49,8 +68,10 @@ def test_kernelbench_source_explicit_then_environment_then_discovery(monkeypatch
     from pipeline import kernelbench as kb
 
     monkeypatch.setenv("KERNELBENCH_PATH", str(tmp_path / "env"))
-    assert kb.choose_source(str(tmp_path / "explicit")) == (str(tmp_path / "explicit"),
-                                                          "explicit (config kernelbench / --reference)")
+    assert kb.choose_source(str(tmp_path / "explicit")) == (
+        str(tmp_path / "explicit"),
+        "explicit (config kernelbench / --reference)",
+    )
     # The environment wins over a discovered folder (../shared/kernelbench), whether or not one exists.
     monkeypatch.setattr(kb, "DEFAULT_CANDIDATES", (tmp_path,))
     assert kb.choose_source(None) == (str(tmp_path / "env"), "environment (KERNELBENCH_PATH)")
@@ -60,8 +81,7 @@ def test_kernelbench_source_explicit_then_environment_then_discovery(monkeypatch
     assert kb.choose_source(None) == (kb.HF_DATASET, "discovered (HF dataset; no local copy found)")
 
 
-def test_decontaminate_stage_pins_reference_and_candidates(prefect_harness, data_root, kernelbench_path,
-                                                          monkeypatch):
+def test_decontaminate_stage_pins_reference_and_candidates(prefect_harness, data_root, kernelbench_path, monkeypatch):
     """The flow records source, checksum, candidates' checksum, version and command line; empty code is never
     clean."""
     import json
@@ -70,8 +90,14 @@ def test_decontaminate_stage_pins_reference_and_candidates(prefect_harness, data
 
     monkeypatch.setenv("KERNELBENCH_PATH", str(kernelbench_path))
     code = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.sin() * 2\n"
-    DataStore(data_root).write("tasks", [row("tasks", task_id=task_id(code), code=code, run_id="p1"),
-                                         row("tasks", task_id="empty", code="", run_id="p1")], "p1")
+    DataStore(data_root).write(
+        "tasks",
+        [
+            row("tasks", task_id=task_id(code), code=code, run_id="p1"),
+            row("tasks", task_id="empty", code="", run_id="p1"),
+        ],
+        "p1",
+    )
     from flows.stages import decontaminate_flow
 
     decontaminate_flow(overrides=[f"data_root={data_root}"], run_id="p1")

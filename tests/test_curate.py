@@ -25,38 +25,52 @@ def scen():
 
 @pytest.fixture(scope="module")
 def result(scen):
-    return curate(scen["tasks"], scen["validation"], scen["contamination"],
-                  conform("trajectories", scen["trajectories"]), CurateSettings(), "cur-1")
+    return curate(
+        scen["tasks"],
+        scen["validation"],
+        scen["contamination"],
+        conform("trajectories", scen["trajectories"]),
+        CurateSettings(),
+        "cur-1",
+    )
 
 
 def _drops(result, scen, dataset):
     name = {v: k for k, v in scen["ids"].items()}
-    return sorted((name.get(d["task_id"], "?"), d["item_id"], tuple(d["reasons"]))
-                  for d in result.drops.to_pylist() if d["dataset"] == dataset)
+    return sorted(
+        (name.get(d["task_id"], "?"), d["item_id"], tuple(d["reasons"]))
+        for d in result.drops.to_pylist()
+        if d["dataset"] == dataset
+    )
 
 
 def test_every_filter_drops_with_its_reason(result, scen):
     got = [(n, r) for n, _, r in _drops(result, scen, "sft")]
-    assert got == sorted([
-        ("?", ("unknown_task",)),
-        ("changed", ("contamination_changed",)),
-        ("contaminated", ("contamination_changed", "task_contaminated")),
-        ("fails", ("nonpositive_reward", "no_speedup_measured")),
-        ("good", ("duplicate_final_kernel",)),
-        ("good", ("duplicate_trajectory",)),
-        ("invalid", ("task_invalid",)),
-        ("long", ("too_long",)),
-        ("loops", ("loop",)),
-        ("malformed", ("malformed_tool_call",)),
-        ("malformed", ("malformed_tool_call",)),
-        ("slow", ("below_speedup_threshold",)),
-        ("unvalidated", ("not_validated",)),
-    ])
+    assert got == sorted(
+        [
+            ("?", ("unknown_task",)),
+            ("changed", ("contamination_changed",)),
+            ("contaminated", ("contamination_changed", "task_contaminated")),
+            ("fails", ("nonpositive_reward", "no_speedup_measured")),
+            ("good", ("duplicate_final_kernel",)),
+            ("good", ("duplicate_trajectory",)),
+            ("invalid", ("task_invalid",)),
+            ("long", ("too_long",)),
+            ("loops", ("loop",)),
+            ("malformed", ("malformed_tool_call",)),
+            ("malformed", ("malformed_tool_call",)),
+            ("slow", ("below_speedup_threshold",)),
+            ("unvalidated", ("not_validated",)),
+        ]
+    )
     # Every trajectory is either kept or has exactly one drop row per dataset.
     n_in = len(scen["trajectories"])
     assert result.sft.num_rows + len(got) == n_in
     assert [(n, r) for n, _, r in _drops(result, scen, "warmup")] == [
-        ("contaminated", ("task_contaminated",)), ("invalid", ("task_invalid",)), ("unvalidated", ("not_validated",))]
+        ("contaminated", ("task_contaminated",)),
+        ("invalid", ("task_invalid",)),
+        ("unvalidated", ("not_validated",)),
+    ]
     # The kept ones: the better of the two identical "good" kernels, and the distinct one.
     kept = result.sft.to_pylist()
     assert {r["task_id"] for r in kept} == {scen["ids"]["good"]}
@@ -99,8 +113,9 @@ def test_malformed_and_loop_detection_general_cases():
     t3 = trajectory("t", steps=[{"kernel": k, "speedup": 1.3, "reward": 3} for k in "abc"])
     for i in (4, 6):
         msg = t3["messages"][i]["tool_calls"][0]["function"]
-        msg["arguments"] = json.dumps(dict(reversed(list(json.loads(
-            t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items()))))
+        msg["arguments"] = json.dumps(
+            dict(reversed(list(json.loads(t3["messages"][2]["tool_calls"][0]["function"]["arguments"]).items())))
+        )
     assert "in a row" in loop(t3, s)
 
 
@@ -122,9 +137,13 @@ def test_splits_are_by_task_deterministic_and_consistent(scen):
     assert split_of("x", 0.0) == "train" and split_of("x", 1.0) == "validation"
     # Many samples per task across many tasks: no task in both splits, in any dataset.
     tasks = scen["tasks"]
-    trajs = [trajectory(t["task_id"], k, task_code=t["code"], steps=[{"kernel": f"{t['task_id']}{k}",
-                                                                      "speedup": 1.3, "reward": 3}])
-             for t in tasks for k in range(3)]
+    trajs = [
+        trajectory(
+            t["task_id"], k, task_code=t["code"], steps=[{"kernel": f"{t['task_id']}{k}", "speedup": 1.3, "reward": 3}]
+        )
+        for t in tasks
+        for k in range(3)
+    ]
     val = [dict(v, valid=True) for v in scen["validation"]] + [{"task_id": scen["ids"]["unvalidated"], "valid": True}]
     con = [dict(c, contaminated=False) for c in scen["contamination"]]
     r = curate(tasks, val, con, trajs, CurateSettings(validation_fraction=0.5), "cur-3")
@@ -157,12 +176,18 @@ def test_sft_rows_are_trl_conversations(result):
     assert roles[:2] == ["system", "user"] and "tool" in roles and roles[-1] == "assistant"
     calls = [c for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     results = {m["tool_call_id"] for m in row["messages"] if m["role"] == "tool"}
-    assert {c["id"] for c in calls} == results and all(isinstance(c["function"]["arguments"], dict) and
-                                                       c["function"]["arguments"] for c in calls)
+    assert {c["id"] for c in calls} == results and all(
+        isinstance(c["function"]["arguments"], dict) and c["function"]["arguments"] for c in calls
+    )
     # No key without a use: only assistant messages that called tools carry tool_calls, only results the rest.
     for m in row["messages"]:
-        extra = {"tool_calls"} if m["role"] == "assistant" and "tool_calls" in m else \
-            {"tool_call_id", "name"} if m["role"] == "tool" else set()
+        extra = (
+            {"tool_calls"}
+            if m["role"] == "assistant" and "tool_calls" in m
+            else {"tool_call_id", "name"}
+            if m["role"] == "tool"
+            else set()
+        )
         assert set(m) == {"role", "content"} | extra and isinstance(m["content"], str)
     assert row["tools"] == json.loads(TOOLS_JSON)
     assert row["num_turns"] == roles.count("assistant")
@@ -188,8 +213,15 @@ def test_critic_rows_one_per_assistant_turn_with_baseline(scen, result):
     traj_ids = [r["traj_id"] for r in kept]
     n_turns = {r["traj_id"]: r["num_turns"] for r in kept}
     values = {traj_ids[0]: [0.5] * n_turns[traj_ids[0]], traj_ids[1]: [1.0]}  # the second has the wrong length
-    r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
-               "cur-4", values=values)
+    r = curate(
+        scen["tasks"],
+        scen["validation"],
+        scen["contamination"],
+        scen["trajectories"],
+        CurateSettings(),
+        "cur-4",
+        values=values,
+    )
     rows = to_rows(r.critic)
     assert len(rows) == sum(n_turns.values())
     first = [x for x in rows if x["traj_id"] == traj_ids[0]]
@@ -219,14 +251,24 @@ def test_no_trajectories_builds_warmup_only(scen):
 
 def test_latest_contamination_decision_wins(scen):
     ids = scen["ids"]
-    later = [dict(c, run_id="decon-2", contaminated=True) for c in scen["contamination"]
-             if c["task_id"] == ids["good"]]
-    r = curate(scen["tasks"], scen["validation"], scen["contamination"] + later, scen["trajectories"],
-               CurateSettings(), "cur-5")
+    later = [
+        dict(c, run_id="decon-2", contaminated=True) for c in scen["contamination"] if c["task_id"] == ids["good"]
+    ]
+    r = curate(
+        scen["tasks"],
+        scen["validation"],
+        scen["contamination"] + later,
+        scen["trajectories"],
+        CurateSettings(),
+        "cur-5",
+    )
     assert ids["good"] not in set(r.sft.column("task_id").to_pylist())
     assert f"warmup:{ids['good']}" not in set(r.warmup.column("row_id").to_pylist())
-    reasons = {tuple(d["reasons"]) for d in r.drops.to_pylist() if d["task_id"] == ids["good"] and d["kind"] ==
-               "trajectory" and d["dataset"] == "sft"}
+    reasons = {
+        tuple(d["reasons"])
+        for d in r.drops.to_pylist()
+        if d["task_id"] == ids["good"] and d["kind"] == "trajectory" and d["dataset"] == "sft"
+    }
     assert ("contamination_changed", "task_contaminated") in reasons
 
 
@@ -238,8 +280,9 @@ def test_outputs_are_validated_on_write(result):
 
 def _write_inputs(store, scen):
     store.write("tasks", scen["tasks"], "synth-1")
-    store.write("contamination", [{k: v for k, v in c.items() if k != "run_id"} for c in scen["contamination"]],
-                "decon-1")
+    store.write(
+        "contamination", [{k: v for k, v in c.items() if k != "run_id"} for c in scen["contamination"]], "decon-1"
+    )
     store.write("trajectories", scen["trajectories"], "rollout-1")
     val_dir = store.table_dir("validation", "val-1")
     val_dir.mkdir(parents=True)
@@ -250,8 +293,10 @@ def _write_inputs(store, scen):
     else:  # the validation stage's schema is not there yet: the same columns as plain Parquet
         import pyarrow as pa
 
-        pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "run_id"}
-                                             for r in scen["validation"]]), val_dir / "part-00000.parquet")
+        pq.write_table(
+            pa.Table.from_pylist([{k: v for k, v in r.items() if k != "run_id"} for r in scen["validation"]]),
+            val_dir / "part-00000.parquet",
+        )
 
 
 def test_cli_curate_publish_and_lineage_through_parquet_and_duckdb(data_root, scen, tmp_path):
@@ -269,8 +314,10 @@ def test_cli_curate_publish_and_lineage_through_parquet_and_duckdb(data_root, sc
     res = runner.invoke(app, ["curate", *s, "--run-id", "cur-cli"])
     assert res.exit_code == 0, res.output
     assert "warmup" in res.output
-    counts = cat.sql("SELECT (SELECT count(*) FROM warmup) AS w, (SELECT count(*) FROM sft) AS s, "
-                     "(SELECT count(*) FROM critic) AS c, (SELECT count(*) FROM curation_drops) AS d").to_pylist()[0]
+    counts = cat.sql(
+        "SELECT (SELECT count(*) FROM warmup) AS w, (SELECT count(*) FROM sft) AS s, "
+        "(SELECT count(*) FROM critic) AS c, (SELECT count(*) FROM curation_drops) AS d"
+    ).to_pylist()[0]
     assert counts == {"w": 7, "s": 2, "c": 4, "d": 3 + 2 * 13}
     stage = cat.sql("SELECT rows_out, drop_reasons FROM stages WHERE stage = 'curate'").to_pylist()[0]
     assert json.loads(stage["drop_reasons"])["malformed_tool_call"] == 4  # sft + critic rows
@@ -304,8 +351,11 @@ def test_cli_curate_publish_and_lineage_through_parquet_and_duckdb(data_root, sc
     res = runner.invoke(app, ["lineage", "sft:nope", *s])
     assert res.exit_code == 1
     # --dry-run prints the Hub plan and needs no token (nothing is sent).
-    res = runner.invoke(app, ["publish", *s, "--out", str(tmp_path / "dry"), "--repo", "org/kernels", "--dry-run"],
-                        env={"HF_TOKEN": ""})
+    res = runner.invoke(
+        app,
+        ["publish", *s, "--out", str(tmp_path / "dry"), "--repo", "org/kernels", "--dry-run"],
+        env={"HF_TOKEN": ""},
+    )
     assert res.exit_code == 0, res.output
     assert "[dry run] would publish" in res.output and "data/sft/" in res.output and "tagged cur-cli" in res.output
 
@@ -320,12 +370,35 @@ def test_save_result_round_trips(data_root, result):
 
 def test_tasks_removed_by_dedup_are_dropped_with_their_trajectories(scen):
     ids = scen["ids"]
-    dedup = [{"task_id": ids["good"], "cluster_id": ids["slow"], "kept_task_id": ids["slow"], "removed": True,
-              "reason": "near_duplicate", "jaccard_to_kept": 0.93, "cluster_size": 2},
-             {"task_id": ids["slow"], "cluster_id": ids["slow"], "kept_task_id": ids["slow"], "removed": False,
-              "reason": "", "jaccard_to_kept": 1.0, "cluster_size": 2}]
-    r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
-               "cur-6", dedup=conform("dedup", dedup))
+    dedup = [
+        {
+            "task_id": ids["good"],
+            "cluster_id": ids["slow"],
+            "kept_task_id": ids["slow"],
+            "removed": True,
+            "reason": "near_duplicate",
+            "jaccard_to_kept": 0.93,
+            "cluster_size": 2,
+        },
+        {
+            "task_id": ids["slow"],
+            "cluster_id": ids["slow"],
+            "kept_task_id": ids["slow"],
+            "removed": False,
+            "reason": "",
+            "jaccard_to_kept": 1.0,
+            "cluster_size": 2,
+        },
+    ]
+    r = curate(
+        scen["tasks"],
+        scen["validation"],
+        scen["contamination"],
+        scen["trajectories"],
+        CurateSettings(),
+        "cur-6",
+        dedup=conform("dedup", dedup),
+    )
     assert r.sft.num_rows == 0
     warm = {d["item_id"]: d["reason"] for d in r.drops.to_pylist() if d["dataset"] == "warmup"}
     assert warm[ids["good"]] == "near_duplicate" and ids["slow"] not in warm
@@ -341,8 +414,9 @@ def test_conversations_outside_the_published_type_are_cleaned_not_fatal(scen):
             m["reasoning_content"] = "thinking..."
         t["messages"][0]["content"] = {"text": "a system prompt given as an object"}
     r = curate(scen["tasks"], scen["validation"], scen["contamination"], rows, CurateSettings(), "cur-7")
-    base = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
-                  "cur-7")
+    base = curate(
+        scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(), "cur-7"
+    )
     assert r.sft.column("row_id").to_pylist() == base.sft.column("row_id").to_pylist()
     first = to_rows(r.sft)[0]["messages"]
     assert json.loads(first[0]["content"]) == {"text": "a system prompt given as an object"}
@@ -355,8 +429,23 @@ def test_hostile_rows_never_crash_and_every_item_is_accounted_for(scen):
     import random
 
     good = json.loads(json.dumps(trajectory(scen["ids"]["good"], 7, task_code="x")))
-    junk = [None, "", "x", 5, -1.5, True, [], {}, [None], [5], [{"role": 5}], [{"tool_calls": "no"}],
-            [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}], {"a": [1]}, float("nan")]
+    junk = [
+        None,
+        "",
+        "x",
+        5,
+        -1.5,
+        True,
+        [],
+        {},
+        [None],
+        [5],
+        [{"role": 5}],
+        [{"tool_calls": "no"}],
+        [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}],
+        {"a": [1]},
+        float("nan"),
+    ]
     rng = random.Random(0)
     rows = []
     for k, key in enumerate(sorted(good)):
@@ -387,8 +476,9 @@ def test_speedup_is_the_final_kernels_and_rewards_must_agree_with_its_evaluation
 
     s = CurateSettings()
     # The best kernel came first; the final one is slower: the best is not credited to the final answer.
-    t = trajectory("t", steps=[{"kernel": "fast", "speedup": 2.0, "reward": 3},
-                               {"kernel": "slow", "speedup": 1.01, "reward": 3}])
+    t = trajectory(
+        "t", steps=[{"kernel": "fast", "speedup": 2.0, "reward": 3}, {"kernel": "slow", "speedup": 1.01, "reward": 3}]
+    )
     assert t["best_speedup_vs_compile"] == 2.0
     assert trajectory_reasons(t, [], {}, s)[0] == ["below_speedup_threshold"]
     # The agent edited after its last evaluation: the final kernel was scored by a fresh evaluation, no turn timed
@@ -396,8 +486,9 @@ def test_speedup_is_the_final_kernels_and_rewards_must_agree_with_its_evaluation
     untimed = dict(t, final_kernel_hash="f" * 16, final_reward=3)
     assert trajectory_reasons(untimed, [], {}, s)[0] == []
     assert trajectory_reasons(dict(untimed, final_reward=2), [], {}, s)[0] == ["no_speedup_measured"]
-    assert trajectory_reasons(untimed, [], {}, CurateSettings(min_speedup_vs_compile=1.2))[0] == \
-        ["no_speedup_measured"]
+    assert trajectory_reasons(untimed, [], {}, CurateSettings(min_speedup_vs_compile=1.2))[0] == [
+        "no_speedup_measured"
+    ]
     # A positive reward for a final kernel whose last evaluation failed is not trusted.
     bad = json.loads(json.dumps(t))
     bad["turns"][1]["correct"] = False
@@ -414,8 +505,9 @@ def test_reading_in_batches_gives_the_same_result(scen):
 
 
 def test_a_task_the_composer_failed_never_reaches_warmup(scen):
-    tasks = [dict(t, compose_reason="no_code_block") if t["task_id"] == scen["ids"]["good"] else t
-             for t in scen["tasks"]]
+    tasks = [
+        dict(t, compose_reason="no_code_block") if t["task_id"] == scen["ids"]["good"] else t for t in scen["tasks"]
+    ]
     r = curate(tasks, scen["validation"], scen["contamination"], None, CurateSettings(), "cur-8")
     assert f"warmup:{scen['ids']['good']}" not in set(r.warmup.column("row_id").to_pylist())
     assert {d["reason"] for d in r.drops.to_pylist() if d["item_id"] == scen["ids"]["good"]} == {"compose_failed"}
@@ -431,8 +523,9 @@ def test_value_estimates_from_a_file_fill_gae_and_returns_are_always_there(scen,
     kept = to_rows(result.sft)
     rows = [{"traj_id": r["traj_id"], "turn": t, "value": 0.25 * t} for r in kept for t in range(r["num_turns"])]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "values.parquet")
-    (tmp_path / "values.json").write_text(json.dumps({r["traj_id"]: [0.25 * t for t in range(r["num_turns"])]
-                                                      for r in kept}))
+    (tmp_path / "values.json").write_text(
+        json.dumps({r["traj_id"]: [0.25 * t for t in range(r["num_turns"])] for r in kept})
+    )
     outs = []
     for f in ("values.parquet", "values.json"):
         s = CurateSettings(values_path=str(tmp_path / f))

@@ -31,16 +31,25 @@ def _kernel(v: int) -> str:
 
 def agent_trajectory(rounds: int = 4, final_speedup: float = 1.5, traj: str = "t0") -> dict[str, Any]:
     """`rounds` honest rounds with the real tool names; round k writes kernel version k (a new source)."""
-    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You write CUDA kernels."},
-                                  {"role": "user", "content": f"Make it faster:\n{CODE}"}]
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You write CUDA kernels."},
+        {"role": "user", "content": f"Make it faster:\n{CODE}"},
+    ]
     turns: list[dict[str, Any]] = []
     n = 0
 
     def call(name: str, args: dict[str, Any], result: str, **turn: Any) -> None:
         nonlocal n
         cid = f"call_{n}"
-        msgs.append({"role": "assistant", "content": f"step {n}", "tool_calls": [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"step {n}",
+                "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": cid, "name": name, "content": result})
         turns.append({"turn": n, "action": name, "malformed": False, "tool_error": False, **turn})
         n += 1
@@ -53,18 +62,40 @@ def agent_trajectory(rounds: int = 4, final_speedup: float = 1.5, traj: str = "t
         call("write_file", {"path": "kernel.cu", "content": src}, "wrote kernel.cu")
         call("compile", {}, "compiled: ok (12.3 s)", kernel_hash=khash, compiled=True)
         call("verify", {}, "correct: true, max_abs_err 1.2e-07", kernel_hash=khash, compiled=True, correct=True)
-        call("profile", {}, f"eager 1.00 ms, compile {0.6:.2f} ms, solution {0.6 / sp:.3f} ms, "
-             f"speedup vs compile {sp:.2f}x, reward {3 if sp > 1.05 else 1}", kernel_hash=khash, compiled=True,
-             correct=True, speedup_vs_eager=sp * 1.6, speedup_vs_compile=sp, reward=3 if sp > 1.05 else 1)
+        call(
+            "profile",
+            {},
+            f"eager 1.00 ms, compile {0.6:.2f} ms, solution {0.6 / sp:.3f} ms, "
+            f"speedup vs compile {sp:.2f}x, reward {3 if sp > 1.05 else 1}",
+            kernel_hash=khash,
+            compiled=True,
+            correct=True,
+            speedup_vs_eager=sp * 1.6,
+            speedup_vs_compile=sp,
+            reward=3 if sp > 1.05 else 1,
+        )
     call("finish", {"summary": "fused kernel"}, "finished")
     msgs.append({"role": "assistant", "content": "Done."})
     turns.append({"turn": n, "action": "no_tool_call", "malformed": False, "tool_error": False})
-    row = {"traj_id": content_hash(traj), "task_id": TID, "sample_idx": 0, "seed": 0, "model": "m", "run_id": "r",
-           "messages": [{"tool_calls": None, "tool_call_id": None, "name": None, "content": None, **m} for m in msgs],
-           "tools": json.dumps(TOOLS), "turns": [fill_turn(t) for t in turns], "final_reward": 3,
-           "best_speedup_vs_eager": final_speedup * 1.6, "best_speedup_vs_compile": final_speedup,
-           "num_turns": len(turns), "termination": "finished", "final_kernel_hash": khash,
-           "contaminated_at_rollout": False, "contamination_run_id": "d"}
+    row = {
+        "traj_id": content_hash(traj),
+        "task_id": TID,
+        "sample_idx": 0,
+        "seed": 0,
+        "model": "m",
+        "run_id": "r",
+        "messages": [{"tool_calls": None, "tool_call_id": None, "name": None, "content": None, **m} for m in msgs],
+        "tools": json.dumps(TOOLS),
+        "turns": [fill_turn(t) for t in turns],
+        "final_reward": 3,
+        "best_speedup_vs_eager": final_speedup * 1.6,
+        "best_speedup_vs_compile": final_speedup,
+        "num_turns": len(turns),
+        "termination": "finished",
+        "final_kernel_hash": khash,
+        "contaminated_at_rollout": False,
+        "contamination_run_id": "d",
+    }
     return fill_schema("trajectories", row)
 
 
@@ -75,8 +106,11 @@ def fill_turn(t: dict[str, Any]) -> dict[str, Any]:
 
 
 def _asst_idx(t: dict[str, Any], name: str) -> list[int]:
-    return [i for i, m in enumerate(t["messages"]) if m["role"] == "assistant" and m["tool_calls"]
-            and m["tool_calls"][0]["function"]["name"] == name]
+    return [
+        i
+        for i, m in enumerate(t["messages"])
+        if m["role"] == "assistant" and m["tool_calls"] and m["tool_calls"][0]["function"]["name"] == name
+    ]
 
 
 def _repeat_verify(t: dict[str, Any]) -> None:
@@ -88,7 +122,7 @@ def _repeat_verify(t: dict[str, Any]) -> None:
         a2, r2 = copy.deepcopy(a), copy.deepcopy(r)
         a2["tool_calls"][0]["id"] = r2["tool_call_id"] = f"again_{j}"
         extra += [a2, r2]
-    t["messages"][i + 2:i + 2] = extra
+    t["messages"][i + 2 : i + 2] = extra
 
 
 def _malformed(t: dict[str, Any]) -> None:
@@ -162,17 +196,21 @@ def test_a_loop_is_repetition_without_progress_not_a_tool_count():
     i = _asst_idx(t, "profile")[-1]
     a, r = t["messages"][i], t["messages"][i + 1]
     again = [copy.deepcopy(a), dict(r, content=r["content"].replace("0.", "0.1"))]
-    t["messages"][i + 2:i + 2] = again
+    t["messages"][i + 2 : i + 2] = again
     assert loop(t, s) is None
-    t["messages"][i + 2:i + 2] = copy.deepcopy(again)
+    t["messages"][i + 2 : i + 2] = copy.deepcopy(again)
     assert "3 times in a row" in loop(t, s)
     # Writing the very same file again and again and compiling it into the same error is a loop too.
     bad = agent_trajectory(rounds=1)
     w = _asst_idx(bad, "write_file")[0]
-    round_ = [copy.deepcopy(m) for m in bad["messages"][w:w + 4]]
+    round_ = [copy.deepcopy(m) for m in bad["messages"][w : w + 4]]
     round_[3]["content"] = "error: expected ';' at /tmp/opforge-build-abc123/kernel.cu:3"
-    bad["messages"][w:w + 4] = round_ + copy.deepcopy(round_) + [dict(m, content=m["content"].replace(
-        "abc123", "zzz999")) for m in copy.deepcopy(round_)] + copy.deepcopy(round_)
+    bad["messages"][w : w + 4] = (
+        round_
+        + copy.deepcopy(round_)
+        + [dict(m, content=m["content"].replace("abc123", "zzz999")) for m in copy.deepcopy(round_)]
+        + copy.deepcopy(round_)
+    )
     assert "times" in loop(bad, s)
     # The same error after changing the source is progress (the agent is trying something new).
     for k, j in enumerate(_asst_idx(bad, "write_file")):
@@ -183,12 +221,26 @@ def test_a_loop_is_repetition_without_progress_not_a_tool_count():
 
 
 def test_duplicate_filters_keep_one_and_drop_the_rest():
-    tasks = [fill_schema("tasks", {"task_id": TID, "code": CODE, "ops": ["torch.relu"], "data_source": "torch#1",
-                                   "composer": "programmatic", "seed": 0, "run_id": "s"})]
+    tasks = [
+        fill_schema(
+            "tasks",
+            {
+                "task_id": TID,
+                "code": CODE,
+                "ops": ["torch.relu"],
+                "data_source": "torch#1",
+                "composer": "programmatic",
+                "seed": 0,
+                "run_id": "s",
+            },
+        )
+    ]
     val = [{"task_id": TID, "valid": True, "run_id": "v"}]
     a, b = agent_trajectory(traj="a"), agent_trajectory(traj="b", final_speedup=1.4)  # b: same final kernel
     b["turns"][-3]["speedup_vs_compile"] = 1.4
     r = curate(tasks, val, list(CON.values()), [a, b, copy.deepcopy(a)], CurateSettings(), "c")
     assert r.sft.column("traj_id").to_pylist() == [a["traj_id"]]
     assert sorted(d["reason"] for d in r.drops.to_pylist() if d["dataset"] == "sft") == [
-        "duplicate_final_kernel", "duplicate_trajectory"]
+        "duplicate_final_kernel",
+        "duplicate_trajectory",
+    ]

@@ -23,31 +23,71 @@ def test_each_run_draws_new_tasks_and_a_run_stays_reproducible():
     a, b, a2 = (synthesize(s, r).column("task_id").to_pylist() for r in ("run-a", "run-b", "run-a"))
     assert a == a2 and not set(a) & set(b)
     fixed = SynthSettings(n=6, size_profile="small")
-    assert synthesize(fixed, "run-a").column("task_id").to_pylist() == \
-        synthesize(fixed, "run-b").column("task_id").to_pylist()
+    assert (
+        synthesize(fixed, "run-a").column("task_id").to_pylist()
+        == synthesize(fixed, "run-b").column("task_id").to_pylist()
+    )
 
 
 def code(op: str, dim: int = 64) -> str:
     """A small task per operator chain: different chains are different tasks to the dedup view."""
-    return (f"import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {op}\n\n"
-            f"def get_inputs():\n    return [torch.randn(16, {dim})]\n\ndef get_init_inputs():\n    return []\n")
+    return (
+        f"import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {op}\n\n"
+        f"def get_inputs():\n    return [torch.randn(16, {dim})]\n\ndef get_init_inputs():\n    return []\n"
+    )
 
 
-OPS = ["torch.relu(x)", "torch.tanh(x) * torch.sigmoid(x)", "torch.softmax(x, dim=-1).cumsum(dim=1)",
-       "torch.nn.functional.gelu(x).amax(dim=1, keepdim=True)", "torch.logsumexp(x.abs().sqrt(), dim=0)"]
+OPS = [
+    "torch.relu(x)",
+    "torch.tanh(x) * torch.sigmoid(x)",
+    "torch.softmax(x, dim=-1).cumsum(dim=1)",
+    "torch.nn.functional.gelu(x).amax(dim=1, keepdim=True)",
+    "torch.logsumexp(x.abs().sqrt(), dim=0)",
+]
 
 
 def _write_run(root, run, codes, contaminated=()):
     store = DataStore(root)
     ids = [task_id(c) for c in codes]
-    store.write("tasks", [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu"], "data_source":
-                                                "torch#1", "composer": "programmatic", "seed": i, "run_id": run})
-                          for i, (t, c) in enumerate(zip(ids, codes))], run)
-    store.write("validation", [fill_schema("validation", {"task_id": t, "valid": True, "run_id": run})
-                               for t in ids], run)
-    store.write("contamination", [fill_schema("contamination", {"task_id": t, "contaminated": t in contaminated,
-                                                                 "reference_fingerprint": "kb", "method": "exact",
-                                                                 "parse_ok": True}) for t in ids], run)
+    store.write(
+        "tasks",
+        [
+            fill_schema(
+                "tasks",
+                {
+                    "task_id": t,
+                    "code": c,
+                    "ops": ["torch.relu"],
+                    "data_source": "torch#1",
+                    "composer": "programmatic",
+                    "seed": i,
+                    "run_id": run,
+                },
+            )
+            for i, (t, c) in enumerate(zip(ids, codes))
+        ],
+        run,
+    )
+    store.write(
+        "validation", [fill_schema("validation", {"task_id": t, "valid": True, "run_id": run}) for t in ids], run
+    )
+    store.write(
+        "contamination",
+        [
+            fill_schema(
+                "contamination",
+                {
+                    "task_id": t,
+                    "contaminated": t in contaminated,
+                    "reference_fingerprint": "kb",
+                    "method": "exact",
+                    "parse_ok": True,
+                },
+            )
+            for t in ids
+        ],
+        run,
+    )
     from pipeline.decontam.stage import dedup
 
     store.write("dedup", dedup(list(zip(ids, codes))), run)  # the run's own dedup stage
@@ -60,15 +100,23 @@ def test_the_pool_accumulates_runs_deduplicated_and_cli_and_flow_read_it_alike(t
     near = code(OPS[1], dim=72)  # run 2 composes a near copy of a run-1 task
     second = _write_run(root, "2026-01-02T02-00-00-bbbb", [code(OPS[0]), near, code(OPS[3]), code(OPS[4])])
     assert second[0] == first[0]  # the same task composed again is the same task
-    DataStore(root).write("trajectories", [trajectory(first[2], task_code=code(OPS[2]), run_id="roll-1")],
-                          "roll-1", shard="t")
+    DataStore(root).write(
+        "trajectories", [trajectory(first[2], task_code=code(OPS[2]), run_id="roll-1")], "roll-1", shard="t"
+    )
 
     ins = curation_inputs(root)
     assert ins["tasks"].num_rows == 6
     removed = {r["task_id"]: r for r in ins["dedup"].to_pylist() if r["removed"]}
     assert set(removed) == {second[1]} and removed[second[1]]["kept_task_id"] == first[1]
-    r = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], CurateSettings(), "cur",
-               dedup=ins["dedup"])
+    r = curate(
+        ins["tasks"],
+        ins["validation"],
+        ins["contamination"],
+        ins["trajectories"],
+        CurateSettings(),
+        "cur",
+        dedup=ins["dedup"],
+    )
     warm = {x["extra_info"]["task_id"] for x in r.warmup.to_pylist()}
     assert warm == {first[0], first[1], first[2], second[2], second[3]}
     assert r.summary["inputs"]["trajectories"] == 1 and r.sft.num_rows == 1

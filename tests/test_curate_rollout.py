@@ -33,18 +33,40 @@ def rolled(tmp_path_factory):
 
     codes = [task_code(i) for i in range(3)]
     ids = [task_id(c) for c in codes]
-    explore = [_turn("Look.", _call("list_files")), _turn("Read.", _call("read_file", path="model.py")),
-               _turn("Done.", _call("finish", summary="explored"))]
+    explore = [
+        _turn("Look.", _call("list_files")),
+        _turn("Read.", _call("read_file", path="model.py")),
+        _turn("Done.", _call("finish", summary="explored")),
+    ]
     looping = [_turn("Look.", _call("list_files"))] * 3 + [_turn("Done.", _call("finish", summary="x"))]
     garbage = ["I will not call a tool.", "Still no tool.", "Nope."]
     be = ReplayBackend({ids[0]: explore, ids[1]: looping, ids[2]: garbage})
-    s = RolloutSettings(backend="replay", concurrency=2, final_eval=False, samples_per_task=2,
-                        max_consecutive_malformed=2)
-    out = rollout(pa.table({"task_id": ids, "code": codes}), s, be,
-                  {"cache_dir": str(tmp_path_factory.mktemp("eval-cache"))}, "rollout-real", runner=LocalRunner())
-    tasks = [fill_schema("tasks", {"task_id": t, "code": c, "ops": ["torch.relu", "torch.mul"],
-                                   "data_source": "torch#2", "composer": "programmatic", "seed": i,
-                                   "run_id": "synth"}) for i, (t, c) in enumerate(zip(ids, codes))]
+    s = RolloutSettings(
+        backend="replay", concurrency=2, final_eval=False, samples_per_task=2, max_consecutive_malformed=2
+    )
+    out = rollout(
+        pa.table({"task_id": ids, "code": codes}),
+        s,
+        be,
+        {"cache_dir": str(tmp_path_factory.mktemp("eval-cache"))},
+        "rollout-real",
+        runner=LocalRunner(),
+    )
+    tasks = [
+        fill_schema(
+            "tasks",
+            {
+                "task_id": t,
+                "code": c,
+                "ops": ["torch.relu", "torch.mul"],
+                "data_source": "torch#2",
+                "composer": "programmatic",
+                "seed": i,
+                "run_id": "synth",
+            },
+        )
+        for i, (t, c) in enumerate(zip(ids, codes))
+    ]
     val = [{"task_id": t, "valid": True, "run_id": "val"} for t in ids]
     con = [{"task_id": t, "contaminated": False, "run_id": "decon"} for t in ids]
     return {"traj": out, "tasks": tasks, "val": val, "con": con, "ids": ids}
@@ -79,8 +101,9 @@ def test_a_positive_real_trajectory_is_published_verbatim(rolled):
     i = next(k for k, r in enumerate(rows) if r["task_id"] == rolled["ids"][0])
     row = rows[i]
     last = row["turns"][-2]
-    last.update(kernel_hash="k" * 16, compiled=True, correct=True, speedup_vs_eager=2.4, speedup_vs_compile=1.6,
-                reward=3)
+    last.update(
+        kernel_hash="k" * 16, compiled=True, correct=True, speedup_vs_eager=2.4, speedup_vs_compile=1.6, reward=3
+    )
     row.update(final_reward=3, final_kernel_hash="k" * 16, best_speedup_vs_compile=1.6, best_speedup_vs_eager=2.4)
     from pipeline.storage import conform
 

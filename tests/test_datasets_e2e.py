@@ -50,40 +50,73 @@ def test_synth_to_published_datasets(tmp_path, tmp_path_factory, kernelbench_pat
     store.write("tasks", tasks, RUN)
     val = validate(tasks, ValidateSettings(check_compile=False, timeout_s=60), "cpu")
     store.write("validation", val, RUN)
-    valid = tasks.filter(pa.compute.is_in(tasks.column("task_id"), value_set=val.filter(
-        val.column("valid")).column("task_id")))
+    valid = tasks.filter(
+        pa.compute.is_in(tasks.column("task_id"), value_set=val.filter(val.column("valid")).column("task_id"))
+    )
     settings = DecontamSettings()
     con = decontaminate(valid.select(["task_id", "code"]), load_reference(kernelbench_path), settings)
     store.write("contamination", con, RUN)
-    clean = valid.filter(pa.compute.is_in(valid.column("task_id"), value_set=con.filter(
-        pa.compute.invert(con.column("contaminated"))).column("task_id")))
+    clean = valid.filter(
+        pa.compute.is_in(
+            valid.column("task_id"),
+            value_set=con.filter(pa.compute.invert(con.column("contaminated"))).column("task_id"),
+        )
+    )
     store.write("dedup", dedup(clean.select(["task_id", "code"]), settings), RUN)
     assert clean.num_rows >= 1, (val.to_pylist(), con.to_pylist())
 
     eval_settings = {"cache_dir": str(tmp_path_factory.mktemp("eval-cache"))}
     engine = shared_tiny_engine(build_tiny_model(tmp_path_factory.getbasetemp() / "tiny-llm"), max_model_len=4096)
-    s = RolloutSettings(backend="vllm", max_turns=2, max_tokens_per_turn=48, max_context_tokens=4096,
-                        concurrency=4, final_eval=False, single_turn_samples=2, temperature=0.8)
+    s = RolloutSettings(
+        backend="vllm",
+        max_turns=2,
+        max_tokens_per_turn=48,
+        max_context_tokens=4096,
+        concurrency=4,
+        final_eval=False,
+        single_turn_samples=2,
+        temperature=0.8,
+    )
     tiny = rollout(clean, s, engine, eval_settings, RUN, out_dir=root, runner=LocalRunner())
     kernel = "__global__ void k(float* y, const float* x, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }"
-    script = [{"content": "Look first.", "tool_calls": [_call("list_files")]},
-              {"content": "A kernel.", "tool_calls": [_call("write_file", path="kernels/k.cu", content=kernel)]},
-              {"content": "Done.", "tool_calls": [_call("finish", summary="copy kernel")]}]
+    script = [
+        {"content": "Look first.", "tool_calls": [_call("list_files")]},
+        {"content": "A kernel.", "tool_calls": [_call("write_file", path="kernels/k.cu", content=kernel)]},
+        {"content": "Done.", "tool_calls": [_call("finish", summary="copy kernel")]},
+    ]
     replay = ReplayBackend({t: script for t in clean.column("task_id").to_pylist()})
-    rep = rollout(clean, s.model_copy(update={"backend": "replay", "seed": 1, "max_turns": 5,
-                                              "single_turn_samples": 0}), replay, eval_settings, RUN, out_dir=root,
-                  runner=LocalRunner())
+    rep = rollout(
+        clean,
+        s.model_copy(update={"backend": "replay", "seed": 1, "max_turns": 5, "single_turn_samples": 0}),
+        replay,
+        eval_settings,
+        RUN,
+        out_dir=root,
+        runner=LocalRunner(),
+    )
     assert tiny.num_rows == rep.num_rows == clean.num_rows
     assert store.read("single_turn").num_rows == 2 * clean.num_rows
 
     cs = CurateSettings(critic_source="integrity")
     ins = curation_inputs(root, RUN, "pool", settings)
-    result = curate(ins["tasks"], ins["validation"], ins["contamination"], ins["trajectories"], cs, "cur-e2e",
-                    dedup=ins["dedup"], single_turn=ins["single_turn"])
+    result = curate(
+        ins["tasks"],
+        ins["validation"],
+        ins["contamination"],
+        ins["trajectories"],
+        cs,
+        "cur-e2e",
+        dedup=ins["dedup"],
+        single_turn=ins["single_turn"],
+    )
     save_result(result, root)
     rows = result.summary["rows"]
-    print("\nrows per config:", rows, "\nfilter yields:", {
-        ds: {f["reason"]: f["dropped"] for f in fs if f["dropped"]} for ds, fs in result.summary["filters"].items()})
+    print(
+        "\nrows per config:",
+        rows,
+        "\nfilter yields:",
+        {ds: {f["reason"]: f["dropped"] for f in fs if f["dropped"]} for ds, fs in result.summary["filters"].items()},
+    )
     assert rows["warmup"] == clean.num_rows and rows["critic"] >= 3 * clean.num_rows
     assert rows["sft"] == 0 and rows["rejection_sampled"] == 0  # nothing is rewarded without a GPU
     n_drops = {ds: sum(1 for d in result.drops.to_pylist() if d["dataset"] == ds) for ds in DATASETS}

@@ -46,8 +46,9 @@ def test_semantic_view_keeps_the_disguise_calibration(kernelbench_path, tmp_path
     ex = build_set(sample, seed=5, n_compositions=40, combos_per_ref=1)
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "sem"))
     rows = decontaminate([(e.example_id, e.code) for e in ex], sample, settings).to_pylist()
-    wrong = [(e.example_id, e.kind, r["reason"], r["nearest_ref"]) for e, r in zip(ex, rows)
-             if r["contaminated"] != e.label]
+    wrong = [
+        (e.example_id, e.kind, r["reason"], r["nearest_ref"]) for e, r in zip(ex, rows) if r["contaminated"] != e.label
+    ]
     assert sum(e.label for e in ex) >= 20 and sum(not e.label for e in ex) >= 30
     assert not wrong, wrong
     assert any(r["semantic_status"] == "traced" for r in rows)

@@ -15,8 +15,28 @@ from pipeline.decontam.calibration.negatives import compose
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.stage import dedup
 
-OPS = ["relu", "gelu", "sigmoid", "tanh", "mish", "hardswish", "softplus", "elu", "selu", "exp", "abs", "sum",
-       "mean", "softmax", "logsumexp", "cumsum", "norm", "clamp", "div", "sub"]
+OPS = [
+    "relu",
+    "gelu",
+    "sigmoid",
+    "tanh",
+    "mish",
+    "hardswish",
+    "softplus",
+    "elu",
+    "selu",
+    "exp",
+    "abs",
+    "sum",
+    "mean",
+    "softmax",
+    "logsumexp",
+    "cumsum",
+    "norm",
+    "clamp",
+    "div",
+    "sub",
+]
 
 
 def _corpus(n_groups: int = 30, seed: int = 0) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -71,8 +91,12 @@ def test_keep_policy(policy):
     for r in out:
         members.setdefault(r["cluster_id"], []).append(r["task_id"])
     for kept, ms in members.items():
-        key = {"first": lambda t: order[t], "shortest": lambda t: (length[t], t),
-               "longest": lambda t: (-length[t], t), "smallest_id": lambda t: t}[policy]
+        key = {
+            "first": lambda t: order[t],
+            "shortest": lambda t: (length[t], t),
+            "longest": lambda t: (-length[t], t),
+            "smallest_id": lambda t: t,
+        }[policy]
         assert kept == min(ms, key=key)
 
 

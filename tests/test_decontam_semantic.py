@@ -29,12 +29,14 @@ SOURCES = {
 }
 OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_", "level1/38_L1Norm_"]
 # Near-variants (one change of meaning) of problems in the reference: (task id, source, mutation, what changed)
-VARIANTS = [("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
-            ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean")]
+VARIANTS = [
+    ("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
+    ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean"),
+]
 # A one-op problem with its op swapped is another problem (softmax -> log-softmax is KernelBench's LogSoftmax):
 # not a near-variant of the first (near_variant_min_kept).
 SWAPPED = ("swapped:softmax_log", "level1/23_Softmax", "swap_op")
-DIFFERENT = '''
+DIFFERENT = """
 import torch
 import torch.nn as nn
 
@@ -50,9 +52,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 # A task that tries to poison every later trace in its jailed process: it must change nothing but its own view.
-HOSTILE = '''
+HOSTILE = """
 import torch
 import torch.nn as nn
 torch.matmul = lambda a, b: a
@@ -68,7 +70,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +98,15 @@ def semantic_run(kernelbench_path, tmp_path_factory):
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
     table = decontaminate(cands, reference, settings)
     keep = decontaminate(cands, reference, settings.model_copy(update={"near_variant_policy": "keep"}))
-    return {"rows": {r["task_id"]: r for r in table.to_pylist()}, "table": table, "cands": cands,
-            "reference": reference, "sources": sources, "settings": settings,
-            "keep": {r["task_id"]: r for r in keep.to_pylist()}}
+    return {
+        "rows": {r["task_id"]: r for r in table.to_pylist()},
+        "table": table,
+        "cands": cands,
+        "reference": reference,
+        "sources": sources,
+        "settings": settings,
+        "keep": {r["task_id"]: r for r in keep.to_pylist()},
+    }
 
 
 def test_every_rewrite_kind_has_a_verified_paraphrase(semantic_run):
@@ -107,8 +115,11 @@ def test_every_rewrite_kind_has_a_verified_paraphrase(semantic_run):
 
 @pytest.mark.parametrize("kind", [*KINDS, "hand"])
 def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
-    tid = next(t for t in semantic_run["sources"] if t.split(":")[0] in ("para", "hand") and
-               (t == f"para:{kind}" or (kind == "hand" and t.startswith("hand:"))))
+    tid = next(
+        t
+        for t in semantic_run["sources"]
+        if t.split(":")[0] in ("para", "hand") and (t == f"para:{kind}" or (kind == "hand" and t.startswith("hand:")))
+    )
     r = semantic_run["rows"][tid]
     assert r["contaminated"], (r["semantic_status"], r["semantic_score"], r["evidence"][:600])
     assert r["nearest_ref"] == semantic_run["sources"][tid], r
@@ -158,11 +169,13 @@ def test_different_and_hostile_tasks_are_not_flagged(semantic_run):
 def test_a_hostile_task_cannot_alter_other_traces(semantic_run):
     from pipeline.decontam.semantic import semantic_views
 
-    settings = semantic_run["settings"].model_copy(update={"semantic_cache_dir": semantic_run["settings"]
-                                                           .semantic_cache_dir + "-fresh"})
+    settings = semantic_run["settings"].model_copy(
+        update={"semantic_cache_dir": semantic_run["settings"].semantic_cache_dir + "-fresh"}
+    )
     code = dict(semantic_run["cands"])["para:matmul"]
-    alone = semantic_views([code], settings.model_copy(update={"semantic_cache_dir": settings.semantic_cache_dir
-                                                               + "-alone"}))[0]
+    alone = semantic_views(
+        [code], settings.model_copy(update={"semantic_cache_dir": settings.semantic_cache_dir + "-alone"})
+    )[0]
     after = semantic_views([HOSTILE, code], settings.model_copy(update={"workers": 1}))[1]
     assert alone.ok and after.ok and alone.features.tobytes() == after.features.tobytes()
     assert any(lab == "mm" for lab in after.graph.labels)
@@ -171,8 +184,14 @@ def test_a_hostile_task_cannot_alter_other_traces(semantic_run):
 def test_report_shows_view_evidence_and_graphs(semantic_run, tmp_path):
     from pipeline.decontam.report import write_report
 
-    path = write_report(semantic_run["table"], semantic_run["cands"], semantic_run["reference"],
-                        semantic_run["settings"], tmp_path, reference_source="test")
+    path = write_report(
+        semantic_run["table"],
+        semantic_run["cands"],
+        semantic_run["reference"],
+        semantic_run["settings"],
+        tmp_path,
+        reference_source="test",
+    )
     html = path.read_text()
     meta = json.loads((tmp_path / "report_meta.json").read_text())
     assert "view fired" in html and "near-policy" in html and "normalized core ATen graph" in html
@@ -185,7 +204,7 @@ def test_report_shows_view_evidence_and_graphs(semantic_run, tmp_path):
 
 # A task that writes forged results for the jobs after it into every file descriptor it can reach (its own, and
 # the worker's through /proc), then one that kills its worker: the other tasks' views must be their own.
-FORGER = '''
+FORGER = """
 import json, os
 import torch
 import torch.nn as nn
@@ -217,8 +236,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
-KILLER = FORGER.split("fake =")[0] + "os.kill(os.getppid(), 9)\n" + FORGER[FORGER.index("\nclass Model"):]
+"""
+KILLER = FORGER.split("fake =")[0] + "os.kill(os.getppid(), 9)\n" + FORGER[FORGER.index("\nclass Model") :]
 
 
 def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semantic_run):
@@ -228,8 +247,10 @@ def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semant
     codes = dict(semantic_run["cands"])
     a, b = codes["para:matmul"], codes["para:formula"]
     alone = semantic_views([a, b], semantic_run["settings"].model_copy(update={"semantic_cache_dir": base + "-2"}))
-    mixed = semantic_views([a, FORGER, KILLER, b], semantic_run["settings"].model_copy(
-        update={"workers": 1, "semantic_cache_dir": base + "-3"}))
+    mixed = semantic_views(
+        [a, FORGER, KILLER, b],
+        semantic_run["settings"].model_copy(update={"workers": 1, "semantic_cache_dir": base + "-3"}),
+    )
     assert mixed[2].reason == "worker_died" and not mixed[2].ok
     # the forger garbled its own answer (crashed) and nothing else: its lines never reached the worker's channel
     assert mixed[1].reason in ("crashed", "") and len(mixed) == 4

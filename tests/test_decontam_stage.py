@@ -20,12 +20,19 @@ from pipeline.decontam.settings import DecontamSettings
 from pipeline.decontam.stage import UNDECIDED, decontaminate
 from pipeline.kernelbench import fingerprint, load_reference
 
-SOURCES = ["level1/19_ReLU", "level1/23_Softmax", "level2/1_Conv2D_ReLU_BiasAdd", "level2/12_Gemm_Multiply_LeakyReLU",
-           "level3/17_SqueezeNetFireModule", "level3/1_MLP", "level4/16_gpt2_bs1_seq1023"]
+SOURCES = [
+    "level1/19_ReLU",
+    "level1/23_Softmax",
+    "level2/1_Conv2D_ReLU_BiasAdd",
+    "level2/12_Gemm_Multiply_LeakyReLU",
+    "level3/17_SqueezeNetFireModule",
+    "level3/1_MLP",
+    "level4/16_gpt2_bs1_seq1023",
+]
 
 # New tasks, written by hand in KernelBench format: none is a KernelBench problem, two share ops with one.
 CLEAN_BY_HAND = {
-    "clean:conv_gelu_sigmoid_mul": '''
+    "clean:conv_gelu_sigmoid_mul": """
 import torch
 import torch.nn as nn
 
@@ -45,8 +52,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [3, 16, 3]
-''',
-    "clean:rmsnorm_residual": '''
+""",
+    "clean:rmsnorm_residual": """
 import torch
 import torch.nn as nn
 
@@ -66,7 +73,7 @@ def get_inputs():
 
 def get_init_inputs():
     return [4096]
-''',
+""",
 }
 
 
@@ -93,7 +100,6 @@ def refs(kernelbench_path):
 
 def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
     from pipeline.cli import app
-
     from pipeline.decontam.calibration.calibrate import equivalent_refs
     from pipeline.decontam.settings import DecontamSettings
 
@@ -102,8 +108,19 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
     cand = tmp_path / "candidates.parquet"
     pq.write_table(pa.table({"task_id": [r[0] for r in rows], "code": [r[1] for r in rows]}), cand)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["decontam", str(cand), "--reference", str(kernelbench_path), "--out", str(out),
-                                      "--set", "decontam.semantic=false"])  # semantic: test_decontam_semantic.py
+    result = CliRunner().invoke(
+        app,
+        [
+            "decontam",
+            str(cand),
+            "--reference",
+            str(kernelbench_path),
+            "--out",
+            str(out),
+            "--set",
+            "decontam.semantic=false",
+        ],
+    )  # semantic: test_decontam_semantic.py
     assert result.exit_code == 0, result.output
     tbl = pq.read_table(out / "contamination.parquet")
     assert tbl.num_rows == len(rows)
@@ -113,16 +130,16 @@ def test_cli_on_kernelbench(tmp_path, kernelbench_path, refs):
         assert r["contaminated"] is label, (tid, r)
         assert 0.0 <= r["score"] <= 1.0
         if source:  # the source, or a problem no view can tell from it once constants change (level3 1 vs 2)
-            assert r["nearest_ref"] == source or r["nearest_ref"] in equiv.get(source, set()), \
-                (tid, r["nearest_ref"])
+            assert r["nearest_ref"] == source or r["nearest_ref"] in equiv.get(source, set()), (tid, r["nearest_ref"])
     assert got["copy:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "exact_md5"
     assert got["disguised:level2/1_Conv2D_ReLU_BiasAdd"]["reason"] == "canonical_and_ops"
     assert got["bad:unparseable"]["reason"] == "unparseable" and not got["bad:unparseable"]["parse_ok"]
     assert got["bad:empty"]["reason"] == "empty_code"
     assert {r["reference_fingerprint"] for r in got.values()} == {fingerprint(refs)}
     # the same facts in DuckDB
-    counts = dict(duckdb.sql(f"SELECT reason, count(*) FROM '{out / 'contamination.parquet'}' GROUP BY reason")
-                  .fetchall())
+    counts = dict(
+        duckdb.sql(f"SELECT reason, count(*) FROM '{out / 'contamination.parquet'}' GROUP BY reason").fetchall()
+    )
     assert counts["exact_md5"] == len(SOURCES) and counts["canonical_and_ops"] == len(SOURCES)
     html = (out / "report.html").read_text()
     assert fingerprint(refs) in html and "diff-disguised:level3/17_SqueezeNetFireModule" in html
@@ -135,10 +152,14 @@ def test_lsh_path_agrees_with_exact_scoring(refs):
     lsh = decontaminate(pairs, refs, DecontamSettings(exact_max_refs=0, semantic=False))
     assert set(lsh.column("method").to_pylist()) == {"lsh"}
     assert exact.column("contaminated").to_pylist() == lsh.column("contaminated").to_pylist()
-    flagged = [i for i, c in enumerate(exact.column("contaminated").to_pylist())
-               if c and exact.column("reason")[i].as_py() not in UNDECIDED]  # copies, not undecided code
-    assert [exact.column("nearest_ref")[i].as_py() for i in flagged] == \
-        [lsh.column("nearest_ref")[i].as_py() for i in flagged]
+    flagged = [
+        i
+        for i, c in enumerate(exact.column("contaminated").to_pylist())
+        if c and exact.column("reason")[i].as_py() not in UNDECIDED
+    ]  # copies, not undecided code
+    assert [exact.column("nearest_ref")[i].as_py() for i in flagged] == [
+        lsh.column("nearest_ref")[i].as_py() for i in flagged
+    ]
     assert all(lsh.column("lsh_recalled")[i].as_py() for i in flagged)
 
 
@@ -170,8 +191,9 @@ def test_batched_signatures_and_lsh_queries_equal_datasketch(refs):
     from pipeline.decontam.signatures import minhashes, query_many, signatures
 
     rng = np.random.default_rng(0)
-    sets = [np.unique(rng.integers(0, 2**32, int(n), dtype=np.uint64).astype(np.uint32))
-            for n in rng.integers(0, 3000, 60)] + [np.zeros(0, np.uint32)]
+    sets = [
+        np.unique(rng.integers(0, 2**32, int(n), dtype=np.uint64).astype(np.uint32)) for n in rng.integers(0, 3000, 60)
+    ] + [np.zeros(0, np.uint32)]
     for scheme in ("affine32", "affine64", "legacy"):
         s = DecontamSettings(scheme=scheme, seed=3)
         assert np.array_equal(signatures(sets, s), np.stack([m.hashvalues for m in minhashes(sets, s)])), scheme
@@ -212,8 +234,9 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium; "
-                                                 ".ci/run installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="headless Chromium not installed (apt-get install chromium; .ci/run installs it)"
+)
 def test_report_renders_in_headless_chromium(tmp_path, refs):
     from pipeline.decontam.report import write_report
 
@@ -221,23 +244,36 @@ def test_report_renders_in_headless_chromium(tmp_path, refs):
     pairs = [(r[0], r[1]) for r in rows]
     result = decontaminate(pairs, refs, DecontamSettings(semantic=False))
     path = write_report(result, pairs, refs, DecontamSettings(semantic=False), tmp_path, reference_source="test")
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}",
-           "--virtual-time-budget=3000", "--dump-dom", path.resolve().as_uri()]
+    cmd = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=3000",
+        "--dump-dom",
+        path.resolve().as_uri(),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     dom = proc.stdout
-    assert "<table class=\"sortable\" id=\"candidates\">" in dom, proc.stderr[-2000:]
-    assert dom.count("<details class=\"flagged\"") == sum(r[2] for r in rows)
+    assert '<table class="sortable" id="candidates">' in dom, proc.stderr[-2000:]
+    assert dom.count('<details class="flagged"') == sum(r[2] for r in rows)
     assert fingerprint(refs) in dom
     assert 'id="thresholds"' in dom and "canonical_and_ops" in dom
     # the script ran: clicking a header sorts (dispatch a click from a second page load via a data: wrapper)
     click = tmp_path / "click.html"
     from pipeline.decontam.report import _COLUMNS
 
-    click.write_text(path.read_text().replace(
-        "</body>", f"<script>document.querySelectorAll('#candidates th')[{_COLUMNS.index('score')}].click();"
-                   "document.body.setAttribute('data-sorted', document.querySelector('#candidates th.asc') ? "
-                   "'yes' : 'no');</script></body>"))
+    click.write_text(
+        path.read_text().replace(
+            "</body>",
+            f"<script>document.querySelectorAll('#candidates th')[{_COLUMNS.index('score')}].click();"
+            "document.body.setAttribute('data-sorted', document.querySelector('#candidates th.asc') ? "
+            "'yes' : 'no');</script></body>",
+        )
+    )
     dom2 = subprocess.run(cmd[:-1] + [click.resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert 'data-sorted="yes"' in dom2
     body = dom2.split('id="candidates"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]
@@ -256,8 +292,11 @@ def test_a_failing_canonical_rewrite_costs_one_code_its_canonical_views_not_the_
         raise ValueError("a bug in a rewrite")
 
     monkeypatch.setattr(canon, "fuse_formulas", broken)
-    code = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n"
-            "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
-    rows = decontaminate([("t1", code)], load_reference(kernelbench_path)[:20],
-                         DecontamSettings(semantic=False)).to_pylist()
+    code = (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n"
+        "def get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n"
+    )
+    rows = decontaminate(
+        [("t1", code)], load_reference(kernelbench_path)[:20], DecontamSettings(semantic=False)
+    ).to_pylist()
     assert len(rows) == 1 and rows[0]["reason"] == "canon_error" and rows[0]["parse_ok"] is False

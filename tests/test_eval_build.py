@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.evaluate.build import compile_solution, gencode_flags, trim_log
-from pipeline.evaluate.workspace import (BINDING_CPP, PROTECTED_FILES, check_protected, init_workspace, is_workspace,
-                                         solution_files)
+from pipeline.evaluate.workspace import (
+    BINDING_CPP,
+    PROTECTED_FILES,
+    check_protected,
+    init_workspace,
+    is_workspace,
+    solution_files,
+)
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "kernels"
 sys.path.insert(0, str(FIX))
@@ -23,8 +29,15 @@ TASK = A.task_code("vec_add")
 def test_init_workspace_layout(tmp_path):
     init_workspace(tmp_path / "ws", TASK)
     ws = tmp_path / "ws"
-    for rel in ("model.py", "model_new.py", "binding.cpp", "binding_registry.h", "kernels/identity.cu",
-                "kernels/identity_binding.cpp", ".opforge/manifest.json"):
+    for rel in (
+        "model.py",
+        "model_new.py",
+        "binding.cpp",
+        "binding_registry.h",
+        "kernels/identity.cu",
+        "kernels/identity_binding.cpp",
+        ".opforge/manifest.json",
+    ):
         assert (ws / rel).is_file(), rel
     assert (ws / "model.py").read_text() == TASK
     assert is_workspace(ws) and set(PROTECTED_FILES) >= {"model.py", "binding.cpp", "binding_registry.h"}
@@ -41,8 +54,11 @@ def test_protected_file_detection(tmp_path):
     (ws / "binding.cpp").write_text(BINDING_CPP + "// edit\n")
     (ws / "torch.py").write_text("")
     v = check_protected(ws, TASK)
-    assert {"protected_file_modified:model.py", "protected_file_modified:binding.cpp",
-            "shadowing_file:torch.py"} <= set(v)
+    assert {
+        "protected_file_modified:model.py",
+        "protected_file_modified:binding.cpp",
+        "shadowing_file:torch.py",
+    } <= set(v)
     # Rewriting the manifest to match the edited task does not hide the change from the real task text.
     man = json.loads((ws / ".opforge/manifest.json").read_text())
     import hashlib
@@ -133,7 +149,8 @@ def test_built_extension_loads_and_runs(tmp_path):
         f.unlink()
     (ws / "kernels" / "host_add.cu").write_text(
         'extern "C" void host_add(const float* a, const float* b, float* out, long n) {\n'
-        "  for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];\n}\n")
+        "  for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];\n}\n"
+    )
     (ws / "kernels" / "host_add_binding.cpp").write_text(
         '#include "../binding_registry.h"\n'
         'extern "C" void host_add(const float* a, const float* b, float* out, long n);\n'
@@ -143,13 +160,17 @@ def test_built_extension_loads_and_runs(tmp_path):
         "  auto out = torch::empty_like(ac);\n"
         "  host_add(ac.data_ptr<float>(), bc.data_ptr<float>(), out.data_ptr<float>(), ac.numel());\n"
         "  return out;\n}\n"
-        "REGISTER_BINDING(add_forward, add_forward)\n")
+        "REGISTER_BINDING(add_forward, add_forward)\n"
+    )
     r = compile_solution(ws, A.shared_cache_dir(), arch_list="9.0")
     assert r.ok, r.log
-    code = ("import sys, torch\nsys.path.insert(0, sys.argv[1])\nimport cuda_extension as m\n"
-            "a, b = torch.randn(1000), torch.randn(1000)\nassert torch.equal(m.add_forward(a, b), a + b)\n"
-            "try:\n    m.add_forward(a, torch.randn(3))\nexcept RuntimeError as e:\n    print('raised', e)\n")
-    out = subprocess.run([sys.executable, "-c", code, str(Path(r.artifact).parent)], capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import sys, torch\nsys.path.insert(0, sys.argv[1])\nimport cuda_extension as m\n"
+        "a, b = torch.randn(1000), torch.randn(1000)\nassert torch.equal(m.add_forward(a, b), a + b)\n"
+        "try:\n    m.add_forward(a, torch.randn(3))\nexcept RuntimeError as e:\n    print('raised', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(r.artifact).parent)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "shape mismatch" in out.stdout

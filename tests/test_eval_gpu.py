@@ -33,13 +33,35 @@ def _report(name: str, kind: str, res) -> None:
     if not path:
         return
     d = res.to_dict()
-    row = {"name": name, "kind": kind, **{k: d[k] for k in (
-        "compiled", "correct", "reward", "eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager",
-        "speedup_vs_compile", "max_abs_err", "violations", "warnings", "reason", "device", "seconds")},
-        "compile_s": d["compile"].get("seconds"), "compile_cached": d["compile"].get("cached"),
-        "phase_s": d["details"].get("phase_s"), "kernels": d["details"].get("kernels_launched"),
+    row = {
+        "name": name,
+        "kind": kind,
+        **{
+            k: d[k]
+            for k in (
+                "compiled",
+                "correct",
+                "reward",
+                "eager_ms",
+                "compile_ms",
+                "solution_ms",
+                "speedup_vs_eager",
+                "speedup_vs_compile",
+                "max_abs_err",
+                "violations",
+                "warnings",
+                "reason",
+                "device",
+                "seconds",
+            )
+        },
+        "compile_s": d["compile"].get("seconds"),
+        "compile_cached": d["compile"].get("cached"),
+        "phase_s": d["details"].get("phase_s"),
+        "kernels": d["details"].get("kernels_launched"),
         "clock": (d.get("timing") or {}).get("clock_check"),
-        "violation_details": d["details"].get("violation_details")}
+        "violation_details": d["details"].get("violation_details"),
+    }
     with open(path, "a") as f:
         f.write(json.dumps(row, default=str) + "\n")
 
@@ -175,15 +197,22 @@ def test_crashing_candidate_does_not_crash_the_evaluator(built, tmp_path):
     ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
     (ws / "model_new.py").write_text(
         "import ctypes\nimport torch.nn as nn\nimport cuda_extension\n\n\nclass ModelNew(nn.Module):\n"
-        "    def forward(self, a, b):\n        ctypes.string_at(0)\n        return cuda_extension.add_forward(a, b)\n")
+        "    def forward(self, a, b):\n        ctypes.string_at(0)\n        return cuda_extension.add_forward(a, b)\n"
+    )
     cr = compile_solution(ws, built["cache"])
-    res = evaluate(A.task_code("vec_add"), str(ws), mode="verify",
-                   settings={"cache_dir": built["cache"], "static_checks": False}, compile_result=cr)
+    res = evaluate(
+        A.task_code("vec_add"),
+        str(ws),
+        mode="verify",
+        settings={"cache_dir": built["cache"], "static_checks": False},
+        compile_result=cr,
+    )
     _report("segfault_in_forward", "crash", res)
     assert res.reward == -1 and res.reason.startswith("crash:segfault"), (res.reason, res.error[-500:])
 
 
 # ---------------------------------------------------------------- small magnitudes, scalars (scale-aware verdicts)
+
 
 @pytest.mark.parametrize("name", SMALL)
 def test_small_magnitude_honest_kernel_accepted(built, name):
@@ -215,6 +244,7 @@ def test_two_solutions_with_the_same_extension_name_at_once(built):
 
 # ---------------------------------------------------------------- native code against the judge
 
+
 def test_native_static_initializer_forges_nothing(built, monkeypatch):
     """The issue's forged reward 3, tried again: a static initializer reads /proc/self/environ and every file it
     can reach, poisons the baseline cache, writes forged verdicts to every fd and dup2's /dev/null over them; its
@@ -237,8 +267,9 @@ def test_native_static_initializer_forges_nothing(built, monkeypatch):
     monkeypatch.setattr(judge, "run_reference", spy_ref)
     monkeypatch.setattr(judge.EvalDirs, "make", classmethod(lambda cls: dirs.append(real_make()) or dirs[-1]))
     try:
-        res = _eval(built, "kb_native_forge", static_checks=False, keep_eval_dir=True, load_timeout_s=60.0,
-                    call_timeout_s=60.0)
+        res = _eval(
+            built, "kb_native_forge", static_checks=False, keep_eval_dir=True, load_timeout_s=60.0, call_timeout_s=60.0
+        )
         _report("kb_native_forge", "exploit_native", res)
         assert res.reward == -1 and not res.correct, res.reason
         assert {p: p.read_bytes() for p in canary.parent.glob("*.json")} == before

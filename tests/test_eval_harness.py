@@ -17,8 +17,23 @@ sys.path.insert(0, str(FIX))
 import assemble as A  # noqa: E402
 
 TASK = A.task_code("vec_add")
-REQUIRED = {"compiled", "correct", "reward", "eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager",
-            "speedup_vs_compile", "max_abs_err", "max_rel_err", "violations", "device", "timing", "reason", "error"}
+REQUIRED = {
+    "compiled",
+    "correct",
+    "reward",
+    "eager_ms",
+    "compile_ms",
+    "solution_ms",
+    "speedup_vs_eager",
+    "speedup_vs_compile",
+    "max_abs_err",
+    "max_rel_err",
+    "violations",
+    "device",
+    "timing",
+    "reason",
+    "error",
+}
 
 needs_cpu_only = pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the no-GPU path")
 
@@ -56,8 +71,10 @@ def test_cli_json(tmp_path):
     task = tmp_path / "model.py"
     task.write_text(TASK)
     sol = A.EXPLOITS / "ws_torch_op.py"
-    out = CliRunner().invoke(app, ["eval", "--task", str(task), "--solution", str(sol), "--json",
-                                   "--set", f"eval.cache_dir={tmp_path / 'c'}"])
+    out = CliRunner().invoke(
+        app,
+        ["eval", "--task", str(task), "--solution", str(sol), "--json", "--set", f"eval.cache_dir={tmp_path / 'c'}"],
+    )
     assert out.exit_code == 0, out.output
     d = json.loads(out.output)
     assert REQUIRED <= set(d) and d["reward"] == -1 and "torch_compute_op" in d["violations"]
@@ -77,8 +94,16 @@ def _baseline_report(eager: float | None, compile_ms: float | None, stage: str =
     if compile_ms is not None:
         timing["compile"] = {"times_ms": [compile_ms] * 3}
         timing["compile_seconds"] = 4.0 + compile_ms
-    return {"stage": stage, "eager_ms": eager, "compile_ms": compile_ms, "timing": timing, "device": "NVIDIA H200",
-            "torch": "2.11", "reason": reason, "sandbox": {}}
+    return {
+        "stage": stage,
+        "eager_ms": eager,
+        "compile_ms": compile_ms,
+        "timing": timing,
+        "device": "NVIDIA H200",
+        "torch": "2.11",
+        "reason": reason,
+        "sandbox": {},
+    }
 
 
 def test_baseline_figures_are_the_lowest_median_of_the_runs_each_with_its_own_raw_times():

@@ -47,10 +47,22 @@ class ModelNew(nn.Module):
 
 # A host as loaded as CI's (2 cores, several processes) jitters by milliseconds per call: the clock's slack is set
 # for it here; attacks below hide far more than that.
-CPU = {"device": "cpu", "static_checks": False, "allow_torch_ops": ["_softmax", "softmax", "zeros_like", "add"],
-       "trials": 3, "post_timing_trials": 1, "timing_trials": 10, "timing_min_ms": 5.0, "timing_warmup": 3,
-       "timing_warmup_ms": 5.0, "timing_max_trials": 40, "calibration_calls": 10, "clock_slack_ms": 15.0,
-       "check_max_calls": 4, "kernel_launch_check": False}
+CPU = {
+    "device": "cpu",
+    "static_checks": False,
+    "allow_torch_ops": ["_softmax", "softmax", "zeros_like", "add"],
+    "trials": 3,
+    "post_timing_trials": 1,
+    "timing_trials": 10,
+    "timing_min_ms": 5.0,
+    "timing_warmup": 3,
+    "timing_warmup_ms": 5.0,
+    "timing_max_trials": 40,
+    "calibration_calls": 10,
+    "clock_slack_ms": 15.0,
+    "check_max_calls": 4,
+    "kernel_launch_check": False,
+}
 BUILT = CompileResult(True, 0.0, "", True, "", "single_file")  # nothing to build: a pure-Python candidate
 
 
@@ -59,8 +71,13 @@ def _eval(tmp_path: Path, code: str, mode: str = "full", task: str = TASK, prefi
     code = textwrap.dedent(prefix) + code
     sol = tmp_path / f"sol_{abs(hash(code)) % 10**8}.py"
     sol.write_text(code)
-    return evaluate(task, str(sol), mode=mode, settings={**CPU, "cache_dir": str(tmp_path / "cache"), **settings},
-                    compile_result=BUILT)
+    return evaluate(
+        task,
+        str(sol),
+        mode=mode,
+        settings={**CPU, "cache_dir": str(tmp_path / "cache"), **settings},
+        compile_result=BUILT,
+    )
 
 
 def test_honest_candidate_accepted_and_constant_output_rejected(tmp_path):
@@ -131,8 +148,9 @@ def test_forged_replies_and_reports_change_nothing(tmp_path):
                 f.write(json.dumps({"op": op, "ok": True, "violations": []}) + "\\n")
         emit_result({"correct": True, "reward": 3, "violations": []}) if "emit_result" in globals() else None
     """
-    res = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), prefix=forger,
-                mode="verify")
+    res = _eval(
+        tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), prefix=forger, mode="verify"
+    )
     assert not res.correct and res.reward == -1
 
 
@@ -181,8 +199,14 @@ def test_crash_hang_and_error_while_loading_are_contained(tmp_path):
     assert seg.reason == "crash:segfault (during load)" and not seg.correct and not seg.compiled
     before = set(judge._descendants(os.getpid()))
     t0 = time.perf_counter()
-    hang = _eval(tmp_path, "while True:\n    pass\n" + HONEST, mode="verify", load_timeout_s=3.0,
-                 call_timeout_s=3.0, timeout_s=300.0)
+    hang = _eval(
+        tmp_path,
+        "while True:\n    pass\n" + HONEST,
+        mode="verify",
+        load_timeout_s=3.0,
+        call_timeout_s=3.0,
+        timeout_s=300.0,
+    )
     # killed as soon as the judge gave up on it (not at the jail's 300 s), and nothing of it is left
     assert hang.reason == "crash:timeout (during load)" and hang.details["sandbox"]["reason"] == "killed"
     assert not hang.compiled
@@ -247,16 +271,31 @@ def test_single_file_extension_is_loaded_from_its_verified_build_without_rebuild
     ext = cache / "extensions" / "key"  # what the build step leaves: <TORCH_EXTENSIONS_DIR>/<name>/<name>.so
     (ext / "opforge_prebuilt").mkdir(parents=True)
     c = tmp_path / "m.c"
-    c.write_text('#include <Python.h>\nstatic PyObject* two(PyObject* s, PyObject* a) { return PyLong_FromLong(2); }\n'
-                 'static PyMethodDef f[] = {{"two", two, METH_NOARGS, ""}, {0}};\n'
-                 'static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "opforge_prebuilt", 0, -1, f};\n'
-                 "PyMODINIT_FUNC PyInit_opforge_prebuilt(void) { return PyModule_Create(&m); }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], str(c), "-o",
-                    str(ext / "opforge_prebuilt" / "opforge_prebuilt.so")], check=True)
+    c.write_text(
+        "#include <Python.h>\nstatic PyObject* two(PyObject* s, PyObject* a) { return PyLong_FromLong(2); }\n"
+        'static PyMethodDef f[] = {{"two", two, METH_NOARGS, ""}, {0}};\n'
+        'static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "opforge_prebuilt", 0, -1, f};\n'
+        "PyMODINIT_FUNC PyInit_opforge_prebuilt(void) { return PyModule_Create(&m); }\n"
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-I",
+            sysconfig.get_paths()["include"],
+            str(c),
+            "-o",
+            str(ext / "opforge_prebuilt" / "opforge_prebuilt.so"),
+        ],
+        check=True,
+    )
     sol = tmp_path / "sol.py"
-    sol.write_text("from torch.utils.cpp_extension import load_inline\n"
-                   "ext = load_inline(name='opforge_prebuilt', cpp_sources='not C++ at all: a rebuild would fail',"
-                   " functions=[])\nassert ext.two() == 2\n" + HONEST)
+    sol.write_text(
+        "from torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline(name='opforge_prebuilt', cpp_sources='not C++ at all: a rebuild would fail',"
+        " functions=[])\nassert ext.two() == 2\n" + HONEST
+    )
     cr = CompileResult(True, 0.0, "", True, str(ext), "single_file")
     res = evaluate(TASK, str(sol), mode="verify", settings={**CPU, "cache_dir": str(cache)}, compile_result=cr)
     assert res.correct and res.compiled, (res.reason, res.error[-1500:])

@@ -43,31 +43,31 @@ HEADER = "import torch\nimport torch.nn as nn\n"
 VARIANTS = {
     # disguised variants of each pattern, as a hidden test set would write them
     "try_except_fallback": "class ModelNew(nn.Module):\n    def forward(self, x):\n        try:\n            return ext.f(x)\n"
-                           "        except Exception:\n            return x\n",
+    "        except Exception:\n            return x\n",
     "pass_body": "class ModelNew(nn.Module):\n    def forward(self, x):\n        '''doc'''\n        ...\n",
     "threads_or_processes": "from concurrent.futures import ThreadPoolExecutor as P\nclass ModelNew(nn.Module):\n"
-                            "    def forward(self, x):\n        return ext.f(x)\n",
+    "    def forward(self, x):\n        return ext.f(x)\n",
     "timer_patching": "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
-                      "setattr(torch.cuda, 'synchronize', lambda: None)\n",
+    "setattr(torch.cuda, 'synchronize', lambda: None)\n",
     "stream_creation": "from torch.cuda import Stream as S\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
-                       "        super().__init__()\n        self.s = torch.cuda.Stream()\n    def forward(self, x):\n"
-                       "        return ext.f(x)\n",
+    "        super().__init__()\n        self.s = torch.cuda.Stream()\n    def forward(self, x):\n"
+    "        return ext.f(x)\n",
     "lazy_tensor": "class T(torch.Tensor):\n    pass\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                   "        return ext.f(x)\n",
+    "        return ext.f(x)\n",
     "inherits_reference": "from model import Model\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                          "        return Model.forward(self, x)\n",
+    "        return Model.forward(self, x)\n",
     "caller_introspection": "import sys as _s\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                            "        return _s._getframe(1).f_locals['ref']\n",
+    "        return _s._getframe(1).f_locals['ref']\n",
     "dynamic_code": "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                    "        return getattr(torch, 'r' + 'elu')(x)\n",
+    "        return getattr(torch, 'r' + 'elu')(x)\n",
     "io_access": "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.load('cached.pt')\n",
     "torch_compute_op": "import torch.nn.functional as F\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                        "        return F.relu(x)\n",
+    "        return F.relu(x)\n",
     "torch_compile": "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                     "        self.f = torch.compile(lambda x: x)\n    def forward(self, x):\n        return self.f(x)\n",
+    "        self.f = torch.compile(lambda x: x)\n    def forward(self, x):\n        return self.f(x)\n",
     "raw_memory_access": "import ctypes\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n",
     "cuda_graph": "class ModelNew(nn.Module):\n    def forward(self, x):\n        g = torch.cuda.CUDAGraph()\n"
-                  "        return ext.f(x)\n",
+    "        return ext.f(x)\n",
 }
 
 
@@ -80,13 +80,15 @@ def test_pattern_variants(want):
 def test_method_compute_ops_and_exec_in_forward():
     v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return (x * 2).relu()\n")
     assert "torch_compute_op" in v
-    v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        exec('y=1')\n"
-                 "        return ext.f(x)\n")
+    v, _ = names(
+        HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        exec('y=1')\n"
+        "        return ext.f(x)\n"
+    )
     assert "dynamic_code" in v
 
 
 def test_comments_and_strings_do_not_trigger():
-    code = HEADER + textwrap.dedent('''
+    code = HEADER + textwrap.dedent("""
         # try: except: import threading; torch.cuda.Stream() -- all in a comment
         DOC = "we never call inspect or gc or torch.cuda.Stream here"
 
@@ -96,7 +98,7 @@ def test_comments_and_strings_do_not_trigger():
 
             def forward(self, x):
                 return ext.run(x)
-        ''')
+        """)
     v, w = names(code)
     assert v == [] and w == []
 
@@ -104,14 +106,20 @@ def test_comments_and_strings_do_not_trigger():
 def test_precision_cast_is_a_warning():
     v, w = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x.half())\n")
     assert v == [] and w == ["precision_cast"]
-    v, _ = summarize(check_python(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                                  "        return ext.f(x.half())\n"), warnings_reject=True)
+    v, _ = summarize(
+        check_python(
+            HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x.half())\n"
+        ),
+        warnings_reject=True,
+    )
     assert v == ["precision_cast"]
 
 
 def test_cuda_checks_strip_comments():
-    src = ("// cudaStreamCreate(&s) in a comment\n/* std::thread t; */\n__global__ void k(float* x) {}\n"
-           "void go(float* x) { cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }\n")
+    src = (
+        "// cudaStreamCreate(&s) in a comment\n/* std::thread t; */\n__global__ void k(float* x) {}\n"
+        "void go(float* x) { cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }\n"
+    )
     found = check_cpp(src)
     assert {f.name for f in found} == {"stream_creation"} and all(f.line == 4 for f in found)
     assert check_cpp("__global__ void k(const float* a, float* b) { b[0] = a[0]; }\n") == []
@@ -119,13 +127,19 @@ def test_cuda_checks_strip_comments():
 
 def test_l2_persistence_is_rejected_in_every_spelling():
     # An access-policy window marked persisting keeps a kernel's data in L2 through the per-call flush.
-    runtime = ("void pin(float* w, size_t n, cudaStream_t s) {\n  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, n);\n"
-               "  cudaStreamAttrValue a = {};\n  a.accessPolicyWindow.base_ptr = w;\n"
-               "  a.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
-               "  cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &a);\n}\n")
-    driver = "void pin(CUstream s) { CUstreamAttrValue v; v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING; }\n"
-    libcu = ("#include <cuda/annotated_ptr>\n__global__ void k(float* x) {\n"
-             "  cuda::annotated_ptr<float, cuda::access_property::persisting> p{x};\n  p[0] = 1.f;\n}\n")
+    runtime = (
+        "void pin(float* w, size_t n, cudaStream_t s) {\n  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, n);\n"
+        "  cudaStreamAttrValue a = {};\n  a.accessPolicyWindow.base_ptr = w;\n"
+        "  a.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
+        "  cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &a);\n}\n"
+    )
+    driver = (
+        "void pin(CUstream s) { CUstreamAttrValue v; v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING; }\n"
+    )
+    libcu = (
+        "#include <cuda/annotated_ptr>\n__global__ void k(float* x) {\n"
+        "  cuda::annotated_ptr<float, cuda::access_property::persisting> p{x};\n  p[0] = 1.f;\n}\n"
+    )
     launch = "void go() { cudaLaunchAttribute at; at.id = cudaLaunchAttributeAccessPolicyWindow; }\n"
     for src in (runtime, driver, libcu, launch):
         assert "l2_persistence" in {f.name for f in check_cpp(src)}, src
@@ -139,10 +153,12 @@ def test_l2_persistence_is_rejected_in_every_spelling():
 def test_direct_library_calls_need_allow_libraries():
     # The op guard closes cuBLAS/cuDNN at dispatch unless allowed; calling them from the binding directly is the
     # same thing and follows the same option.
-    gemm = ("#include <cublas_v2.h>\n#include <ATen/cuda/CUDAContext.h>\n"
-            "void mm(const float* a, const float* b, float* c, int n) {\n"
-            "  auto h = at::cuda::getCurrentCUDABlasHandle();\n  float one = 1.f, zero = 0.f;\n"
-            "  cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n);\n}\n")
+    gemm = (
+        "#include <cublas_v2.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+        "void mm(const float* a, const float* b, float* c, int n) {\n"
+        "  auto h = at::cuda::getCurrentCUDABlasHandle();\n  float one = 1.f, zero = 0.f;\n"
+        "  cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n);\n}\n"
+    )
     conv = "#include <cudnn.h>\nvoid f() { cudnnHandle_t h; cudnnCreate(&h); }\n"
     files = {"kernels/mm_binding.cpp": gemm, "kernels/conv.cu": conv}
     found = check_solution_files(files)
@@ -150,14 +166,21 @@ def test_direct_library_calls_need_allow_libraries():
     assert summarize(found)[0] == ["library_call"]
     only_blas = check_solution_files(files, allow_libraries=["cublas"])
     assert {f.file for f in only_blas if f.name == "library_call"} == {"kernels/conv.cu"}
-    assert [f for f in check_solution_files(files, allow_libraries=["cublas", "cudnn"]) if f.name == "library_call"] == []
+    assert [
+        f for f in check_solution_files(files, allow_libraries=["cublas", "cudnn"]) if f.name == "library_call"
+    ] == []
     # A kernel of one's own that merely mentions the words in a comment or a name passes.
-    assert check_cpp("// unlike cublasSgemm(...)\n__global__ void my_cublas_free_gemm(float* c) { c[0] = 0.f; }\n") == []
+    assert (
+        check_cpp("// unlike cublasSgemm(...)\n__global__ void my_cublas_free_gemm(float* c) { c[0] = 0.f; }\n") == []
+    )
 
 
 def test_cuda_in_python_strings_is_checked():
-    code = HEADER + 'src = """\n#include <torch/extension.h>\nvoid f() { std::thread t([]{}); }\n"""\n' + \
-        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    code = (
+        HEADER
+        + 'src = """\n#include <torch/extension.h>\nvoid f() { std::thread t([]{}); }\n"""\n'
+        + "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    )
     v, _ = names(code)
     assert "threads_or_processes" in v
 
@@ -172,9 +195,13 @@ def test_every_violation_has_a_severity():
 
 
 def test_host_compute_and_aten_calls_in_forward():
-    v, _ = names(HEADER + "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-                 "        return torch.from_numpy(np.tanh(x.cpu().numpy())).to(x.device)\n")
+    v, _ = names(
+        HEADER + "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.from_numpy(np.tanh(x.cpu().numpy())).to(x.device)\n"
+    )
     assert "host_compute" in v
-    v, _ = names(HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
-                 "        return torch.ops.aten.relu.default(x)\n")
+    v, _ = names(
+        HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.ops.aten.relu.default(x)\n"
+    )
     assert "torch_compute_op" in v

@@ -25,6 +25,7 @@ def _softmax_rows(seed: int, cols: int = 32768) -> torch.Tensor:
 
 # ---------------------------------------------------------------- tolerance
 
+
 def test_small_magnitude_outputs_are_judged_at_their_own_scale():
     ref = _softmax_rows(0)  # values ~3e-5: KernelBench's atol 1e-2 accepts anything here
     honest = (ref.double() * (1 + 1e-4 * torch.randn_like(ref, dtype=torch.float64))).float()  # fp32-level error
@@ -87,6 +88,7 @@ def test_degenerate_is_across_inputs_never_within_one_output():
 
 # ---------------------------------------------------------------- clock cross-check
 
+
 def test_clock_accepts_consistent_times_and_catches_hidden_work():
     calib = [0.30, 0.31, 0.29, 0.35, 0.30]
     times = [1.0 + 0.01 * (k % 5) for k in range(100)]
@@ -129,6 +131,7 @@ def test_clock_with_live_calibration_follows_load_and_still_catches_hidden_work(
 
 # ---------------------------------------------------------------- files written by the candidate
 
+
 def test_load_accepts_plain_tensors_and_refuses_crafted_files(tmp_path):
     good = tmp_path / "good.pt"
     tensorio.save([torch.ones(3), (torch.zeros(2), 1.5)], str(good))
@@ -168,6 +171,7 @@ def test_digest_binds_content_and_shape():
 
 # ---------------------------------------------------------------- sealed artifacts and locks
 
+
 def test_sealed_artifact_copy_is_checked(tmp_path):
     cache = tmp_path / "cache"
     art = cache / "extensions" / "k1"
@@ -192,11 +196,19 @@ def test_sealed_artifact_copy_is_checked(tmp_path):
 
 def test_flock_is_released_when_its_holder_dies(tmp_path):
     lock = tmp_path / "gpu.lock"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)\n")],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys, time\n"
+                f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(600)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     import fcntl
 

@@ -26,17 +26,32 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = "fault-run"
 SHARD = 6
 
-_OPS = ["torch.relu(x)", "torch.sigmoid(x)", "torch.tanh(x)", "x * 2.5", "x + 0.75", "torch.nn.functional.gelu(x)",
-        "torch.clamp(x, -1.0, 1.0)", "x.pow(2)", "torch.exp(-x.abs())", "torch.log1p(x.abs())", "torch.cumsum(x, 1)",
-        "torch.softmax(x, dim=-1)", "x - x.mean(dim=-1, keepdim=True)", "torch.nn.functional.silu(x)"]
+_OPS = [
+    "torch.relu(x)",
+    "torch.sigmoid(x)",
+    "torch.tanh(x)",
+    "x * 2.5",
+    "x + 0.75",
+    "torch.nn.functional.gelu(x)",
+    "torch.clamp(x, -1.0, 1.0)",
+    "x.pow(2)",
+    "torch.exp(-x.abs())",
+    "torch.log1p(x.abs())",
+    "torch.cumsum(x, 1)",
+    "torch.softmax(x, dim=-1)",
+    "x - x.mean(dim=-1, keepdim=True)",
+    "torch.nn.functional.silu(x)",
+]
 
 
 def _composed(i: int, rng: random.Random) -> str:
     body = "\n".join(f"        x = {op}" for op in rng.sample(_OPS, rng.randint(2, 5)))
-    return (f"import torch\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
-            f"    def forward(self, x):\n{body}\n        return x\n\n"
-            f"def get_inputs():\n    return [torch.randn({rng.randint(2, 64)}, {rng.randint(8, 4096)})]\n\n"
-            f"def get_init_inputs():\n    return []\n# variant {i}\n")
+    return (
+        f"import torch\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+        f"    def forward(self, x):\n{body}\n        return x\n\n"
+        f"def get_inputs():\n    return [torch.randn({rng.randint(2, 64)}, {rng.randint(8, 4096)})]\n\n"
+        f"def get_init_inputs():\n    return []\n# variant {i}\n"
+    )
 
 
 def _write_tasks(root: Path, reference) -> int:
@@ -77,8 +92,14 @@ def test_kill_9_mid_stage_then_rerun_equals_uninterrupted(prefect_harness, tmp_p
     shard_dir = DataStore(killed).table_dir("contamination", RUN)
 
     env = dict(os.environ, PREFECT_API_URL=current_api_url(), PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(killed), RUN, str(SHARD)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(killed), RUN, str(SHARD)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     done_at_kill = 0
     while proc.poll() is None:  # the kill point is an event (the 3rd shard file), however long a busy machine takes
         done_at_kill = len(list(shard_dir.glob("shard-*.parquet"))) if shard_dir.exists() else 0
@@ -108,9 +129,11 @@ def test_kill_9_mid_stage_then_rerun_equals_uninterrupted(prefect_harness, tmp_p
     # No partial file survives, and the catalog's view sees each row once.
     assert not [p for p in shard_dir.iterdir() if not p.name.startswith("shard-")]
     cat = Catalog(killed / "catalog.duckdb", killed)
-    got = cat.sql("SELECT count(*) AS n, count(DISTINCT task_id) AS d FROM contamination WHERE run_id = ?",
-                  [RUN]).to_pylist()[0]
+    got = cat.sql(
+        "SELECT count(*) AS n, count(DISTINCT task_id) AS d FROM contamination WHERE run_id = ?", [RUN]
+    ).to_pylist()[0]
     assert got == {"n": n, "d": n}
-    files = cat.sql("SELECT count(*) AS f, sum(row_count) AS r FROM table_files WHERE table_name = 'contamination'"
-                    ).to_pylist()[0]
+    files = cat.sql(
+        "SELECT count(*) AS f, sum(row_count) AS r FROM table_files WHERE table_name = 'contamination'"
+    ).to_pylist()[0]
     assert files == {"f": n_shards, "r": n}

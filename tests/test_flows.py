@@ -26,10 +26,14 @@ def _tasks(reference, n_ref: int = 12, n_new: int = 12) -> list[dict]:
     codes = [p.code for p in reference[:n_ref]]
     for i in range(n_new):
         body = "\n".join(f"        x = {o}" for o in rng.sample(ops, 3))
-        codes.append(f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n{body}\n        return x\n"
-                     f"def get_inputs():\n    return [torch.randn(4, {16 + i})]\ndef get_init_inputs():\n    return []\n")
-    return [row("tasks", task_id=task_id(c), code=c, data_source="test", composer="external", seed=i, run_id=RUN)
-            for i, c in enumerate(codes)]
+        codes.append(
+            f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n{body}\n        return x\n"
+            f"def get_inputs():\n    return [torch.randn(4, {16 + i})]\ndef get_init_inputs():\n    return []\n"
+        )
+    return [
+        row("tasks", task_id=task_id(c), code=c, data_source="test", composer="external", seed=i, run_id=RUN)
+        for i, c in enumerate(codes)
+    ]
 
 
 @pytest.fixture()
@@ -93,8 +97,9 @@ def test_decontaminate_flow_on_ray_records_catalog_artifacts_and_resumes(prefect
     assert "level" in json.dumps(summary.data)  # names the matched KernelBench problems
 
     cat = Catalog(seeded_root / "catalog.duckdb", seeded_root)
-    st = cat.sql("SELECT stage, status, rows_in, rows_out, drop_reasons FROM stages WHERE run_id = ? "
-                 "ORDER BY stage", [RUN]).to_pylist()
+    st = cat.sql(
+        "SELECT stage, status, rows_in, rows_out, drop_reasons FROM stages WHERE run_id = ? ORDER BY stage", [RUN]
+    ).to_pylist()
     by = {r["stage"]: r for r in st}
     assert by["decontaminate"]["rows_in"] == 24 and json.loads(by["decontaminate"]["drop_reasons"])
     assert cat.sql("SELECT count(*) AS n FROM table_files WHERE table_name = 'contamination'").to_pylist()[0]["n"] == 5
@@ -112,8 +117,10 @@ def test_decontaminate_flow_on_ray_records_catalog_artifacts_and_resumes(prefect
     # `opforge sql` joins two stages' tables (tasks from synthesis, contamination from decontamination).
     from flows.cli import app
 
-    q = ("SELECT t.data_source, c.contaminated, count(*) AS n FROM tasks t JOIN contamination c "
-         "USING (task_id, run_id) GROUP BY ALL ORDER BY ALL")
+    q = (
+        "SELECT t.data_source, c.contaminated, count(*) AS n FROM tasks t JOIN contamination c "
+        "USING (task_id, run_id) GROUP BY ALL ORDER BY ALL"
+    )
     out = CliRunner().invoke(app, ["sql", q, "--set", f"data_root={seeded_root}", "--format", "json"])
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)
@@ -128,8 +135,9 @@ def test_gpu_stages_are_skipped_with_what_they_need(prefect_harness, seeded_root
     e = evaluate_flow(overrides=[f"data_root={seeded_root}", "device=cpu"], run_id=RUN)["stages"][0]
     assert e["status"] == "skipped" and "GPU" in e["detail"]
     cat = Catalog(seeded_root / "catalog.duckdb", seeded_root)
-    st = {r["stage"]: r for r in cat.sql("SELECT stage, status, detail FROM stages WHERE run_id = ?", [RUN]
-                                         ).to_pylist()}
+    st = {
+        r["stage"]: r for r in cat.sql("SELECT stage, status, detail FROM stages WHERE run_id = ?", [RUN]).to_pylist()
+    }
     assert st["rollout"]["status"] == "skipped" and "GPU" in st["rollout"]["detail"]
 
 
@@ -157,14 +165,25 @@ def test_prefect_yaml_deployments_build_with_their_schedules():
     from flows.deployments import build
 
     deps = {d.name: d for d in build(Path(__file__).resolve().parents[1] / "prefect.yaml", overrides=["synth.n=3"])}
-    assert {"nightly-synthesize-decontaminate", "nightly-rollout", "weekly-publish", "pipeline", "synthesize",
-            "validate", "decontaminate", "rollout", "evaluate", "curate", "publish"} == set(deps)
+    assert {
+        "nightly-synthesize-decontaminate",
+        "nightly-rollout",
+        "weekly-publish",
+        "pipeline",
+        "synthesize",
+        "validate",
+        "decontaminate",
+        "rollout",
+        "evaluate",
+        "curate",
+        "publish",
+    } == set(deps)
     assert [s.schedule.cron for s in deps["nightly-rollout"].schedules] == ["0 4 * * *"]
-    assert deps["nightly-synthesize-decontaminate"].parameters["overrides"] == ["synth.seed_per_run=true",
-                                                                               "synth.n=3"]
+    assert deps["nightly-synthesize-decontaminate"].parameters["overrides"] == ["synth.seed_per_run=true", "synth.n=3"]
     assert [s.schedule.cron for s in deps["nightly-synthesize-decontaminate"].schedules] == ["0 2 * * *"]
     assert deps["weekly-publish"].parameters["run_id"] == "latest"
     assert deps["synthesize"].parameters["overrides"] == ["synth.n=3"]
     # Two runs of one deployment never overlap: a late one waits in the queue.
-    assert all(d.concurrency_limit == 1 and d.concurrency_options.collision_strategy == "ENQUEUE"
-               for d in deps.values())
+    assert all(
+        d.concurrency_limit == 1 and d.concurrency_options.collision_strategy == "ENQUEUE" for d in deps.values()
+    )

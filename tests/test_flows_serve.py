@@ -43,8 +43,13 @@ def prefect_server(tmp_path):
     env = dict(os.environ, PREFECT_HOME=str(tmp_path / "server-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
     env.pop("PREFECT_API_URL", None)
     log = open(tmp_path / "server.log", "w")
-    p = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port",
-                          str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}/api"
     deadline = time.time() + PATIENCE_S
     while time.time() < deadline:
@@ -65,12 +70,18 @@ def prefect_server(tmp_path):
 
 def test_serve_registers_scheduled_deployments_and_a_triggered_run_completes(prefect_server, tmp_path):
     data_root = tmp_path / "data"
-    env = dict(os.environ, PREFECT_API_URL=prefect_server, PREFECT_HOME=str(tmp_path / "serve-home"),
-               PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ, PREFECT_API_URL=prefect_server, PREFECT_HOME=str(tmp_path / "serve-home"), PYTHONPATH=str(ROOT)
+    )
     log = open(tmp_path / "serve.log", "w")
-    serve = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "--set", f"data_root={data_root}",
-                              "--set", "synth.n=3"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "serve", "--set", f"data_root={data_root}", "--set", "synth.n=3"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         expected = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
         client = httpx.Client(base_url=prefect_server, timeout=10)
@@ -95,8 +106,10 @@ def test_serve_registers_scheduled_deployments_and_a_triggered_run_completes(pre
         # once in a fresh-clone CI run: a body without an id): ask again until it answers with one.
         deadline, run = time.time() + PATIENCE_S, {}
         while time.time() < deadline and "id" not in run:
-            resp = client.post(f"/deployments/{by_name['synthesize']['id']}/create_flow_run",
-                               json={"parameters": {"run_id": "served-run-1"}})
+            resp = client.post(
+                f"/deployments/{by_name['synthesize']['id']}/create_flow_run",
+                json={"parameters": {"run_id": "served-run-1"}},
+            )
             run = resp.json() if resp.status_code < 300 else {"status": resp.status_code, "body": resp.text[:500]}
             if "id" not in run:
                 time.sleep(2)

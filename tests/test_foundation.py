@@ -77,8 +77,13 @@ def test_map_items_local_and_on_ray(ray_local):
 
 
 def test_cli_help_lists_commands():
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "--help"], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "COLUMNS": "200"})
+    out = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert out.returncode == 0, out.stderr
     for cmd in ("sql", "schemas"):
         assert cmd in out.stdout

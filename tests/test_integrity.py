@@ -15,8 +15,20 @@ def _rows(n=12):
     out = []
     for i in range(n):
         code = f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * {i}\n"
-        out.append({"task_id": task_id(code), "code": code, "ops": ["mul"], "data_source": "t", "composer": "p",
-                    "seed": i, "run_id": "r1", "compose_reason": "", "size_profile": "small", "est_ms": None})
+        out.append(
+            {
+                "task_id": task_id(code),
+                "code": code,
+                "ops": ["mul"],
+                "data_source": "t",
+                "composer": "p",
+                "seed": i,
+                "run_id": "r1",
+                "compose_reason": "",
+                "size_profile": "small",
+                "est_ms": None,
+            }
+        )
     return out
 
 
@@ -64,8 +76,9 @@ def test_strict_read_names_file_and_column(tmp_path):
         store.read("tasks", "r1")
     (d / "a.parquet").unlink()
     # A changed type: an error, never a silent cast.
-    changed = full.set_column(full.schema.get_field_index("seed"), "seed",
-                              pa.array([str(s) for s in full.column("seed").to_pylist()]))
+    changed = full.set_column(
+        full.schema.get_field_index("seed"), "seed", pa.array([str(s) for s in full.column("seed").to_pylist()])
+    )
     atomic_write_parquet(changed, d / "b.parquet")
     with pytest.raises(SchemaError, match=r"(?i)b\.parquet.*'seed'.*string"):
         store.read("tasks", "r1")

@@ -79,8 +79,10 @@ def _run(code: str, tmp_path: Path, **kw):
 def test_remount_root_read_write_is_killed(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    code = LIBC + (f"libc.mount(None, b'/', None, 32 | 4096, None)\n"
-                   f"open('{outside}/marker', 'w').write('escaped')\nemit_result('done')")
+    code = LIBC + (
+        f"libc.mount(None, b'/', None, 32 | 4096, None)\n"
+        f"open('{outside}/marker', 'w').write('escaped')\nemit_result('done')"
+    )
     r = _run(code, tmp_path)
     assert r.reason == "seccomp_violation" and r.signal == "SIGSYS"
     assert not (outside / "marker").exists()
@@ -88,13 +90,17 @@ def test_remount_root_read_write_is_killed(tmp_path):
 
 def test_setns_into_the_parents_namespaces_and_connect_out(tmp_path, listener):
     port, hits = listener
-    code = LIBC + (f"fd = os.open('/proc/{os.getpid()}/ns/net', os.O_RDONLY)\n"
-                   "libc.setns(fd, 0)\n"
-                   f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nemit_result('done')")
+    code = LIBC + (
+        f"fd = os.open('/proc/{os.getpid()}/ns/net', os.O_RDONLY)\n"
+        "libc.setns(fd, 0)\n"
+        f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\nemit_result('done')"
+    )
     r = _run(code, tmp_path)
     assert not r.ok and r.reason in ("exception", "seccomp_violation")  # the parent's pid is not even visible
-    code = LIBC + ("fd = os.open('/proc/self/ns/net', os.O_RDONLY)\nlibc.setns(fd, 0)\n"
-                   "libc.unshare(0x40000000)\nemit_result('done')")
+    code = LIBC + (
+        "fd = os.open('/proc/self/ns/net', os.O_RDONLY)\nlibc.setns(fd, 0)\n"
+        "libc.unshare(0x40000000)\nemit_result('done')"
+    )
     r = _run(code, tmp_path)
     assert r.reason == "seccomp_violation"
     assert hits == []
@@ -102,9 +108,11 @@ def test_setns_into_the_parents_namespaces_and_connect_out(tmp_path, listener):
 
 def test_native_connect_to_localhost_reaches_nothing(tmp_path, listener):
     port, hits = listener
-    code = LIBC + ("import struct\ns = libc.socket(2, 1, 0)\n"
-                   "addr = struct.pack('<HH4s8x', 2, socket_port, bytes([127, 0, 0, 1]))\n"
-                   "rc = libc.connect(s, addr, 16)\nemit_result([rc, ctypes.get_errno()])")
+    code = LIBC + (
+        "import struct\ns = libc.socket(2, 1, 0)\n"
+        "addr = struct.pack('<HH4s8x', 2, socket_port, bytes([127, 0, 0, 1]))\n"
+        "rc = libc.connect(s, addr, 16)\nemit_result([rc, ctypes.get_errno()])"
+    )
     code = code.replace("socket_port", f"__import__('socket').htons({port})")
     r = _run(code, tmp_path)
     assert r.ok and r.result[0] == -1  # loopback inside the jail's own network namespace: nobody listens
@@ -123,8 +131,10 @@ def test_a_script_named_gcc_in_the_work_dir_does_not_run(tmp_path):
     gcc.chmod(0o755)
     r = _run("import subprocess\nsubprocess.run(['./gcc'])\nemit_result('ran')", tmp_path)
     assert r.reason == "process_blocked"  # its real path is in a writable dir, whatever its name
-    r = _run(LIBC + "rc = libc.execv(b'./gcc', (ctypes.c_char_p * 2)(b'./gcc', None))\n"
-             "emit_result(ctypes.get_errno())", tmp_path)
+    r = _run(
+        LIBC + "rc = libc.execv(b'./gcc', (ctypes.c_char_p * 2)(b'./gcc', None))\nemit_result(ctypes.get_errno())",
+        tmp_path,
+    )
     assert r.ok and r.result == 13  # EACCES: the work dir is mounted noexec
     assert not (outside / "marker").exists()
 
@@ -132,11 +142,13 @@ def test_a_script_named_gcc_in_the_work_dir_does_not_run(tmp_path):
 def test_no_secret_in_any_environ(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_opforge_test_secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-opforge-test-secret")
-    code = ("import os\nfound = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        try:\n"
-            "            found.append(open(f'/proc/{p}/environ', 'rb').read())\n        except OSError:\n"
-            "            pass\n"
-            f"emit_result([b'opforge_test_secret' in b''.join(found), os.path.exists('/proc/{os.getpid()}'), "
-            "b'OPFORGE' in open('/proc/self/environ', 'rb').read()])")
+    code = (
+        "import os\nfound = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n        try:\n"
+        "            found.append(open(f'/proc/{p}/environ', 'rb').read())\n        except OSError:\n"
+        "            pass\n"
+        f"emit_result([b'opforge_test_secret' in b''.join(found), os.path.exists('/proc/{os.getpid()}'), "
+        "b'OPFORGE' in open('/proc/self/environ', 'rb').read()])"
+    )
     r = _run(code, tmp_path, payload={"big": "x" * 10})
     assert r.ok and r.result == [False, False, False]
 
@@ -144,9 +156,11 @@ def test_no_secret_in_any_environ(tmp_path, monkeypatch):
 def test_a_setsid_daemon_does_not_outlive_the_job(tmp_path):
     wd = tmp_path / "work"
     wd.mkdir()
-    code = LIBC + ("if libc.fork() == 0:\n    libc.setsid()\n    if libc.fork() == 0:\n"
-                   "        while True:\n            open('beat', 'a').write('.')\n            libc.usleep(20000)\n"
-                   "    libc._exit(0)\nemit_result('parent done')")
+    code = LIBC + (
+        "if libc.fork() == 0:\n    libc.setsid()\n    if libc.fork() == 0:\n"
+        "        while True:\n            open('beat', 'a').write('.')\n            libc.usleep(20000)\n"
+        "    libc._exit(0)\nemit_result('parent done')"
+    )
     r = _run(code, tmp_path, timeout_s=60)
     assert r.ok and not r.timed_out and r.wall_s < 30
     beat = wd / "beat"
@@ -156,31 +170,42 @@ def test_a_setsid_daemon_does_not_outlive_the_job(tmp_path):
 
 
 def test_killing_the_parent_is_impossible(tmp_path):
-    code = LIBC + (f"rc1 = libc.kill({os.getpid()}, 9)\ne1 = ctypes.get_errno()\nrc2 = libc.kill(os.getppid(), 9)\n"
-                   "emit_result([rc1, e1, os.getppid()])")
+    code = LIBC + (
+        f"rc1 = libc.kill({os.getpid()}, 9)\ne1 = ctypes.get_errno()\nrc2 = libc.kill(os.getppid(), 9)\n"
+        "emit_result([rc1, e1, os.getppid()])"
+    )
     r = _run(code, tmp_path)
     assert r.ok and r.result[0] == -1 and r.result[1] == 3  # ESRCH: the caller is outside the pid namespace
     assert r.result[2] in (0, 1)
 
 
 def test_proc_sys_and_cgroups_are_not_writable(tmp_path):
-    code = ("import os\nres = []\nfor p in ('/proc/sys/kernel/hostname', '/proc/sys/vm/drop_caches',\n"
-            "          '/sys/fs/cgroup/cgroup.procs', '/proc/sysrq-trigger'):\n"
-            "    try:\n        fd = os.open(p, os.O_WRONLY)\n        os.write(fd, b'1')\n        res.append(p)\n"
-            "    except OSError:\n        pass\nemit_result(res)")
-    r = _run(LIBC + code.replace("os.open(p", "libc_open(p").replace(
-        "import os\n", "import os\nlibc_open = os.open\n"), tmp_path)
+    code = (
+        "import os\nres = []\nfor p in ('/proc/sys/kernel/hostname', '/proc/sys/vm/drop_caches',\n"
+        "          '/sys/fs/cgroup/cgroup.procs', '/proc/sysrq-trigger'):\n"
+        "    try:\n        fd = os.open(p, os.O_WRONLY)\n        os.write(fd, b'1')\n        res.append(p)\n"
+        "    except OSError:\n        pass\nemit_result(res)"
+    )
+    r = _run(
+        LIBC + code.replace("os.open(p", "libc_open(p").replace("import os\n", "import os\nlibc_open = os.open\n"),
+        tmp_path,
+    )
     assert r.reason == "file_access_blocked"  # the audit hook names the attempt ...
-    native = LIBC + ("res = []\nfor p in (b'/proc/sys/kernel/hostname', b'/proc/sys/vm/drop_caches', "
-                     "b'/sys/fs/cgroup/cgroup.procs'):\n    fd = libc.open(p, 1)\n    if fd >= 0:\n"
-                     "        res.append(p.decode())\nemit_result(res)")
+    native = LIBC + (
+        "res = []\nfor p in (b'/proc/sys/kernel/hostname', b'/proc/sys/vm/drop_caches', "
+        "b'/sys/fs/cgroup/cgroup.procs'):\n    fd = libc.open(p, 1)\n    if fd >= 0:\n"
+        "        res.append(p.decode())\nemit_result(res)"
+    )
     r = _run(native, tmp_path)
     assert r.ok and r.result == []  # ... and natively nothing opens for writing
 
 
 def test_dev_shm_and_tmp_are_private_to_each_job(tmp_path):
-    r1 = _run("open('/dev/shm/opforge-x', 'w').write('1')\nopen('/tmp/opforge-y', 'w').write('1')\n"
-              "import os\nemit_result(sorted(os.listdir('/dev/shm')))", tmp_path)
+    r1 = _run(
+        "open('/dev/shm/opforge-x', 'w').write('1')\nopen('/tmp/opforge-y', 'w').write('1')\n"
+        "import os\nemit_result(sorted(os.listdir('/dev/shm')))",
+        tmp_path,
+    )
     assert r1.ok and r1.result == ["opforge-x"]
     r2 = _run("import os\nemit_result([os.listdir('/dev/shm'), os.path.exists('/tmp/opforge-y')])", tmp_path)
     assert r2.ok and r2.result == [[], False]
@@ -222,9 +247,13 @@ def test_fork_bomb_is_contained(tmp_path):
 
 
 def test_memory_bomb_is_contained(tmp_path):
-    r = _run(LIBC + "libc.malloc.restype = ctypes.c_void_p\nblocks = []\nwhile True:\n"
-             "    p = libc.malloc(1 << 28)\n    if not p:\n        raise MemoryError('malloc failed')\n"
-             "    ctypes.memset(p, 1, 1 << 28)\n    blocks.append(p)\n", tmp_path, memory_mb=512)
+    r = _run(
+        LIBC + "libc.malloc.restype = ctypes.c_void_p\nblocks = []\nwhile True:\n"
+        "    p = libc.malloc(1 << 28)\n    if not p:\n        raise MemoryError('malloc failed')\n"
+        "    ctypes.memset(p, 1, 1 << 28)\n    blocks.append(p)\n",
+        tmp_path,
+        memory_mb=512,
+    )
     assert r.reason == "memory_limit"
 
 
@@ -265,7 +294,7 @@ def test_unsafe_mode_is_explicit_and_marked(tmp_path, monkeypatch):
     assert r.ok and r.jail == "unsafe" and not r.netns
 
 
-_NONROOT = r'''
+_NONROOT = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pipeline.sandbox import run_sandboxed
@@ -281,7 +310,7 @@ for name, code in attacks.items():
     r = run_sandboxed(code, timeout_s=20)
     out[name] = [r.reason, r.jail, r.result]
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
@@ -296,9 +325,23 @@ def test_as_an_unprivileged_user_attacks_are_contained_or_refused():
     for p in [tmp_path, pkg, *pkg.rglob("*")]:
         os.chmod(p, os.stat(p).st_mode | 0o055)
     try:
-        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
-                            _NONROOT, str(pkg), str(outside)], capture_output=True, text=True, timeout=300,
-                           cwd=tmp_path)
+        p = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/usr/bin/python3",
+                "-c",
+                _NONROOT,
+                str(pkg),
+                str(outside),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
     finally:
         marker_found = (outside / "marker").exists()
         shutil.rmtree(tmp_path, ignore_errors=True)
@@ -335,8 +378,10 @@ def test_unsafe_config_is_recorded_and_publish_refuses_its_tasks(tmp_path, monke
     monkeypatch.setenv("OPFORGE_SANDBOX_MODE", "jail")
     from pipeline.validate.stage import _empty_row
 
-    rows = [{**_empty_row("t-jailed", "cpu"), "valid": True, "jail": "bwrap"},
-            {**_empty_row("t-unsafe", "cpu"), "valid": True, "jail": "unsafe"}]
+    rows = [
+        {**_empty_row("t-jailed", "cpu"), "valid": True, "jail": "bwrap"},
+        {**_empty_row("t-unsafe", "cpu"), "valid": True, "jail": "unsafe"},
+    ]
     vdir = tmp_path / "tables" / "validation" / "run_id=r1"
     vdir.mkdir(parents=True)
     write_table("validation", rows, vdir / "shard-x.parquet")

@@ -37,8 +37,16 @@ def _deployments() -> dict[str, dict]:
 
 def test_the_registry_lists_every_stage_package_in_pipeline_order():
     stages = _registry()
-    assert [s.name for s in stages] == ["synthesize", "validate", "decontaminate", "dedup", "rollout", "evaluate",
-                                        "curate", "publish"]
+    assert [s.name for s in stages] == [
+        "synthesize",
+        "validate",
+        "decontaminate",
+        "dedup",
+        "rollout",
+        "evaluate",
+        "curate",
+        "publish",
+    ]
     declared = {s.fn.split(".")[1] for s in stages}
     assert declared == set(STAGE_PACKAGES) - {"llm"}  # llm serves models to stages; it is not a stage
     for s in stages:  # every function a stage names resolves to code of its own package
@@ -48,9 +56,11 @@ def test_the_registry_lists_every_stage_package_in_pipeline_order():
 
 
 def test_importing_the_registry_imports_no_stage_code():
-    code = ("import sys; from pipeline import registry; registry.stages(); "
-            "heavy = [m for m in ('pyarrow', 'torch', 'ray', 'prefect', 'pipeline.validate.stage', "
-            "'pipeline.decontam.stage', 'pipeline.curate.stage') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys; from pipeline import registry; registry.stages(); "
+        "heavy = [m for m in ('pyarrow', 'torch', 'ray', 'prefect', 'pipeline.validate.stage', "
+        "'pipeline.decontam.stage', 'pipeline.curate.stage') if m in sys.modules]; print(heavy)"
+    )
     import subprocess
     import sys
 
@@ -75,8 +85,9 @@ def test_every_stage_has_a_flow_command_schema_docs_page_and_deployment(name):
     assert entry, f"no prefect.yaml deployment runs {s.flow}"
     if name in SCHEDULED:
         runs_it = {f for f, names in stages.FLOW_STAGES.items() if name in names}
-        assert any(d.get("schedules") for d in _deployments().values()
-                   if d["entrypoint"].split(":")[1] in runs_it), f"{name}: no scheduled deployment runs it"
+        assert any(d.get("schedules") for d in _deployments().values() if d["entrypoint"].split(":")[1] in runs_it), (
+            f"{name}: no scheduled deployment runs it"
+        )
 
 
 def test_the_end_to_end_flow_runs_every_stage_and_scheduled_deployments_exist():
@@ -126,11 +137,19 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     """(module, at module level?) for every import of a file; `from a import b` also yields a.b. Imports for type
     checkers only (`if TYPE_CHECKING:`) never run and are left out."""
     tree = ast.parse(path.read_text(), str(path))
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
-                   for n in ast.walk(node)}
-    nested = {id(n) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-              for n in ast.walk(node) if n is not node}
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
+    nested = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for n in ast.walk(node)
+        if n is not node
+    }
     out = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -170,8 +189,12 @@ def test_stage_packages_do_not_know_where_they_run_nor_write_the_catalog():
             rel = path.relative_to(ROOT).as_posix()
             for mod, top in _imports(path):
                 root = mod.split(".")[0]
-                bad = (mod == "pipeline.catalog" or mod.startswith("pipeline.catalog.")
-                       or root in ("prefect", "prefect_ray", "flows") or (root == "ray" and top))
+                bad = (
+                    mod == "pipeline.catalog"
+                    or mod.startswith("pipeline.catalog.")
+                    or root in ("prefect", "prefect_ray", "flows")
+                    or (root == "ray" and top)
+                )
                 if mod == "pipeline.executor" or mod.startswith("pipeline.executor."):
                     if rel in FAN_OUT_DEBT:
                         debt_used.add(rel)

@@ -38,9 +38,11 @@ def engine(tiny_model_dir):
 
 
 def test_hermes_parsing_valid_broken_and_unterminated():
-    text = ('thinking <tool_call>\n{"name": "write_file", "arguments": {"path": "k.cu", "content": "x"}}\n</tool_call>'
-            '<tool_call>{"name": "compile"}</tool_call><tool_call>{not json}</tool_call><tool_call>{"name": 3}'
-            '</tool_call><tool_call>{"name": "verify", "arguments": {}}')
+    text = (
+        'thinking <tool_call>\n{"name": "write_file", "arguments": {"path": "k.cu", "content": "x"}}\n</tool_call>'
+        '<tool_call>{"name": "compile"}</tool_call><tool_call>{not json}</tool_call><tool_call>{"name": 3}'
+        '</tool_call><tool_call>{"name": "verify", "arguments": {}}'
+    )
     content, calls, errors = parse_tool_calls(text)
     assert content == "thinking"
     assert [c["function"]["name"] for c in calls] == ["write_file", "compile", "verify"]
@@ -50,9 +52,16 @@ def test_hermes_parsing_valid_broken_and_unterminated():
     assert any("unterminated" in e for e in errors) and any("'name'" in e for e in errors)
     assert parse_tool_calls("plain answer") == ("plain answer", [], [])
     # chat templates get dict arguments; broken JSON stays a string instead of raising
-    msgs = [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "1", "type": "function", "function": {"name": "a", "arguments": '{"x": 1}'}},
-        {"id": "2", "type": "function", "function": {"name": "b", "arguments": "{oops"}}]}]
+    msgs = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "a", "arguments": '{"x": 1}'}},
+                {"id": "2", "type": "function", "function": {"name": "b", "arguments": "{oops"}},
+            ],
+        }
+    ]
     out = messages_for_template(msgs)
     assert out[0]["tool_calls"][0]["function"]["arguments"] == {"x": 1}
     assert out[0]["tool_calls"][1]["function"]["arguments"] == "{oops" and "content" not in out[0]
@@ -60,8 +69,17 @@ def test_hermes_parsing_valid_broken_and_unterminated():
 
 def test_tiny_model_template_renders_tools_calls_and_results(engine):
     msgs = MSGS + [
-        {"role": "assistant", "content": "let me look", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "model.py"}'}}]},
+        {
+            "role": "assistant",
+            "content": "let me look",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "model.py"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "read_file", "content": "class Model: ..."},
     ]
     text = engine.tokenizer.decode(engine.render(msgs, TOOLS))
@@ -83,8 +101,9 @@ def test_vllm_engine_token_ids_seed_and_budget(engine):
     assert again.completion_token_ids == r.completion_token_ids  # the recorded seed reproduces the sample
     assert other.completion_token_ids != r.completion_token_ids
     # the decoded sample is the text the response was parsed from
-    assert engine.tokenizer.decode(r.completion_token_ids, skip_special_tokens=True).strip() == \
-        (r.raw_text or "").strip()
+    assert (
+        engine.tokenizer.decode(r.completion_token_ids, skip_special_tokens=True).strip() == (r.raw_text or "").strip()
+    )
 
 
 def test_vllm_engine_continues_a_session_from_its_sampled_tokens(engine):
@@ -98,7 +117,7 @@ def test_vllm_engine_continues_a_session_from_its_sampled_tokens(engine):
     if sampled[-1] != eos:  # cut by max_tokens: the turn is closed with the end-of-turn token
         sampled = sampled + [eos]
     assert len(r2.prompt_token_ids) == n and r2.prompt_token_ids[: len(sampled)] == sampled
-    tail = engine.tokenizer.decode(r2.prompt_token_ids[len(sampled):])
+    tail = engine.tokenizer.decode(r2.prompt_token_ids[len(sampled) :])
     assert "Now call a tool." in tail and tail.rstrip().endswith("<|im_start|>assistant")
     # without the session the template re-renders everything (here the random sample re-tokenizes differently)
     assert engine.render(msgs, TOOLS)[-8:] == r2.prompt_token_ids[-8:]
@@ -131,9 +150,15 @@ def test_vllm_engine_context_overflow_is_a_context_error(engine):
 
 
 def test_make_backend_replay_and_errors(tmp_path):
-    script = {"t1": ['<tool_call>{"name": "finish", "arguments": {}}</tool_call>'],
-              "*": [{"content": "hi", "tool_calls": [{"id": "x", "type": "function",
-                                                       "function": {"name": "list_files", "arguments": {}}}]}]}
+    script = {
+        "t1": ['<tool_call>{"name": "finish", "arguments": {}}</tool_call>'],
+        "*": [
+            {
+                "content": "hi",
+                "tool_calls": [{"id": "x", "type": "function", "function": {"name": "list_files", "arguments": {}}}],
+            }
+        ],
+    }
     p = tmp_path / "script.json"
     p.write_text(json.dumps(script))
     be = make_backend({"backend": "replay", "replay_path": str(p)})
@@ -153,8 +178,9 @@ def test_sticky_router_over_ray_replicas_and_dead_replica(ray_local, tmp_path):
     p.write_text(json.dumps({"*": [f"turn {i}" for i in range(10)]}))
     from pipeline.llm.ray_replicas import start_replicas
 
-    router = StickyRouter(start_replicas({"backend": "replay", "replay_path": str(p), "replicas": 2},
-                                         cpus_per_replica=0))
+    router = StickyRouter(
+        start_replicas({"backend": "replay", "replay_path": str(p), "replicas": 2}, cpus_per_replica=0)
+    )
     seen: dict[str, set[int]] = {}
     for turn in range(3):
         for s in ("a", "b", "c", "d"):
@@ -199,11 +225,30 @@ def test_openai_backend_against_vllm_server(tiny_model_dir, tmp_path):
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1"}
     log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model",
-                             str(tiny_model_dir),
-                             "--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--max-model-len", "4096",
-                             "--gpu-memory-utilization", "0.15", "--served-model-name", "tiny"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(tiny_model_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--enforce-eager",
+            "--max-model-len",
+            "4096",
+            "--gpu-memory-utilization",
+            "0.15",
+            "--served-model-name",
+            "tiny",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     try:
         import httpx
 

@@ -63,8 +63,10 @@ def test_torch_own_wrapper_is_not_patching():
     before = _snap(cls)
     home = os.path.dirname(os.path.abspath(torch.__file__))
     ns: dict = {}
-    exec(compile("def add(self, other):\n    return other\n", os.path.join(home, "_dynamo", "eval_frame.py"), "exec"),
-         ns)
+    exec(
+        compile("def add(self, other):\n    return other\n", os.path.join(home, "_dynamo", "eval_frame.py"), "exec"),
+        ns,
+    )
     cls.add = ns["add"]
     assert replaced(torch, before, _snap(cls)) == []
     assert patchwatch.from_torch(torch.Tensor.__rsub__, torch) and not patchwatch.from_torch(len, torch)

@@ -57,7 +57,7 @@ def test_gpu_gate_excludes_across_holders(tmp_path):
     os.close(fd)
 
 
-PROBE = r'''
+PROBE = r"""
 import json, os, sys, tempfile
 import ray
 from pipeline.llm.placement import plan_gpus
@@ -85,13 +85,12 @@ for n, replicas, tp in [(1, 1, 1), (2, 1, 1), (8, 2, 2)]:
     runner.close()
     ray.shutdown()
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 
 def test_replicas_and_evaluators_hold_their_gpus_in_ray():
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT), "RAY_DEDUP_LOGS": "0"}
-    p = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=420)
+    p = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=420)
     line = next((x for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line, p.stdout[-3000:] + p.stderr[-3000:]
     out = {int(k): v for k, v in json.loads(line[7:]).items()}

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
 from hub_emulator import HubEmulator
+
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.stage import curate
 from pipeline.curate.synthetic import scenario, trajectory
@@ -35,12 +35,25 @@ def hub():
 def result():
     s = scenario()
     # More trajectories so that both splits and several shards exist.
-    extra = [trajectory(t["task_id"], k, task_code=t["code"], steps=[{"kernel": f"{t['task_id']}{k}",
-                                                                      "speedup": 1.1 + 0.1 * k, "reward": 3}])
-             for t in s["tasks"] for k in range(2)]
+    extra = [
+        trajectory(
+            t["task_id"],
+            k,
+            task_code=t["code"],
+            steps=[{"kernel": f"{t['task_id']}{k}", "speedup": 1.1 + 0.1 * k, "reward": 3}],
+        )
+        for t in s["tasks"]
+        for k in range(2)
+    ]
     val = [dict(v, valid=True) for v in s["validation"]]
-    return curate(s["tasks"], val, s["contamination"], s["trajectories"] + extra,
-                  CurateSettings(validation_fraction=0.4), "cur-pub")
+    return curate(
+        s["tasks"],
+        val,
+        s["contamination"],
+        s["trajectories"] + extra,
+        CurateSettings(validation_fraction=0.4),
+        "cur-pub",
+    )
 
 
 def _front_matter(text: str) -> dict:
@@ -49,18 +62,25 @@ def _front_matter(text: str) -> dict:
     return yaml.safe_load(m.group(1))
 
 
-def _load_subprocess(endpoint: str, repo: str, config: str | list[str], revision: str | None, tmp: Path,
-                     token: str | None = TOKEN) -> subprocess.CompletedProcess:
+def _load_subprocess(
+    endpoint: str, repo: str, config: str | list[str], revision: str | None, tmp: Path, token: str | None = TOKEN
+) -> subprocess.CompletedProcess:
     """`load_dataset(repo, config)` in a fresh process; stdout is JSON {split: rows} (or {config: {split: rows}}
     for a list of configs). HF_ENDPOINT is read when huggingface_hub is imported, hence the process."""
     configs = [config] if isinstance(config, str) else config
-    code = ("import json, sys, datasets\n"
-            f"load = lambda c: datasets.load_dataset({repo!r}, c, revision={revision!r})\n"
-            f"out = {{c: {{k: v.to_list() for k, v in load(c).items()}} for c in {configs!r}}}\n"
-            f"json.dump(out[{configs[0]!r}] if {isinstance(config, str)!r} else out, sys.stdout, default=str)\n")
+    code = (
+        "import json, sys, datasets\n"
+        f"load = lambda c: datasets.load_dataset({repo!r}, c, revision={revision!r})\n"
+        f"out = {{c: {{k: v.to_list() for k, v in load(c).items()}} for c in {configs!r}}}\n"
+        f"json.dump(out[{configs[0]!r}] if {isinstance(config, str)!r} else out, sys.stdout, default=str)\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",
-               HF_HUB_DISABLE_PROGRESS_BARS="1")
+    env.update(
+        HF_ENDPOINT=endpoint,
+        HF_HOME=str(tmp / "hf-home"),
+        HF_HUB_DISABLE_TELEMETRY="1",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+    )
     if token:
         env["HF_TOKEN"] = token
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
@@ -80,8 +100,9 @@ def _normalize(rows: list[dict]) -> list[str]:
 
 
 def test_local_folder_is_in_the_hubs_layout_with_a_card(result, tmp_path):
-    out = publish_local(result, tmp_path / "release", {"repo_id": "opforge-test/kernels", "revision": "v1"},
-                        max_shard_rows=3)
+    out = publish_local(
+        result, tmp_path / "release", {"repo_id": "opforge-test/kernels", "revision": "v1"}, max_shard_rows=3
+    )
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     shards = [f for f in files if f.startswith("data/")]
     for f in shards:
@@ -103,9 +124,19 @@ def test_local_folder_is_in_the_hubs_layout_with_a_card(result, tmp_path):
     assert {d["split"] for d in configs["sft"]["data_files"]} == {"train", "validation"}
     # Body: provenance, counts, every filter with its drop count, contamination with the KernelBench version, plot,
     # schema, loading.
-    for needle in ("curation run | `cur-pub`", "rollout-1", "tiny-llama", "NVIDIA H200", "kbfp-test",
-                   "`below_speedup_threshold`", "`duplicate_final_kernel`", "![Speedup", "gae_target",
-                   'load_dataset("opforge-test/kernels", "sft", revision="v1")', "### `critic` (schema v2)"):
+    for needle in (
+        "curation run | `cur-pub`",
+        "rollout-1",
+        "tiny-llama",
+        "NVIDIA H200",
+        "kbfp-test",
+        "`below_speedup_threshold`",
+        "`duplicate_final_kernel`",
+        "![Speedup",
+        "gae_target",
+        'load_dataset("opforge-test/kernels", "sft", revision="v1")',
+        "### `critic` (schema v2)",
+    ):
         assert needle in card, needle
     filt = {f["reason"]: f["dropped"] for f in result.summary["filters"]["sft"]}
     assert "| `too_long` | " in card and str(filt["too_long"]) in card.split("`too_long`")[1].split("\n")[0]
@@ -160,9 +191,25 @@ def test_round_trip_through_the_hub_emulator(result, tmp_path, hub):
     env.update(HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
     n_commits_before = sum(1 for m, p in hub.state.requests if p.endswith("/commit/main"))
     cli = [sys.executable, "-c", "from pipeline.cli import app; app()"]
-    proc = subprocess.run([*cli, "publish", "--set", f"data_root={data_root}", "--run-id", "cur-pub",
-                           "--repo", "opforge-test/kernels", "--tag", "v1"], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            *cli,
+            "publish",
+            "--set",
+            f"data_root={data_root}",
+            "--run-id",
+            "cur-pub",
+            "--repo",
+            "opforge-test/kernels",
+            "--tag",
+            "v1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tagged v1" in proc.stdout
     repo = hub.state.repos[("dataset", "opforge-test/kernels")]
@@ -197,7 +244,8 @@ def test_next_release_replaces_stale_shards_and_old_tags_still_load(result, tmp_
     head = repo.commits[repo.branches["main"]]
     assert rep2.deletes and all(p not in head.files for p in rep2.deletes)
     assert sorted(p for p in head.files if p.startswith("data/")) == sorted(
-        p.relative_to(second).as_posix() for p in (second / "data").rglob("*.parquet"))
+        p.relative_to(second).as_posix() for p in (second / "data").rglob("*.parquet")
+    )
     assert repo.tags["r1"] == rep1.commit_oid and repo.tags["r2"] == rep2.commit_oid
     r = _load_subprocess(hub.url, "opforge-test/releases", "sft", "r2", tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -239,12 +287,20 @@ def test_a_commit_on_a_stale_head_is_refused_whole(hub, tmp_path):
     api = HfApi(endpoint=hub.url, token=TOKEN)
     api.create_repo("opforge-test/race", repo_type="dataset", private=True)
     head = api.dataset_info("opforge-test/race").sha
-    api.create_commit("opforge-test/race", repo_type="dataset", commit_message="other release",
-                      operations=[CommitOperationAdd("data/a.parquet", b"A" * 10)])
+    api.create_commit(
+        "opforge-test/race",
+        repo_type="dataset",
+        commit_message="other release",
+        operations=[CommitOperationAdd("data/a.parquet", b"A" * 10)],
+    )
     with pytest.raises(HfHubHTTPError) as e:
-        api.create_commit("opforge-test/race", repo_type="dataset", commit_message="ours", parent_commit=head,
-                          operations=[CommitOperationAdd("data/b.parquet", b"B" * 10),
-                                      CommitOperationAdd("README.md", b"# ours\n")])
+        api.create_commit(
+            "opforge-test/race",
+            repo_type="dataset",
+            commit_message="ours",
+            parent_commit=head,
+            operations=[CommitOperationAdd("data/b.parquet", b"B" * 10), CommitOperationAdd("README.md", b"# ours\n")],
+        )
     assert e.value.response.status_code == 412
     files = api.list_repo_files("opforge-test/race", repo_type="dataset")
     assert "data/b.parquet" not in files and "README.md" not in files and "data/a.parquet" in files

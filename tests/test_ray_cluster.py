@@ -40,8 +40,9 @@ def test_stale_cluster_file_and_env_are_ignored_and_unreachable_address_is_one_l
         # What an uncleanly stopped `ray start` leaves behind, and a stale environment.
         Path(tmp, "ray", "ray_current_cluster").write_text(dead)
         env = dict(os.environ, RAY_TMPDIR=tmp, RAY_ADDRESS=dead, RAY_AUTH_MODE="disabled")
-        out = subprocess.run([sys.executable, "-c", SCRIPT, dead], env=env, capture_output=True, text=True,
-                             timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", SCRIPT, dead], env=env, capture_output=True, text=True, timeout=300
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         lines = out.stdout.splitlines()
         unreachable = next(line for line in lines if line.startswith("UNREACHABLE"))

@@ -82,14 +82,43 @@ def test_token_from_hf_auth_login_and_release_recorded(hub, folders, tmp_path):
     (home / "token").write_text(TOKEN)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_ENDPOINT=hub.url, HF_HOME=str(home), HF_HUB_DISABLE_TELEMETRY="1")
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "publish", "--set", f"data_root={data}", "--run-id",
-                          "latest", "--repo", "rel/cli", "--tag", "v7"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "publish",
+            "--set",
+            f"data_root={data}",
+            "--run-id",
+            "latest",
+            "--repo",
+            "rel/cli",
+            "--tag",
+            "v7",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     repo = hub.state.repos[("dataset", "rel/cli")]
     rel = cat.sql("SELECT run_id, repo_id, tag, commit_oid, files FROM releases").to_pylist()
-    assert rel == [{"run_id": "rel-cli", "repo_id": "rel/cli", "tag": "v7", "commit_oid": repo.tags["v7"],
-                    "files": rel[0]["files"]}] and rel[0]["files"] > 0
+    assert (
+        rel
+        == [
+            {
+                "run_id": "rel-cli",
+                "repo_id": "rel/cli",
+                "tag": "v7",
+                "commit_oid": repo.tags["v7"],
+                "files": rel[0]["files"],
+            }
+        ]
+        and rel[0]["files"] > 0
+    )
     stored = (data / "catalog.duckdb").read_bytes()
     assert TOKEN.encode() not in stored and b"sk-secret-xyz" not in stored
     assert json.loads(cat.sql("SELECT config FROM runs").column(0)[0].as_py())["rollout"]["api_key"] == "<redacted>"

@@ -13,8 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.shards import (RetryPolicy, TransientError, is_complete, plan_shards, run_shard, run_sharded,
-                             supersede_stale)
+from pipeline.shards import (
+    RetryPolicy,
+    TransientError,
+    is_complete,
+    plan_shards,
+    run_shard,
+    run_sharded,
+    supersede_stale,
+)
 from pipeline.storage import DataStore
 from tests._rows import row
 
@@ -28,9 +35,19 @@ def _items(n: int) -> pa.Table:
 
 
 def _to_tasks(shard: pa.Table, tag: str = "a") -> list[dict]:
-    return [row("tasks", task_id=t, code=f"# {tag} {x}", ops=["relu"], data_source="torch#1",
-                composer="programmatic", seed=x, run_id="r1")
-            for t, x in zip(shard.column("task_id").to_pylist(), shard.column("x").to_pylist())]
+    return [
+        row(
+            "tasks",
+            task_id=t,
+            code=f"# {tag} {x}",
+            ops=["relu"],
+            data_source="torch#1",
+            composer="programmatic",
+            seed=x,
+            run_id="r1",
+        )
+        for t, x in zip(shard.column("task_id").to_pylist(), shard.column("x").to_pylist())
+    ]
 
 
 def test_rerun_skips_finished_shards_and_changed_settings_supersede_old_ones(tmp_path):
@@ -39,17 +56,20 @@ def test_rerun_skips_finished_shards_and_changed_settings_supersede_old_ones(tmp
     first = run_sharded("toy", "tasks", items, "task_id", _to_tasks, {"k": 1}, "r1", store, 3, policy=FAST)
     assert [r.skipped for r in first.results] == [False] * 4
     assert first.data.num_rows == 10 and first.data.column("task_id").to_pylist() == sorted(
-        items.column("task_id").to_pylist())
+        items.column("task_id").to_pylist()
+    )
 
     # Input order does not change the shards: same keys, everything skipped, same rows.
-    again = run_sharded("toy", "tasks", items.take(list(range(9, -1, -1))), "task_id", _to_tasks, {"k": 1}, "r1",
-                        store, 3, policy=FAST)
+    again = run_sharded(
+        "toy", "tasks", items.take(list(range(9, -1, -1))), "task_id", _to_tasks, {"k": 1}, "r1", store, 3, policy=FAST
+    )
     assert [r.skipped for r in again.results] == [True] * 4
     assert again.data.equals(first.data)
 
     # New settings: new keys, recomputed; the old shards leave the table (moved, not deleted).
-    changed = run_sharded("toy", "tasks", items, "task_id", lambda s: _to_tasks(s, "b"), {"k": 2}, "r1", store, 3,
-                          policy=FAST)
+    changed = run_sharded(
+        "toy", "tasks", items, "task_id", lambda s: _to_tasks(s, "b"), {"k": 2}, "r1", store, 3, policy=FAST
+    )
     assert changed.shards_computed == 4
     assert len(store.shards("tasks", "r1")) == 4
     assert store.read("tasks", "r1").num_rows == 10
@@ -117,8 +137,9 @@ _DISK_FULL_WRITER = textwrap.dedent("""
 
 def test_full_disk_leaves_no_shard_and_the_rerun_completes(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", _DISK_FULL_WRITER, str(tmp_path)], env=env, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-c", _DISK_FULL_WRITER, str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 3, p.stdout + p.stderr
     store = DataStore(tmp_path)
     [spec] = plan_shards("big", "tasks", ["t0"], {}, "r1", store, 1)
@@ -128,6 +149,7 @@ def test_full_disk_leaves_no_shard_and_the_rerun_completes(tmp_path):
     assert store.read("tasks", "r1").num_rows == 0
 
     import random
+
     big = random.Random(0).randbytes(500_000).hex()
     rows = [row("tasks", task_id="t0", code=big, run_id="r1")]
     res = run_shard(spec, lambda: rows, FAST)

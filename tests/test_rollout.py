@@ -17,7 +17,7 @@ from pipeline.rollout.stage import rollout, token_view, traj_id
 from pipeline.rollout.tools import LocalRunner
 
 # Our own task (not KernelBench's): y = relu(x) * 2 on a 4M-element tensor.
-TASK = '''import torch
+TASK = """import torch
 import torch.nn as nn
 
 
@@ -35,16 +35,16 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-BROKEN_KERNEL = r'''#include <cuda_runtime.h>
+BROKEN_KERNEL = r"""#include <cuda_runtime.h>
 __global__ void relu2_kernel(const float* x, float* y, long n) {
   long i = blockIdx.x * (long)blockDim.x + threadIdx.x
   if (i < n) y[i] = fmaxf(x[i], 0.f) * 2.f;
 }
-'''
+"""
 
-KERNEL = r'''#include <cuda_runtime.h>
+KERNEL = r"""#include <cuda_runtime.h>
 
 __global__ void relu2_kernel(const float4* __restrict__ x, float4* __restrict__ y, long n4) {
   long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
@@ -69,9 +69,9 @@ extern "C" void launch_relu2(const float* x, float* y, long n, cudaStream_t stre
   long rest = n - n4 * 4;
   if (rest > 0) relu2_tail<<<1, threads, 0, stream>>>(x, y, n4 * 4, n);
 }
-'''
+"""
 
-BINDING = r'''#include "../binding_registry.h"
+BINDING = r"""#include "../binding_registry.h"
 #include <c10/cuda/CUDAStream.h>
 
 extern "C" void launch_relu2(const float* x, float* y, long n, cudaStream_t stream);
@@ -86,9 +86,9 @@ torch::Tensor relu2_forward(torch::Tensor x) {
 }
 
 REGISTER_BINDING(relu2_forward, relu2_forward)
-'''
+"""
 
-MODEL_NEW = '''import torch
+MODEL_NEW = """import torch
 import torch.nn as nn
 
 import cuda_extension
@@ -100,7 +100,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return cuda_extension.relu2_forward(x)
-'''
+"""
 
 
 def call(name: str, **args) -> dict:
@@ -120,10 +120,14 @@ def kernel_script() -> list:
         turn("Look around first.", call("list_files")),
         turn("Read the task.", call("read_file", path="model.py")),
         turn("Reference times.", call("profile")),
-        turn("Binding and module first.", call("write_file", path="kernels/identity_binding.cpp", content=BINDING),
-             call("write_file", path="model_new.py", content=MODEL_NEW)),
-        turn("A first kernel.", call("write_file", path="kernels/identity.cu", content=BROKEN_KERNEL),
-             call("compile")),
+        turn(
+            "Binding and module first.",
+            call("write_file", path="kernels/identity_binding.cpp", content=BINDING),
+            call("write_file", path="model_new.py", content=MODEL_NEW),
+        ),
+        turn(
+            "A first kernel.", call("write_file", path="kernels/identity.cu", content=BROKEN_KERNEL), call("compile")
+        ),
         turn("Missing semicolon; fix it.", call("write_file", path="kernels/identity.cu", content=KERNEL)),
         '<tool_call>\n{"name": "compile", "arguments": {}}\n</tool_call>',
         turn("Check correctness.", call("verify")),
@@ -195,15 +199,25 @@ def test_replayed_kernel_trajectory_compiles_verifies_profiles(tmp_path, eval_se
 
     tid = task_id(TASK)
     be = ReplayBackend({tid: kernel_script()})
-    out = rollout(tasks_table(TASK), settings(), be, eval_settings, "run-replay", out_dir=tmp_path / "data",
-                  runner=LocalRunner())
+    out = rollout(
+        tasks_table(TASK), settings(), be, eval_settings, "run-replay", out_dir=tmp_path / "data", runner=LocalRunner()
+    )
     assert out.num_rows == 1
     row = out.to_pylist()[0]
     assert row["termination"] == "finished" and row["num_turns"] == 10
     turns = row["turns"]
-    assert [t["action"] for t in turns] == ["list_files", "read_file", "profile", "write_file,write_file",
-                                            "write_file,compile", "write_file", "compile", "verify", "profile",
-                                            "finish"]
+    assert [t["action"] for t in turns] == [
+        "list_files",
+        "read_file",
+        "profile",
+        "write_file,write_file",
+        "write_file,compile",
+        "write_file",
+        "compile",
+        "verify",
+        "profile",
+        "finish",
+    ]
     msgs = row["messages"]
     tool_msgs = [m for m in msgs if m["role"] == "tool"]
     assert len(tool_msgs) == 12 and all(m["tool_call_id"] and m["name"] for m in tool_msgs)
@@ -228,12 +242,26 @@ def test_replayed_kernel_trajectory_compiles_verifies_profiles(tmp_path, eval_se
 
     assert DataStore(tmp_path / "data").read("trajectories").num_rows == 1
     ran = []
-    again = rollout(tasks_table(TASK), settings(), ReplayBackend([]), eval_settings, "run-replay-2",
-                    out_dir=tmp_path / "data", runner=LocalRunner(), on_row=ran.append)
+    again = rollout(
+        tasks_table(TASK),
+        settings(),
+        ReplayBackend([]),
+        eval_settings,
+        "run-replay-2",
+        out_dir=tmp_path / "data",
+        runner=LocalRunner(),
+        on_row=ran.append,
+    )
     assert ran == [] and again.to_pylist()[0]["traj_id"] == row["traj_id"]
     # re-scoring: the recorded trajectory replays through today's tools to the same end
-    rescored = rollout(tasks_table(TASK), settings(), ReplayBackend.from_trajectories(out), eval_settings, "rescore",
-                       runner=LocalRunner())
+    rescored = rollout(
+        tasks_table(TASK),
+        settings(),
+        ReplayBackend.from_trajectories(out),
+        eval_settings,
+        "rescore",
+        runner=LocalRunner(),
+    )
     r2 = rescored.to_pylist()[0]
     assert r2["termination"] == "finished" and [t["action"] for t in r2["turns"]] == [t["action"] for t in turns]
     assert r2["final_reward"] == row["final_reward"]
@@ -243,8 +271,11 @@ def test_limits_and_termination_reasons(tmp_path, eval_settings):
     """Each termination reason from a script that provokes it; items are never lost."""
     garbage = ["I think the answer is 42.", '<tool_call>{"name": "compile", oops</tool_call>', "still no call"]
     listing = [turn("again", call("list_files"))] * 10
-    bad_tools = [turn("hm", call("delete_everything")), turn("hm", call("read_file", path="../../etc/passwd")),
-                 turn("hm", call("write_file", path="model.py", content="x"))]
+    bad_tools = [
+        turn("hm", call("delete_everything")),
+        turn("hm", call("read_file", path="../../etc/passwd")),
+        turn("hm", call("write_file", path="model.py", content="x")),
+    ]
     recover = [garbage[0], turn("ok", call("finish"))]
     codes = [TASK + f"\n# variant {i}\n" for i in range(5)]
     from pipeline.identity import task_id
@@ -253,11 +284,20 @@ def test_limits_and_termination_reasons(tmp_path, eval_settings):
     assert len(set(ids)) == 1  # comments do not change a task's identity...
     codes = [TASK.replace("2.0", f"{i + 2}.0") for i in range(5)]  # ...values do
     ids = [task_id(c) for c in codes]
-    be = ReplayBackend({ids[0]: garbage, ids[1]: listing, ids[2]: bad_tools, ids[3]: recover,
-                        ids[4]: [turn("x" * 4000, call("list_files"))] * 5})
+    be = ReplayBackend(
+        {
+            ids[0]: garbage,
+            ids[1]: listing,
+            ids[2]: bad_tools,
+            ids[3]: recover,
+            ids[4]: [turn("x" * 4000, call("list_files"))] * 5,
+        }
+    )
     s = settings(max_turns=4, max_consecutive_malformed=3, max_consecutive_tool_errors=3, max_context_tokens=3500)
-    out = {r["task_id"]: r for r in rollout(tasks_table(*codes), s, be, eval_settings, "limits",
-                                            runner=LocalRunner()).to_pylist()}
+    out = {
+        r["task_id"]: r
+        for r in rollout(tasks_table(*codes), s, be, eval_settings, "limits", runner=LocalRunner()).to_pylist()
+    }
     r = out[ids[0]]
     assert r["termination"] == "malformed_output" and r["num_turns"] == 3
     assert [t["action"] for t in r["turns"]] == ["no_tool_call", "malformed", "no_tool_call"]
@@ -287,8 +327,14 @@ def test_timeout_and_engine_error_keep_a_row(tmp_path, eval_settings):
     out = rollout(tasks_table(TASK), settings(), Broken([]), eval_settings, "broken", runner=LocalRunner())
     r = out.to_pylist()[0]
     assert r["termination"] == "engine_error" and "engine crashed" in r["error"] and r["num_turns"] == 0
-    out = rollout(tasks_table(TASK), settings(trajectory_timeout_s=0.0),
-                  ReplayBackend([turn("a", call("list_files"))]), eval_settings, "timeout", runner=LocalRunner())
+    out = rollout(
+        tasks_table(TASK),
+        settings(trajectory_timeout_s=0.0),
+        ReplayBackend([turn("a", call("list_files"))]),
+        eval_settings,
+        "timeout",
+        runner=LocalRunner(),
+    )
     assert out.to_pylist()[0]["termination"] == "timeout"
 
 
@@ -315,34 +361,43 @@ def tiny_engine(tmp_path_factory):
 def test_vllm_engine_drives_rollouts_end_to_end(tmp_path, tiny_engine, eval_settings):
     """Nonsense from a random model: every trajectory ends with a reason, with exact sampled ids and seeds."""
     codes = [TASK, TASK.replace("2.0", "3.0")]
-    s = settings(backend="vllm", samples_per_task=2, max_turns=3, max_tokens_per_turn=48, concurrency=4,
-                 temperature=1.0)
-    out = rollout(tasks_table(*codes), s, tiny_engine, eval_settings, "vllm-e2e", out_dir=tmp_path / "data",
-                  runner=LocalRunner())
+    s = settings(
+        backend="vllm", samples_per_task=2, max_turns=3, max_tokens_per_turn=48, concurrency=4, temperature=1.0
+    )
+    out = rollout(
+        tasks_table(*codes), s, tiny_engine, eval_settings, "vllm-e2e", out_dir=tmp_path / "data", runner=LocalRunner()
+    )
     rows = out.to_pylist()
     assert len(rows) == 4 and len({r["traj_id"] for r in rows}) == 4 and len({r["seed"] for r in rows}) == 4
     for r in rows:
         assert r["termination"] in ("malformed_output", "max_turns", "tool_error", "finished")
         assert 1 <= r["num_turns"] <= 3 and r["model"] == tiny_engine.model_name
         assert r["prompt_token_ids"] == tiny_engine.render(
-            [{"role": m["role"], "content": m["content"]} for m in r["messages"][:2]], json.loads(r["tools"]))
+            [{"role": m["role"], "content": m["content"]} for m in r["messages"][:2]], json.loads(r["tools"])
+        )
         for t in r["turns"]:
             assert 1 <= len(t["completion_token_ids"]) <= 48 and t["completion_tokens"] == len(
-                t["completion_token_ids"])
+                t["completion_token_ids"]
+            )
             assert t["prompt_tokens"] >= len(r["prompt_token_ids"])
         assert json.loads(r["sampling"])["seed"] == r["seed"]
         # token-exact: the engine continued each session from the sampled tokens, so the view is exact
         assert r["token_view_exact"] is True
         assert sum(r["response_mask"]) == sum(len(t["completion_token_ids"]) for t in r["turns"])
         last = r["turns"][-1]
-        assert len(r["prompt_token_ids"]) + len(r["response_token_ids"]) == \
-            last["prompt_tokens"] + last["completion_tokens"]
+        assert (
+            len(r["prompt_token_ids"]) + len(r["response_token_ids"])
+            == last["prompt_tokens"] + last["completion_tokens"]
+        )
     # the recorded seed reproduces the first turn exactly
     r = rows[0]
     from pipeline.llm.backend import SamplingParams
 
-    again = tiny_engine.chat([{"role": m["role"], "content": m["content"]} for m in r["messages"][:2]],
-                             tools=json.loads(r["tools"]), sampling=SamplingParams(max_tokens=48, seed=r["seed"]))
+    again = tiny_engine.chat(
+        [{"role": m["role"], "content": m["content"]} for m in r["messages"][:2]],
+        tools=json.loads(r["tools"]),
+        sampling=SamplingParams(max_tokens=48, seed=r["seed"]),
+    )
     assert again.completion_token_ids == r["turns"][0]["completion_token_ids"]
     # the context budget is enforced per request: room for less than one turn ends the trajectory
     n_prompt = len(r["prompt_token_ids"])
@@ -364,17 +419,29 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
     from pipeline.rollout.tools import RayRunner
 
     codes = [TASK.replace("2.0", f"{i + 2}.0") for i in range(4)]
-    script = {task_id(c): [turn("look", call("list_files")), turn("read", call("read_file", path="model.py")),
-                           turn("done", call("finish"))] for c in codes}
+    script = {
+        task_id(c): [
+            turn("look", call("list_files")),
+            turn("read", call("read_file", path="model.py")),
+            turn("done", call("finish")),
+        ]
+        for c in codes
+    }
     script[task_id(codes[0])][2:2] = [  # one build as a Ray CPU task (the kernel test's sources: cached objects)
-        turn("write", call("write_file", path="kernels/identity_binding.cpp", content=BINDING),
-             call("write_file", path="kernels/identity.cu", content=KERNEL),
-             call("write_file", path="model_new.py", content=MODEL_NEW)),
-        turn("build", call("compile")), turn("check", call("verify"))]
+        turn(
+            "write",
+            call("write_file", path="kernels/identity_binding.cpp", content=BINDING),
+            call("write_file", path="kernels/identity.cu", content=KERNEL),
+            call("write_file", path="model_new.py", content=MODEL_NEW),
+        ),
+        turn("build", call("compile")),
+        turn("check", call("verify")),
+    ]
     p = tmp_path / "script.json"
     p.write_text(json.dumps(script))
-    router = StickyRouter(start_replicas({"backend": "replay", "replay_path": str(p), "replicas": 2},
-                                         cpus_per_replica=0))
+    router = StickyRouter(
+        start_replicas({"backend": "replay", "replay_path": str(p), "replicas": 2}, cpus_per_replica=0)
+    )
     slow = task_id(codes[0])
     killed: list[int] = []
     msgs = [{"role": "user", "content": "probe"}]
@@ -407,13 +474,20 @@ def test_ray_replicas_retry_a_dead_replicas_trajectories(ray_local, tmp_path, ev
                 assert router.live_replicas == 1
             return super().compile(files, cache_dir)
 
-    out = rollout(tasks_table(*codes), settings(concurrency=4), router, eval_settings, "ray",
-                  out_dir=tmp_path / "data",
-                  runner=KillOnFirstBuild(compile_cpus=1, eval_cpus=1, eval_settings=eval_settings))
+    out = rollout(
+        tasks_table(*codes),
+        settings(concurrency=4),
+        router,
+        eval_settings,
+        "ray",
+        out_dir=tmp_path / "data",
+        runner=KillOnFirstBuild(compile_cpus=1, eval_cpus=1, eval_settings=eval_settings),
+    )
     rows = out.to_pylist()
     assert len(rows) == 4 and len({r["traj_id"] for r in rows}) == 4
-    assert all(r["termination"] == "finished" and r["num_turns"] == len(script[r["task_id"]]) for r in rows), \
-        [(r["termination"], r["num_turns"], r["attempts"], r["error"]) for r in rows]
+    assert all(r["termination"] == "finished" and r["num_turns"] == len(script[r["task_id"]]) for r in rows), [
+        (r["termination"], r["num_turns"], r["attempts"], r["error"]) for r in rows
+    ]
     slow_row = next(r for r in rows if r["task_id"] == task_id(codes[0]))
     tool_text = [m["content"] for m in slow_row["messages"] if m["role"] == "tool"]
     assert "compile succeeded" in tool_text[5] and tool_text[6].startswith("verify: compiled=True")
@@ -439,12 +513,28 @@ def test_cli_rollout_replay_writes_table_catalog_and_contamination(tmp_path):
     out = tmp_path / "data"
     # the decontamination stage's decision for the first task, as its table lays it out
     (out / "tables" / "contamination" / "run_id=20261130T000000-aaaaaa").mkdir(parents=True)
-    pq.write_table(pa.table({"task_id": [task_id(codes[0])], "contaminated": [False]}),
-                   out / "tables" / "contamination" / "run_id=20261130T000000-aaaaaa" / "part-00000.parquet")
-    (tmp_path / "script.json").write_text(json.dumps({"*": [turn("look", call("list_files")),
-                                                            turn("done", call("finish"))]}))
-    args = ["rollout", "--tasks", str(tmp_path / "tasks.parquet"), "--backend", "replay", "--replay",
-            str(tmp_path / "script.json"), "--out", str(out), "--samples", "2", "--run-id", "cli-run"]
+    pq.write_table(
+        pa.table({"task_id": [task_id(codes[0])], "contaminated": [False]}),
+        out / "tables" / "contamination" / "run_id=20261130T000000-aaaaaa" / "part-00000.parquet",
+    )
+    (tmp_path / "script.json").write_text(
+        json.dumps({"*": [turn("look", call("list_files")), turn("done", call("finish"))]})
+    )
+    args = [
+        "rollout",
+        "--tasks",
+        str(tmp_path / "tasks.parquet"),
+        "--backend",
+        "replay",
+        "--replay",
+        str(tmp_path / "script.json"),
+        "--out",
+        str(out),
+        "--samples",
+        "2",
+        "--run-id",
+        "cli-run",
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     t = pq.read_table(out / "trajectories.parquet").to_pylist()

@@ -23,10 +23,29 @@ def test_opforge_run_small(tmp_path, kernelbench_path):
     env.pop("PREFECT_API_URL", None)
     # torch.compile is off here only to keep the suite's time (a cold compile is ~25 s per task on this machine);
     # `opforge run` keeps it on by default, and that path is timed in benchmarks/README.md.
-    p = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--set", "synth.n=4", "--set",
-                        f"data_root={data_root}", "--set", f"run_id={RUN}", "--set", "ray.num_cpus=2",
-                        "--set", "validate.check_compile=false"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "run",
+            "--set",
+            "synth.n=4",
+            "--set",
+            f"data_root={data_root}",
+            "--set",
+            f"run_id={RUN}",
+            "--set",
+            "ray.num_cpus=2",
+            "--set",
+            "validate.check_compile=false",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
 
@@ -52,11 +71,16 @@ def test_opforge_run_small(tmp_path, kernelbench_path):
     assert st["curate"]["status"] == "completed" and st["publish"]["status"] == "completed"
 
     # Every stage's files are registered and the views answer a join across stages.
-    files = {r["table_name"]: r["rows"] for r in cat.sql(
-        "SELECT table_name, sum(row_count) AS rows FROM table_files WHERE run_id = ? GROUP BY 1", [RUN]).to_pylist()}
+    files = {
+        r["table_name"]: r["rows"]
+        for r in cat.sql(
+            "SELECT table_name, sum(row_count) AS rows FROM table_files WHERE run_id = ? GROUP BY 1", [RUN]
+        ).to_pylist()
+    }
     assert files["tasks"] == 4 and files["validation"] == 4 and files["contamination"] == n_valid
-    joined = cat.sql("SELECT count(*) AS n FROM tasks JOIN validation USING (task_id, run_id) WHERE run_id = ?",
-                     [RUN]).to_pylist()[0]["n"]
+    joined = cat.sql(
+        "SELECT count(*) AS n FROM tasks JOIN validation USING (task_id, run_id) WHERE run_id = ?", [RUN]
+    ).to_pylist()[0]["n"]
     assert joined == 4
 
     # The warm-up release: Hub layout with a data card, readable by `datasets`.

@@ -19,14 +19,20 @@ from pipeline.storage import DataStore
 from tests._rows import row
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLD = ("import sys; sys.path.insert(0, {root!r}); from pipeline.runlock import run_lock\n"
-        "with run_lock({data!r}, 'r1'):\n    print('locked', flush=True); sys.stdin.read()\n")
+HOLD = (
+    "import sys; sys.path.insert(0, {root!r}); from pipeline.runlock import run_lock\n"
+    "with run_lock({data!r}, 'r1'):\n    print('locked', flush=True); sys.stdin.read()\n"
+)
 
 
 def _holder_process(data_root: Path) -> subprocess.Popen:
     """A process that holds run r1's lock until killed; returns once it holds it (it says so)."""
-    p = subprocess.Popen([sys.executable, "-c", HOLD.format(root=str(ROOT), data=str(data_root))],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD.format(root=str(ROOT), data=str(data_root))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "locked"
     return p
 
@@ -59,8 +65,7 @@ def test_same_process_second_writer_is_refused_too(data_root):
 
 def test_latest_is_the_last_completed_run(data_root):
     cat = Catalog(data_root / "catalog.duckdb", data_root)
-    for rid, status in (("a", "completed"), ("b", "completed"), ("c", "failed"), ("d", "interrupted"),
-                        ("e", None)):
+    for rid, status in (("a", "completed"), ("b", "completed"), ("c", "failed"), ("d", "interrupted"), ("e", None)):
         cat.start_run(rid, {}, "test")
         if status:
             cat.finish_run(rid, status)
@@ -169,21 +174,25 @@ def test_sql_is_read_only_portable_and_has_every_view(data_root, tmp_path):
     shutil.move(str(data_root), moved)
     r = cli.invoke(app, ["sql", "SELECT count(*) AS n FROM tasks", "--set", f"data_root={moved}", "--format", "json"])
     assert json.loads(r.output) == [{"n": 3}]
-    assert json.loads(json.dumps(Catalog(moved / "catalog.duckdb", moved).sql(
-        "SELECT count(*) AS n FROM tasks").to_pylist())) == [{"n": 3}]
+    assert json.loads(
+        json.dumps(Catalog(moved / "catalog.duckdb", moved).sql("SELECT count(*) AS n FROM tasks").to_pylist())
+    ) == [{"n": 3}]
 
 
-WRITER = ("import sys; sys.path.insert(0, {root!r}); from pipeline.catalog import Catalog\n"
-          "from pathlib import Path\nc = Catalog(Path({data!r}) / 'catalog.duckdb', Path({data!r}))\n"
-          "print('ready', flush=True)\n"
-          "for i in range(150):\n    c.record_stage('r1', f's{{i}}', rows_in=i, rows_out=i)\n"
-          "print('done', flush=True)\n")
+WRITER = (
+    "import sys; sys.path.insert(0, {root!r}); from pipeline.catalog import Catalog\n"
+    "from pathlib import Path\nc = Catalog(Path({data!r}) / 'catalog.duckdb', Path({data!r}))\n"
+    "print('ready', flush=True)\n"
+    "for i in range(150):\n    c.record_stage('r1', f's{{i}}', rows_in=i, rows_out=i)\n"
+    "print('done', flush=True)\n"
+)
 
 
 def test_sql_works_while_a_run_writes(data_root):
     cat = _seed(data_root)
-    w = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT), data=str(data_root))],
-                         stdout=subprocess.PIPE, text=True)
+    w = subprocess.Popen(
+        [sys.executable, "-c", WRITER.format(root=str(ROOT), data=str(data_root))], stdout=subprocess.PIPE, text=True
+    )
     assert w.stdout.readline().strip() == "ready"
     seen = []
     while w.poll() is None:  # read as long as the writer writes: every query answers, none fails
@@ -208,8 +217,9 @@ def test_sigterm_handler_unwinds_like_ctrl_c():
 def test_command_line_on_record_hides_secrets():
     from pipeline.provenance import command_line
 
-    line = command_line(["/venv/bin/opforge", "run", "--set", "rollout.api_key=sk-1", "--hf-token", "hf_x",
-                         "--set", "synth.n=4"])
+    line = command_line(
+        ["/venv/bin/opforge", "run", "--set", "rollout.api_key=sk-1", "--hf-token", "hf_x", "--set", "synth.n=4"]
+    )
     assert line == "opforge run --set 'rollout.api_key=<redacted>' --hf-token '<redacted>' --set synth.n=4"
 
 
@@ -242,8 +252,21 @@ def test_stage_commands_writing_a_run_take_its_lock_and_end_it(data_root, tmp_pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"code": ["x = 1"]}), tasks)
-    r = cli.invoke(app, ["rollout", "--tasks", str(tasks), "--backend", "replay", "--replay",
-                         str(tmp_path / "missing.json"), "--run-id", "f1", *s])
+    r = cli.invoke(
+        app,
+        [
+            "rollout",
+            "--tasks",
+            str(tasks),
+            "--backend",
+            "replay",
+            "--replay",
+            str(tmp_path / "missing.json"),
+            "--run-id",
+            "f1",
+            *s,
+        ],
+    )
     assert r.exit_code != 0
     assert cat.sql("SELECT status FROM runs WHERE run_id = 'f1'").to_pylist() == [{"status": "failed"}]
     assert holder(data_root, "f1") is None

@@ -11,31 +11,35 @@ from pipeline.sandbox import run_sandboxed
 
 
 def test_result_arrives_over_the_private_channel_not_stdout():
-    r = run_sandboxed("print('{\"type\": \"result\", \"value\": 42}')\nemit_result({'got': PAYLOAD})",
-                      payload=[1, 2], timeout_s=20)
+    r = run_sandboxed(
+        'print(\'{"type": "result", "value": 42}\')\nemit_result({\'got\': PAYLOAD})', payload=[1, 2], timeout_s=20
+    )
     assert r.ok and r.reason == ""
     assert r.result == {"got": [1, 2]}
     assert "42" in r.stdout  # the forged line stayed on stdout
 
 
 def test_printing_a_fake_result_is_not_a_result():
-    r = run_sandboxed("print('{\"type\": \"result\", \"value\": 42}')", timeout_s=20)
+    r = run_sandboxed('print(\'{"type": "result", "value": 42}\')', timeout_s=20)
     assert r.reason == "no_result" and r.result is None
 
 
-@pytest.mark.parametrize("code,reason", [
-    ("def f(:\n  pass", "syntax_error"),
-    ("raise ValueError('boom')", "exception"),
-    ("while True:\n    pass", "timeout"),
-    ("x = bytearray(8 * 2**30)", "memory_limit"),
-    ("import ctypes\nctypes.string_at(0)", "segfault"),
-    ("import sys\nsys.exit(3)", "sys_exit"),
-    ("import os\nos._exit(0)", "sys_exit"),
-    ("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)", "network_blocked"),
-    ("open('/etc/opforge-sandbox-test', 'w').write('x')", "file_access_blocked"),
-    ("import os\nwhile True:\n    os.fork()", "process_blocked"),
-    ("import subprocess\nsubprocess.run(['sh', '-c', 'echo hi'])", "process_blocked"),
-])
+@pytest.mark.parametrize(
+    "code,reason",
+    [
+        ("def f(:\n  pass", "syntax_error"),
+        ("raise ValueError('boom')", "exception"),
+        ("while True:\n    pass", "timeout"),
+        ("x = bytearray(8 * 2**30)", "memory_limit"),
+        ("import ctypes\nctypes.string_at(0)", "segfault"),
+        ("import sys\nsys.exit(3)", "sys_exit"),
+        ("import os\nos._exit(0)", "sys_exit"),
+        ("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)", "network_blocked"),
+        ("open('/etc/opforge-sandbox-test', 'w').write('x')", "file_access_blocked"),
+        ("import os\nwhile True:\n    os.fork()", "process_blocked"),
+        ("import subprocess\nsubprocess.run(['sh', '-c', 'echo hi'])", "process_blocked"),
+    ],
+)
 def test_hostile_code_gets_its_reason(code, reason):
     r = run_sandboxed(code, timeout_s=4, memory_mb=1024)
     assert r.reason == reason, (r.reason, r.error_message[-300:])
@@ -43,24 +47,30 @@ def test_hostile_code_gets_its_reason(code, reason):
 
 
 def test_swallowed_violation_is_still_reported():
-    code = ("import socket\ntry:\n    socket.create_connection(('192.0.2.1', 80), timeout=2)\n"
-            "except Exception:\n    pass\nemit_result('fine')")
+    code = (
+        "import socket\ntry:\n    socket.create_connection(('192.0.2.1', 80), timeout=2)\n"
+        "except Exception:\n    pass\nemit_result('fine')"
+    )
     r = run_sandboxed(code, timeout_s=10)
     assert r.reason == "network_blocked"
     assert r.violations and r.violations[0]["kind"] == "network_blocked"
 
 
 def test_flooding_stdout_is_drained_and_trimmed():
-    r = run_sandboxed("import sys\nfor _ in range(100000):\n    print('x' * 99)\nemit_result('done')",
-                      timeout_s=30, max_output_bytes=1000)
+    r = run_sandboxed(
+        "import sys\nfor _ in range(100000):\n    print('x' * 99)\nemit_result('done')",
+        timeout_s=30,
+        max_output_bytes=1000,
+    )
     assert r.ok and r.result == "done"
     assert r.stdout_bytes == 100000 * 100
     assert len(r.stdout) == 1000
 
 
 def test_writes_inside_the_workdir_are_allowed(tmp_path):
-    r = run_sandboxed("open('out.txt', 'w').write('ok')\nemit_result(open('out.txt').read())", workdir=tmp_path,
-                      timeout_s=10)
+    r = run_sandboxed(
+        "open('out.txt', 'w').write('ok')\nemit_result(open('out.txt').read())", workdir=tmp_path, timeout_s=10
+    )
     assert r.ok and r.result == "ok"
     assert (tmp_path / "out.txt").read_text() == "ok"
 
@@ -68,8 +78,9 @@ def test_writes_inside_the_workdir_are_allowed(tmp_path):
 def test_private_workdir_is_removed_and_env_is_reduced():
     os.environ["OPFORGE_SECRET_FOR_TEST"] = "s3cret"
     try:
-        r = run_sandboxed("import os\nemit_result([os.getcwd(), os.environ.get('OPFORGE_SECRET_FOR_TEST')])",
-                          timeout_s=10)
+        r = run_sandboxed(
+            "import os\nemit_result([os.getcwd(), os.environ.get('OPFORGE_SECRET_FOR_TEST')])", timeout_s=10
+        )
     finally:
         del os.environ["OPFORGE_SECRET_FOR_TEST"]
     cwd, secret = r.result
@@ -91,8 +102,10 @@ def test_script_path_and_args(tmp_path):
 
 
 def test_closing_every_pipe_does_not_dodge_the_timeout():
-    code = "import os, time\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n        pass\n" \
-           "os.close(1)\nos.close(2)\ntime.sleep(30)"
+    code = (
+        "import os, time\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n        pass\n"
+        "os.close(1)\nos.close(2)\ntime.sleep(30)"
+    )
     r = run_sandboxed(code, timeout_s=2)
     assert r.timed_out and r.reason == "timeout"
 

@@ -21,12 +21,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_secret_keys_are_recognised_by_their_last_word():
-    for k in ("rollout.api_key", "synth.llm.api_key", "apiKey", "HF_TOKEN", "--hf-token", "--token", "password",
-              "db.secret", "aws.secret_access_key", "Authorization", "gcp.credentials", "ssh.private_key"):
+    for k in (
+        "rollout.api_key",
+        "synth.llm.api_key",
+        "apiKey",
+        "HF_TOKEN",
+        "--hf-token",
+        "--token",
+        "password",
+        "db.secret",
+        "aws.secret_access_key",
+        "Authorization",
+        "gcp.credentials",
+        "ssh.private_key",
+    ):
         assert is_secret_key(k), k
     # Settings that merely contain such a word are kept on record (they were "<redacted>" before).
-    for k in ("rollout.max_tokens_per_turn", "curate.max_tokens", "synth.llm_max_tokens", "token_ids",
-              "tokenizer", "secretary", "keyword", "api_key_env_note"):
+    for k in (
+        "rollout.max_tokens_per_turn",
+        "curate.max_tokens",
+        "synth.llm_max_tokens",
+        "token_ids",
+        "tokenizer",
+        "secretary",
+        "keyword",
+        "api_key_env_note",
+    ):
         assert not is_secret_key(k), k
     conf = redact(load_config(None, ["rollout.api_key=sk-1"]).dump())
     assert conf["rollout"]["api_key"] == REDACTED and conf["rollout"]["max_tokens_per_turn"] == 8192
@@ -36,8 +56,12 @@ def test_hidden_overrides_give_the_same_config_and_hold_no_secret():
     env: dict[str, str] = {}
     given = ["synth.n=3", "rollout.api_key=sk-live-abc", "synth.llm.api_key='quoted key'", "rollout.api_key=env:X"]
     hidden = hide_overrides(given, env)
-    assert hidden == ["synth.n=3", "rollout.api_key=env:OPFORGE_SECRET_ROLLOUT_API_KEY",
-                      "synth.llm.api_key=env:OPFORGE_SECRET_SYNTH_LLM_API_KEY", "rollout.api_key=env:X"]
+    assert hidden == [
+        "synth.n=3",
+        "rollout.api_key=env:OPFORGE_SECRET_ROLLOUT_API_KEY",
+        "synth.llm.api_key=env:OPFORGE_SECRET_SYNTH_LLM_API_KEY",
+        "rollout.api_key=env:X",
+    ]
     assert env == {"OPFORGE_SECRET_ROLLOUT_API_KEY": "sk-live-abc", "OPFORGE_SECRET_SYNTH_LLM_API_KEY": "quoted key"}
     # A second value of the same key (another flow call of this process) keeps its own variable.
     second = hide_overrides(["rollout.api_key=sk-other"], env)
@@ -63,9 +87,22 @@ def test_secret_references_resolve_from_the_environment(monkeypatch, tmp_path):
 
 
 def test_command_line_on_record_hides_every_form_of_secret():
-    line = command_line(["opforge", "run", "--set", "rollout.api_key=sk-a", "--set=synth.llm.api_key=sk-b",
-                         "--token=sk-c", "--hf-token", "sk-d", "--set", "rollout.max_tokens_per_turn=512",
-                         "--set", "rollout.api_key=env:KEY"])
+    line = command_line(
+        [
+            "opforge",
+            "run",
+            "--set",
+            "rollout.api_key=sk-a",
+            "--set=synth.llm.api_key=sk-b",
+            "--token=sk-c",
+            "--hf-token",
+            "sk-d",
+            "--set",
+            "rollout.max_tokens_per_turn=512",
+            "--set",
+            "rollout.api_key=env:KEY",
+        ]
+    )
     assert not any(s in line for s in ("sk-a", "sk-b", "sk-c", "sk-d"))
     assert "rollout.max_tokens_per_turn=512" in line and "rollout.api_key=env:KEY" in line
 
@@ -129,8 +166,9 @@ def _files_bytes(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
 
 
-def test_a_secret_given_to_a_flow_reaches_the_endpoint_and_nothing_else(prefect_harness, data_root, llm_endpoint,
-                                                                        monkeypatch):
+def test_a_secret_given_to_a_flow_reaches_the_endpoint_and_nothing_else(
+    prefect_harness, data_root, llm_endpoint, monkeypatch
+):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId
     from prefect.logging.handlers import APILogHandler
@@ -142,9 +180,16 @@ def test_a_secret_given_to_a_flow_reaches_the_endpoint_and_nothing_else(prefect_
     url, seen = llm_endpoint
     key, other = f"sk-opforge-{secrets.token_hex(8)}", f"sk-rollout-{secrets.token_hex(8)}"
     _unset_until_teardown(monkeypatch, "OPFORGE_SECRET_SYNTH_LLM_API_KEY", "OPFORGE_SECRET_ROLLOUT_API_KEY")
-    overrides = [f"data_root={data_root}", "synth.n=1", "synth.composer=llm", "synth.llm_retries=0",
-                 "synth.llm.backend=openai", f"synth.llm.base_url={url}", f"synth.llm.api_key={key}",
-                 f"rollout.api_key={other}"]
+    overrides = [
+        f"data_root={data_root}",
+        "synth.n=1",
+        "synth.composer=llm",
+        "synth.llm_retries=0",
+        "synth.llm.backend=openai",
+        f"synth.llm.base_url={url}",
+        f"synth.llm.api_key={key}",
+        f"rollout.api_key={other}",
+    ]
     flow = synthesize_flow.with_options(name="synthesize")  # a copy keeps the secret handling
     state = flow(overrides=overrides, run_id="secret-run", return_state=True)
     assert state.is_completed(), state
@@ -163,8 +208,12 @@ def test_a_secret_given_to_a_flow_reaches_the_endpoint_and_nothing_else(prefect_
         tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fid])))
     assert "synth.llm.api_key=env:OPFORGE_SECRET_SYNTH_LLM_API_KEY" in run.parameters["overrides"]
     assert logs and tasks
-    stored = {"parameters": run.parameters, "flow_run": run.model_dump(mode="json"),
-              "logs": [x.model_dump(mode="json") for x in logs], "tasks": [t.model_dump(mode="json") for t in tasks]}
+    stored = {
+        "parameters": run.parameters,
+        "flow_run": run.model_dump(mode="json"),
+        "logs": [x.model_dump(mode="json") for x in logs],
+        "tasks": [t.model_dump(mode="json") for t in tasks],
+    }
     for secret in (key, other):
         assert secret not in json.dumps(stored, default=str)
         assert secret.encode() not in _prefect_db_bytes()
@@ -180,8 +229,11 @@ def test_deployment_defaults_hold_a_reference_not_the_secret(prefect_harness, mo
 
     key = f"sk-deploy-{secrets.token_hex(8)}"
     _unset_until_teardown(monkeypatch, "OPFORGE_SECRET_ROLLOUT_API_KEY")
-    (dep,) = build(ROOT / "prefect.yaml", overrides=["synth.n=2", f"rollout.api_key={key}"],
-                   only=["nightly-synthesize-decontaminate"])
+    (dep,) = build(
+        ROOT / "prefect.yaml",
+        overrides=["synth.n=2", f"rollout.api_key={key}"],
+        only=["nightly-synthesize-decontaminate"],
+    )
     assert os.environ["OPFORGE_SECRET_ROLLOUT_API_KEY"] == key  # what the runs `opforge serve` starts inherit
     dep_id = dep.apply()
     with get_client(sync_client=True) as client:

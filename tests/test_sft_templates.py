@@ -125,8 +125,11 @@ HERMES = r"""{{- bos_token }}
 
 TEMPLATES = {"qwen2.5": QWEN25, "llama-3.1": LLAMA31, "hermes": HERMES}
 # How each template writes a call: the arguments must appear as a JSON object, never as a quoted JSON string.
-CALL_PREFIX = {"qwen2.5": '"arguments": {"code": "import torch', "llama-3.1": '"parameters": {"code": "import torch',
-               "hermes": '"arguments": {"code": "import torch'}
+CALL_PREFIX = {
+    "qwen2.5": '"arguments": {"code": "import torch',
+    "llama-3.1": '"parameters": {"code": "import torch',
+    "hermes": '"arguments": {"code": "import torch',
+}
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +139,9 @@ def loaded(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("sft")
     scen = scenario()
-    r = curate(scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(),
-               "cur-tpl")
+    r = curate(
+        scen["tasks"], scen["validation"], scen["contamination"], scen["trajectories"], CurateSettings(), "cur-tpl"
+    )
     paths = save_result(r, root)
     out = {n: datasets.load_dataset("parquet", data_files=str(paths[n]), split="train") for n in ("sft", "critic")}
     assert out["sft"].num_rows == r.sft.num_rows > 0
@@ -180,10 +184,21 @@ def test_the_old_layout_breaks_the_templates(loaded, tokenizer):
     """What the issue reported, checked against the same templates: null keys on every message and JSON-string
     arguments fail Llama-3.1 and double-encode in Qwen2.5 (so the test above can tell the layouts apart)."""
     row = loaded["sft"][0]
-    old = [{"role": m["role"], "content": m["content"], "tool_call_id": m.get("tool_call_id"),
-            "name": m.get("name"), "tool_calls": [
+    old = [
+        {
+            "role": m["role"],
+            "content": m["content"],
+            "tool_call_id": m.get("tool_call_id"),
+            "name": m.get("name"),
+            "tool_calls": [
                 {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
-                for c in m["tool_calls"]] if "tool_calls" in m else None} for m in row["messages"]]
+                for c in m["tool_calls"]
+            ]
+            if "tool_calls" in m
+            else None,
+        }
+        for m in row["messages"]
+    ]
     tokenizer.chat_template = LLAMA31
     with pytest.raises(TypeError):
         tokenizer.apply_chat_template(old, tools=row["tools"], tokenize=False)
@@ -201,14 +216,28 @@ def test_trl_sft_data_path_tokenizes_a_batch(loaded, tokenizer, tmp_path):
     from trl import SFTConfig, SFTTrainer
 
     tokenizer.chat_template = QWEN25
-    cfg = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=1, num_key_value_heads=1, head_dim=32, max_position_embeddings=4096,
-                      pad_token_id=tokenizer.pad_token_id)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=32,
+        max_position_embeddings=4096,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(cfg)
     ds = loaded["sft"].select_columns(["messages", "tools"])
-    args = SFTConfig(output_dir=str(tmp_path), report_to=[], max_length=4096, per_device_train_batch_size=2,
-                     use_cpu=True, dataset_num_proc=None)
+    args = SFTConfig(
+        output_dir=str(tmp_path),
+        report_to=[],
+        max_length=4096,
+        per_device_train_batch_size=2,
+        use_cpu=True,
+        dataset_num_proc=None,
+    )
     trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer)
     prepared = trainer.train_dataset
     assert "input_ids" in prepared.column_names and prepared.num_rows == ds.num_rows

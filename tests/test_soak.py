@@ -31,22 +31,36 @@ SETTINGS = ["--no-ray", "--set", "synth.n=4", "--set", "validate.check_compile=f
 def _env(kernelbench_path: Path) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
-    env = dict(os.environ, KERNELBENCH_PATH=str(kernelbench_path), SOURCE_DATE_EPOCH="1767225600",
-               PREFECT_LOGGING_LEVEL="WARNING", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        KERNELBENCH_PATH=str(kernelbench_path),
+        SOURCE_DATE_EPOCH="1767225600",
+        PREFECT_LOGGING_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
     env["PREFECT_API_URL"] = PREFECT_API_URL.value()  # the session's server: no temporary server per run
     return env
 
 
 def _start(data_root: Path, env: dict[str, str], *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", *SETTINGS, "--set", f"data_root={data_root}",
-                             *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # its own process group: kill -9 takes its children too
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "run", *SETTINGS, "--set", f"data_root={data_root}", *extra],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # its own process group: kill -9 takes its children too
 
 
 def _published(data_root: Path) -> dict[str, str]:
     base = data_root / "published" / RUN
-    return {p.relative_to(base).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(base.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(base).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _table_files(data_root: Path) -> list[Path]:
@@ -72,9 +86,24 @@ class Readers:
 
     def _loop(self) -> None:
         while not self.stop.is_set():
-            r = subprocess.run([sys.executable, "-m", "flows.cli", "sql", "SELECT count(*) AS n FROM stages",
-                                "--set", f"data_root={self.data_root}", "--format", "csv"], cwd=ROOT, env=self.env,
-                               capture_output=True, text=True, timeout=300)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "flows.cli",
+                    "sql",
+                    "SELECT count(*) AS n FROM stages",
+                    "--set",
+                    f"data_root={self.data_root}",
+                    "--format",
+                    "csv",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             self.results.append((r.returncode, (r.stdout + r.stderr)[-500:]))
 
     def __enter__(self) -> "Readers":
@@ -156,6 +185,8 @@ def test_kill_9_at_random_points_then_rerun_publishes_identical_files(prefect_ha
     assert cat.resolve_run_id("latest") == RUN
     assert cat.query_readonly("SELECT status FROM runs")[0][0].as_py() == "completed"
     assert not [p for p in (root / "tables").rglob(".*tmp-*")]  # no temporary file left in any table
-    print(f"soak: seed {seed}, {kills} kill -9 (at table file k/n: {points}), 1 SIGTERM (interrupted: "
-          f"{sigterm_interrupted}), {reads} sql reads (0 failed), reference run {t_ref:.1f} s, total "
-          f"{time.monotonic() - t0:.1f} s, {len(reference)} published files identical")
+    print(
+        f"soak: seed {seed}, {kills} kill -9 (at table file k/n: {points}), 1 SIGTERM (interrupted: "
+        f"{sigterm_interrupted}), {reads} sql reads (0 failed), reference run {t_ref:.1f} s, total "
+        f"{time.monotonic() - t0:.1f} s, {len(reference)} published files identical"
+    )

@@ -23,9 +23,18 @@ def get_init_inputs():
 
 
 def _task_row(**kw):
-    row = {"task_id": task_id(CODE), "code": CODE, "ops": ["relu"], "data_source": "torch#1",
-           "composer": "programmatic", "seed": 1, "run_id": "r1",
-           "compose_reason": "", "size_profile": "small", "est_ms": None}
+    row = {
+        "task_id": task_id(CODE),
+        "code": CODE,
+        "ops": ["relu"],
+        "data_source": "torch#1",
+        "composer": "programmatic",
+        "seed": 1,
+        "run_id": "r1",
+        "compose_reason": "",
+        "size_profile": "small",
+        "est_ms": None,
+    }
     row.update(kw)
     return row
 
@@ -67,8 +76,11 @@ def test_arrow_table_with_other_types_is_not_cast():
 
 
 def test_task_id_ignores_comments_docstrings_and_formatting():
-    reformatted = CODE.replace("# comment", "").replace('"""doc"""', "").replace("return torch.relu(x)",
-                                                                                    "return   torch.relu( x )")
+    reformatted = (
+        CODE.replace("# comment", "")
+        .replace('"""doc"""', "")
+        .replace("return torch.relu(x)", "return   torch.relu( x )")
+    )
     assert task_id(reformatted) == task_id(CODE)
     assert task_id(CODE.replace("relu", "sigmoid")) != task_id(CODE)
     assert normalized_md5(CODE) == normalized_md5(CODE.replace("\n", "\n\n"))

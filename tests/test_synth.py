@@ -89,8 +89,11 @@ def test_composer_is_reproducible_runnable_and_varied(catalog):
         out = model(*ns["get_inputs"]())
         assert isinstance(out, torch.Tensor) and out.is_floating_point() and out.numel() > 1
         styles["init_inputs" if ns["get_init_inputs"]() else "inline"] += 1
-        styles["method_call" if any(f"x.{o.rsplit('.', 1)[-1]}(" in t.code or
-                                    f"h.{o.rsplit('.', 1)[-1]}(" in t.code for o in t.ops) else "fn_call"] += 1
+        styles[
+            "method_call"
+            if any(f"x.{o.rsplit('.', 1)[-1]}(" in t.code or f"h.{o.rsplit('.', 1)[-1]}(" in t.code for o in t.ops)
+            else "fn_call"
+        ] += 1
     assert styles["init_inputs"] and styles["inline"]
 
 
@@ -120,9 +123,26 @@ def test_cli_synth_and_ops(tmp_path, ray_local):
     from pipeline.cli import app
 
     root = tmp_path / "data"
-    r = CliRunner().invoke(app, ["synth", "--n", "3", "--seed", "7", "--device", "cpu", "--run-id", "r1",
-                                 "--set", f"data_root={root}", "--set", "validate.check_compile=false",
-                                 "--set", "validate.timeout_s=90"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--n",
+            "3",
+            "--seed",
+            "7",
+            "--device",
+            "cpu",
+            "--run-id",
+            "r1",
+            "--set",
+            f"data_root={root}",
+            "--set",
+            "validate.check_compile=false",
+            "--set",
+            "validate.timeout_s=90",
+        ],
+    )
     assert r.exit_code == 0, r.output
     cat = Catalog(root / "catalog.duckdb", root)
     assert cat.sql("SELECT count(*) AS n FROM tasks").to_pylist()[0]["n"] == 3
@@ -131,9 +151,26 @@ def test_cli_synth_and_ops(tmp_path, ray_local):
     st = cat.sql("SELECT stage, rows_in FROM stages WHERE run_id = 'r1' ORDER BY stage").to_pylist()
     assert [s["stage"] for s in st] == ["synthesize", "validate"]  # the runner's stage names, as in `opforge run`
     # The command resumes like the flows: a rerun of the same run reuses every shard and writes no new row.
-    again = CliRunner().invoke(app, ["synth", "--n", "3", "--seed", "7", "--device", "cpu", "--run-id", "r1",
-                                     "--set", f"data_root={root}", "--set", "validate.check_compile=false",
-                                     "--set", "validate.timeout_s=90"])
+    again = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--n",
+            "3",
+            "--seed",
+            "7",
+            "--device",
+            "cpu",
+            "--run-id",
+            "r1",
+            "--set",
+            f"data_root={root}",
+            "--set",
+            "validate.check_compile=false",
+            "--set",
+            "validate.timeout_s=90",
+        ],
+    )
     assert again.exit_code == 0 and "(1 shards reused)" in again.output, again.output
     assert cat.sql("SELECT count(*) AS n FROM validation").to_pylist()[0]["n"] == 3
     r = CliRunner().invoke(app, ["ops", "show", "torch.nn.Conv2d"])

@@ -44,14 +44,18 @@ def test_llm_composer_with_vllm_cpu_engine(tmp_path_factory):
     assert all(r["composer"] == "llm" for r in rows)
     # A random model does not write a usable file: each reply (after the retries) becomes a reason code, not a
     # crash, and a row's ops are those its code uses (none without code).
-    assert all(r["compose_reason"] in ("", "no_code_block", "empty_response", "syntax_error",
-                                       "missing_definitions", "no_seed_op") for r in rows)
+    assert all(
+        r["compose_reason"]
+        in ("", "no_code_block", "empty_response", "syntax_error", "missing_definitions", "no_seed_op")
+        for r in rows
+    )
     assert all(r["ops"] == [] for r in rows if r["compose_reason"])
     v = validate(tasks, ValidateSettings(check_compile=False, timeout_s=60), "cpu").to_pylist()
     assert len(v) == 3
     for r, t in zip(v, rows):
         assert r["task_id"] == t["task_id"] and not r["valid"]
         assert r["reason"] == (t["compose_reason"] or r["reason"]) and r["reason"]
+
     # The engine's own failure is a row too.
     class Broken:
         def chat(self, *a, **k):
@@ -67,13 +71,15 @@ def test_ops_are_read_from_the_code_not_the_request():
     from pipeline.synth.ops_used import ops_in_code
 
     known = frozenset(o.name for o in load_catalog())
-    code = ("import torch\nimport torch.nn as nn\nfrom torch.nn import GELU as G\n"
-            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.conv = nn.Conv2d(3, 8, 3)\n        self.act = G()\n"
-            "    def forward(self, x):\n        y = self.act(self.conv(x)) * 2\n"
-            "        return torch.cumsum(y, dim=1).sum(dim=0)\n"
-            "def get_inputs():\n    return [torch.randn(1, 3, 8, 8).abs()]\n"
-            "def get_init_inputs():\n    return []\n")
+    code = (
+        "import torch\nimport torch.nn as nn\nfrom torch.nn import GELU as G\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.act = G()\n"
+        "    def forward(self, x):\n        y = self.act(self.conv(x)) * 2\n"
+        "        return torch.cumsum(y, dim=1).sum(dim=0)\n"
+        "def get_inputs():\n    return [torch.randn(1, 3, 8, 8).abs()]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
     assert ops_in_code(code, known) == ["torch.nn.Conv2d", "torch.nn.GELU", "torch.mul", "torch.cumsum", "torch.sum"]
     assert ops_in_code("not python (", known) == []
 
@@ -84,9 +90,11 @@ def test_unusable_replies_are_retried_with_the_error_fed_back():
     from pipeline.llm.replay import ReplayBackend
     from pipeline.synth.stage import synthesize
 
-    good = ("```python\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
-            "    def forward(self, x):\n        return torch.relu(x).sum(dim=1)\n"
-            "def get_inputs():\n    return [torch.randn(4, 8)]\ndef get_init_inputs():\n    return []\n```")
+    good = (
+        "```python\nimport torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x).sum(dim=1)\n"
+        "def get_inputs():\n    return [torch.randn(4, 8)]\ndef get_init_inputs():\n    return []\n```"
+    )
     seen: list[list[dict]] = []
 
     class Scripted(ReplayBackend):
@@ -101,6 +109,9 @@ def test_unusable_replies_are_retried_with_the_error_fed_back():
     assert row["data_source"] == "torch#2" and len(seen) == 3
     assert "no ```python code block" in seen[1][-1]["content"] and "syntax_error" in seen[2][-1]["content"]
     # Retries are bounded: with none left, the first unusable reply is the row, with its reason.
-    t = synthesize(SynthSettings(n=1, composer="llm", size_profile="small", llm_retries=0), "r",
-                   backend=ReplayBackend(["no code here"]))
+    t = synthesize(
+        SynthSettings(n=1, composer="llm", size_profile="small", llm_retries=0),
+        "r",
+        backend=ReplayBackend(["no code here"]),
+    )
     assert t.column("compose_reason").to_pylist() == ["no_code_block"] and t.column("ops").to_pylist() == [[]]

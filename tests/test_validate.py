@@ -13,18 +13,23 @@ from pipeline.validate.settings import ValidateSettings
 from pipeline.validate.stage import validate
 
 
-def task(forward: str, init: str = "", inputs: str = "[torch.randn(4, 8)]", init_inputs: str = "[]",
-         header: str = "import torch\nimport torch.nn as nn") -> str:
+def task(
+    forward: str,
+    init: str = "",
+    inputs: str = "[torch.randn(4, 8)]",
+    init_inputs: str = "[]",
+    header: str = "import torch\nimport torch.nn as nn",
+) -> str:
     return f"""{header}
 
 
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-{textwrap.indent(textwrap.dedent(init) or 'pass', ' ' * 8)}
+{textwrap.indent(textwrap.dedent(init) or "pass", " " * 8)}
 
     def forward(self, x):
-{textwrap.indent(textwrap.dedent(forward), ' ' * 8)}
+{textwrap.indent(textwrap.dedent(forward), " " * 8)}
 
 
 def get_inputs():
@@ -52,19 +57,33 @@ CASES = {
     "nan": (task("return x / 0.0"), "nan_or_inf"),
     "fixed_inputs": (task("return x * 2", inputs="[torch.ones(4, 8)]"), "fixed_inputs"),
     # Dodges the static list; caught at run time because forward consumes the RNG.
-    "stochastic_runtime": (task("return x + noise(x)", header="import torch\nimport torch.nn as nn\n"
-                                                              "from torch import rand_like as noise"), "stochastic_op"),
-    "nondeterministic": (task("COUNTER.append(1)\nreturn x * len(COUNTER)",
-                              header="import torch\nimport torch.nn as nn\nCOUNTER = []"), "nondeterministic"),
+    "stochastic_runtime": (
+        task(
+            "return x + noise(x)", header="import torch\nimport torch.nn as nn\nfrom torch import rand_like as noise"
+        ),
+        "stochastic_op",
+    ),
+    "nondeterministic": (
+        task("COUNTER.append(1)\nreturn x * len(COUNTER)", header="import torch\nimport torch.nn as nn\nCOUNTER = []"),
+        "nondeterministic",
+    ),
     "constant": (task("return torch.zeros_like(x) + 1.0"), "constant_output"),
-    "input_independent": (task("return self.w.expand(4, 8) + 0.0 * x.sum()",
-                               init="self.w = nn.Parameter(torch.randn(8))"), "input_independent"),
-    "weight_independent": (task("return x * 2 + 0.0 * self.w.sum()",
-                                init="self.w = nn.Parameter(torch.randn(8))"), "weight_independent"),
-    "unused_param": (task("return x * self.a", init="self.a = nn.Parameter(torch.randn(8))\n"
-                                                    "self.b = nn.Parameter(torch.randn(8))"), "unused_parameters"),
-    "unused_module": (task("return self.lin(x)", init="self.lin = nn.Linear(8, 8)\nself.act = nn.ReLU()"),
-                      "unused_modules"),
+    "input_independent": (
+        task("return self.w.expand(4, 8) + 0.0 * x.sum()", init="self.w = nn.Parameter(torch.randn(8))"),
+        "input_independent",
+    ),
+    "weight_independent": (
+        task("return x * 2 + 0.0 * self.w.sum()", init="self.w = nn.Parameter(torch.randn(8))"),
+        "weight_independent",
+    ),
+    "unused_param": (
+        task("return x * self.a", init="self.a = nn.Parameter(torch.randn(8))\nself.b = nn.Parameter(torch.randn(8))"),
+        "unused_parameters",
+    ),
+    "unused_module": (
+        task("return self.lin(x)", init="self.lin = nn.Linear(8, 8)\nself.act = nn.ReLU()"),
+        "unused_modules",
+    ),
     "train_eval": (task("return self.bn(x)", init="self.bn = nn.BatchNorm1d(8)"), "train_eval_mismatch"),
     # Nothing to compute: the output is an input's values (as is, reshaped, or through an op that is the identity
     # on these inputs); and a forward that writes into its inputs (the evaluator rejects kernels that do).
@@ -80,26 +99,44 @@ CASES = {
     "exit_builtin": (task("exit()"), "sys_exit"),
     # Reaching out through attribute chains (`torch.os`, `torch.save`, private helpers, `torch.hub`): static.
     "file_outside": (task("torch.save(x, '/tmp/opforge-validate-evil.pt')\nreturn x"), "disallowed_import"),
-    "file_outside_py": (task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
-                        "disallowed_import"),
-    "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
-                "disallowed_import"),
+    "file_outside_py": (
+        task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
+        "disallowed_import",
+    ),
+    "network": (
+        task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
+        "disallowed_import",
+    ),
     "torch_os": (task("torch.os.system('touch /tmp/x')\nreturn x * 2"), "disallowed_import"),
     "getattr_chain": (task("getattr(torch, 'o' + 's').getpid()\nreturn x * 2"), "disallowed_import"),
-    "cpp_ext_subprocess": (task("torch.utils.cpp_extension.subprocess.run(['id'])\nreturn x * 2"),
-                           "disallowed_import"),
+    "cpp_ext_subprocess": (
+        task("torch.utils.cpp_extension.subprocess.run(['id'])\nreturn x * 2"),
+        "disallowed_import",
+    ),
     "flood_stdout": (task("print('y' * 2_000_000)\nreturn self.lin(x)", init="self.lin = nn.Linear(8, 8)"), ""),
     # Replacing what the filters compute with (a nondeterministic task that makes allclose always agree):
     # seen in the source, or, through an alias the static check cannot follow, after the module body / forward.
-    "patch_static": (task("return x * torch.rand_like(x)", header="import torch\nimport torch.nn as nn\n"
-                          "torch.allclose = lambda *a, **k: True"), "monkey_patching"),
-    "patch_alias": (task("return x * 2", header="import torch\nimport torch.nn as nn\nT = torch\n"
-                         "T.equal = lambda *a, **k: False"), "monkey_patching"),
+    "patch_static": (
+        task(
+            "return x * torch.rand_like(x)",
+            header="import torch\nimport torch.nn as nn\ntorch.allclose = lambda *a, **k: True",
+        ),
+        "monkey_patching",
+    ),
+    "patch_alias": (
+        task("return x * 2", header="import torch\nimport torch.nn as nn\nT = torch\nT.equal = lambda *a, **k: False"),
+        "monkey_patching",
+    ),
     "patch_in_forward": (task("T = torch\nT.isnan = torch.isinf\nreturn x * 2"), "monkey_patching"),
     # Importing transformers makes torch wrap some of its own functions (torch.manual_seed): not a patch.
-    "torch_wraps_itself": (task("return self.act(x)", init="self.act = MishActivation()",
-                                header="import torch\nimport torch.nn as nn\n"
-                                       "from transformers.activations import MishActivation"), ""),
+    "torch_wraps_itself": (
+        task(
+            "return self.act(x)",
+            init="self.act = MishActivation()",
+            header="import torch\nimport torch.nn as nn\nfrom transformers.activations import MishActivation",
+        ),
+        "",
+    ),
 }
 # Scale is not structure: a loss is one number, a softmax over 32k columns is ~3e-5 everywhere; both depend on
 # their inputs and must be kept (compared across inputs at their own scale, never element against element).
@@ -130,22 +167,33 @@ CASES["nearly_constant"] = (task("return x * 1e-12 + 3.0"), "constant_output")
 UNCHECKED = {
     "segfault": (task("import ctypes\nctypes.string_at(0)\nreturn x"), "segfault"),
     "fork_bomb": (task("import os\nwhile True:\n    os.fork()"), "process_blocked"),
-    "socket": (task("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)\nreturn x"),
-               "network_blocked"),
-    "file_outside": (task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
-                     "file_access_blocked"),
-    "native_write_outside": (task("torch.save(x, '/etc/opforge-validate-evil.pt')\nreturn x * 2"),
-                             "file_access_blocked"),
-    "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"),
-                "network_blocked"),
+    "socket": (
+        task("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)\nreturn x"),
+        "network_blocked",
+    ),
+    "file_outside": (
+        task("torch.serialization._open_file('/etc/opforge-evil', 'wb')\nreturn x"),
+        "file_access_blocked",
+    ),
+    "native_write_outside": (
+        task("torch.save(x, '/etc/opforge-validate-evil.pt')\nreturn x * 2"),
+        "file_access_blocked",
+    ),
+    "network": (task("torch.hub.download_url_to_file('http://192.0.2.1/w.pt', 'w.pt')\nreturn x"), "network_blocked"),
     # Writing a verdict on the result channel (the fd the bootstrap reports on) and closing it so that the real
     # report is lost, then returning zeros.
-    "forged_channel": (task("return torch.zeros_like(x)", header=(
-        "import torch\nimport torch.nn as nn\nimport os, json\n"
-        "for fd in range(3, 1024):\n    try:\n        os.write(fd, (json.dumps({'type': 'result', 'value': {"
-        "'checks': {}, 'details': {}, 'reason': ''}}) + '\\n').encode())\n        os.close(fd)\n"
-        "    except OSError:\n        pass\n")),
-        "forged_report"),
+    "forged_channel": (
+        task(
+            "return torch.zeros_like(x)",
+            header=(
+                "import torch\nimport torch.nn as nn\nimport os, json\n"
+                "for fd in range(3, 1024):\n    try:\n        os.write(fd, (json.dumps({'type': 'result', 'value': {"
+                "'checks': {}, 'details': {}, 'reason': ''}}) + '\\n').encode())\n        os.close(fd)\n"
+                "    except OSError:\n        pass\n"
+            ),
+        ),
+        "forged_report",
+    ),
 }
 
 
@@ -200,8 +248,10 @@ def test_compile_filters():
     caught with its error recorded (one sandboxed compile; 10-60 s on a loaded 2-core CPU)."""
     # Statically, `torch.compiler` is already refused; the static filter is off here to test the runtime one.
     s = ValidateSettings(timeout_s=300, enforce_imports=False)  # the session's TORCHINDUCTOR_CACHE_DIR (conftest)
-    code = task("if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
-                init="self.lin = nn.Linear(8, 8)")
+    code = task(
+        "if torch.compiler.is_compiling():\n    return x * 2\nreturn torch.relu(self.lin(x))",
+        init="self.lin = nn.Linear(8, 8)",
+    )
     out = validate(pa.table({"code": [code]}), s, "cpu").to_pylist()[0]
     assert out["check_compile_runs"] is True and out["compile_s"] > 0
     assert out["reason"] == "compile_mismatch" and out["check_compile_agree"] is False
@@ -215,11 +265,34 @@ def test_cli_accepts_the_cuda_agent_ops_shape(tmp_path, fast_settings):
     from pipeline.cli import app
 
     src = tmp_path / "ops6k.parquet"
-    pq.write_table(pa.table({"code": [GOOD, "def f(:"], "ops": ['["torch.nn.Linear", "torch.relu"]', "[]"],
-                             "data_source": ["torch#2", "torch#1"]}), src)
-    res = CliRunner().invoke(app, ["validate", str(src), "--out", str(tmp_path / "out"), "--no-ray", "--device",
-                                   "cpu", "--set", "validate.check_compile=false", "--set", "validate.timeout_s=60",
-                                   "--set", f"data_root={tmp_path / 'data'}"])
+    pq.write_table(
+        pa.table(
+            {
+                "code": [GOOD, "def f(:"],
+                "ops": ['["torch.nn.Linear", "torch.relu"]', "[]"],
+                "data_source": ["torch#2", "torch#1"],
+            }
+        ),
+        src,
+    )
+    res = CliRunner().invoke(
+        app,
+        [
+            "validate",
+            str(src),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-ray",
+            "--device",
+            "cpu",
+            "--set",
+            "validate.check_compile=false",
+            "--set",
+            "validate.timeout_s=60",
+            "--set",
+            f"data_root={tmp_path / 'data'}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     v = pq.read_table(tmp_path / "out" / "validation.parquet")
     assert v.column("reason").to_pylist() == ["", "syntax_error"]

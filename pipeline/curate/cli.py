@@ -15,8 +15,9 @@ def register(app: typer.Typer) -> None:
     def curate_cmd(
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
-        run_id: Optional[str] = typer.Option(None, "--run-id",
-                                             help="Curation run id (default: config run_id or new)."),
+        run_id: Optional[str] = typer.Option(
+            None, "--run-id", help="Curation run id (default: config run_id or new)."
+        ),
     ) -> None:
         """Filter trajectories and build the warm-up, SFT, critic and rejection-sampled datasets (tables warmup, sft,
         critic, rejection_sampled and curation_drops in the catalog) from the task pool of every run
@@ -40,8 +41,12 @@ def register(app: typer.Typer) -> None:
             drops[d] = drops.get(d, 0) + 1
         for name in ("warmup", "sft", "critic", "rejection_sampled"):
             counts = result.summary["counts"][name]
-            t.add_row(name, str(result.summary["rows"][name]), ", ".join(f"{k} {v}" for k, v in counts.items()),
-                      str(drops.get(name, 0)))
+            t.add_row(
+                name,
+                str(result.summary["rows"][name]),
+                ", ".join(f"{k} {v}" for k, v in counts.items()),
+                str(drops.get(name, 0)),
+            )
         console.print(t)
         for note in result.summary["skipped"]:
             console.print(f"[yellow]note:[/yellow] {note}")
@@ -49,8 +54,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("verl-args")
     def verl_args_cmd(
-        release: Optional[Path] = typer.Option(None, "--release", help="A published folder (Hub layout): its "
-                                                                        "warm-up shards become the train/val files."),
+        release: Optional[Path] = typer.Option(
+            None, "--release", help="A published folder (Hub layout): its warm-up shards become the train/val files."
+        ),
         set_: Optional[list[str]] = typer.Option(None, "--set", help="Extra verl overrides KEY=VALUE."),
     ) -> None:
         """Print the packaged verl PPO config (pipeline/curate/verl/ppo_warmup.yaml) as Hydra overrides for

@@ -41,8 +41,11 @@ def light_rows(tbl: pa.Table) -> tuple[list[dict[str, Any]], list[int | None]]:
                     tokens[i] = (tokens[i] or 0) + int(n)
     light = tbl.drop_columns([c for c in HEAVY if c in tbl.column_names])
     if "turns" in light.column_names:
-        light = light.set_column(light.column_names.index("turns"), "turns",
-                                 _drop_struct_field(light.column("turns"), "completion_token_ids"))
+        light = light.set_column(
+            light.column_names.index("turns"),
+            "turns",
+            _drop_struct_field(light.column("turns"), "completion_token_ids"),
+        )
     return light.to_pylist(), tokens if found else [None] * tbl.num_rows
 
 
@@ -54,8 +57,9 @@ def json_lists(values: list[list[Any]]) -> pa.ListArray:
 
     flat = [json.dumps(v, ensure_ascii=False, default=str) for vs in values for v in vs]
     offsets = np.concatenate([[0], np.cumsum([len(vs) for vs in values], dtype=np.int64)]).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                    pa.ExtensionArray.from_storage(JSON, pa.array(flat, pa.string())))
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.ExtensionArray.from_storage(JSON, pa.array(flat, pa.string()))
+    )
 
 
 def take_lists(arr: pa.ListArray, index: list[int]) -> pa.ListArray:
@@ -80,8 +84,7 @@ def to_rows(tbl: pa.Table) -> list[dict[str, Any]]:
     import json
 
     rows = tbl.to_pylist()
-    cols = [f.name for f in tbl.schema if pa.types.is_list(f.type)
-            and isinstance(f.type.value_type, pa.JsonType)]
+    cols = [f.name for f in tbl.schema if pa.types.is_list(f.type) and isinstance(f.type.value_type, pa.JsonType)]
     for r in rows:
         for c in cols:
             if r[c] is not None:

@@ -19,7 +19,8 @@ VALUES_FORMAT = (
     "value estimates V(s_t) for GAE, one per assistant turn of a trajectory: a Parquet, CSV or JSON-lines file "
     "with columns traj_id (string), turn (0-based assistant-turn index, int) and value (float), or a JSON file "
     "{traj_id: [V_0, V_1, ...]}; a trajectory whose values do not cover exactly its turns gets no GAE columns "
-    "(a note in the summary says why)")
+    "(a note in the summary says why)"
+)
 
 
 def load_values(path: str) -> dict[str, list[float | None]]:
@@ -86,8 +87,9 @@ def turn_rewards(traj: dict[str, Any], n_turns: int, mode: str) -> tuple[list[fl
     return rewards, evals
 
 
-def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
-                values: list[float] | None = None) -> tuple[list[dict[str, Any]], str]:
+def critic_rows(
+    traj: dict[str, Any], settings: CurateSettings, run_id: str, values: list[float] | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """Rows for one trajectory, and a note ('' or why the value baseline was not used). Instead of `messages`,
     each row holds `_prefix_len`, the number of leading messages of its prefix (the stage slices them in Arrow)."""
     ends = [i for i, m in enumerate(traj.get("messages") or []) if m and m.get("role") == "assistant"]
@@ -101,32 +103,37 @@ def critic_rows(traj: dict[str, Any], settings: CurateSettings, run_id: str,
         if len(values) == n and len(usable) == n:
             adv, tgt = gae(rewards, [float(v) for v in values], settings.gamma, settings.gae_lambda)
         else:
-            note = (f"value baseline has {len(values)} values for {n} turns" if len(values) != n else
-                    "value baseline holds values that are not finite numbers") + ": GAE left empty"
+            note = (
+                f"value baseline has {len(values)} values for {n} turns"
+                if len(values) != n
+                else "value baseline holds values that are not finite numbers"
+            ) + ": GAE left empty"
             values = None
     split = split_of(traj["task_id"], settings.validation_fraction, settings.split_salt)
     rows = []
     for t, end in enumerate(ends):
-        rows.append({
-            "row_id": f"critic:{traj['traj_id']}:{t}",
-            "_prefix_len": end + 1,
-            "traj_id": traj["traj_id"],
-            "task_id": traj["task_id"],
-            "split": split,
-            "turn": t,
-            "num_turns": n,
-            "is_last": t == n - 1,
-            "turn_reward": rewards[t],
-            "eval_reward": evals[t],
-            "return_to_go": rets[t],
-            "value": None if values is None else float(values[t]),
-            "advantage": None if adv is None else adv[t],
-            "gae_target": None if tgt is None else tgt[t],
-            "gamma": float(settings.gamma),
-            "lam": float(settings.gae_lambda),
-            "final_reward": int(traj.get("final_reward") or 0),
-            "model": traj.get("model") or "",
-            "rollout_run_id": traj.get("run_id") or "",
-            "run_id": run_id,
-        })
+        rows.append(
+            {
+                "row_id": f"critic:{traj['traj_id']}:{t}",
+                "_prefix_len": end + 1,
+                "traj_id": traj["traj_id"],
+                "task_id": traj["task_id"],
+                "split": split,
+                "turn": t,
+                "num_turns": n,
+                "is_last": t == n - 1,
+                "turn_reward": rewards[t],
+                "eval_reward": evals[t],
+                "return_to_go": rets[t],
+                "value": None if values is None else float(values[t]),
+                "advantage": None if adv is None else adv[t],
+                "gae_target": None if tgt is None else tgt[t],
+                "gamma": float(settings.gamma),
+                "lam": float(settings.gae_lambda),
+                "final_reward": int(traj.get("final_reward") or 0),
+                "model": traj.get("model") or "",
+                "rollout_run_id": traj.get("run_id") or "",
+                "run_id": run_id,
+            }
+        )
     return rows, note

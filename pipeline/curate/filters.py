@@ -21,11 +21,27 @@ from pipeline.curate.settings import CurateSettings
 from pipeline.identity import content_hash
 from pipeline.selection import decision
 
-TASK_REASONS = ["unknown_task", "unreadable_task", "near_duplicate", "compose_failed", "not_validated", "task_invalid",
-                "not_decontaminated", "task_contaminated"]
-INTEGRITY_REASONS = ["duplicate_trajectory", "unreadable_trajectory", "contamination_changed",
-                     *[r for r in TASK_REASONS if r != "unreadable_task"], "empty_trajectory", "malformed_tool_call",
-                     "loop", "too_many_turns", "too_long"]
+TASK_REASONS = [
+    "unknown_task",
+    "unreadable_task",
+    "near_duplicate",
+    "compose_failed",
+    "not_validated",
+    "task_invalid",
+    "not_decontaminated",
+    "task_contaminated",
+]
+INTEGRITY_REASONS = [
+    "duplicate_trajectory",
+    "unreadable_trajectory",
+    "contamination_changed",
+    *[r for r in TASK_REASONS if r != "unreadable_task"],
+    "empty_trajectory",
+    "malformed_tool_call",
+    "loop",
+    "too_many_turns",
+    "too_long",
+]
 QUALITY_REASONS = ["nonpositive_reward", "reward_inconsistent", "no_speedup_measured", "below_speedup_threshold"]
 DEDUP_REASON = "duplicate_final_kernel"
 TRAJECTORY_REASONS = [*INTEGRITY_REASONS, *QUALITY_REASONS, DEDUP_REASON]
@@ -34,10 +50,18 @@ ROLES = {"system", "user", "assistant", "tool"}
 
 # Types the curated rows are built from; a row from outside the trajectories schema may break them.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "traj_id": (str,), "task_id": (str,), "final_reward": (int,), "messages": (list,), "turns": (list, type(None)),
-    "tools": (str, type(None)), "final_kernel_hash": (str, type(None)), "model": (str, type(None)),
-    "run_id": (str, type(None)), "sample_idx": (int, type(None)),
-    "best_speedup_vs_eager": (int, float, type(None)), "best_speedup_vs_compile": (int, float, type(None)),
+    "traj_id": (str,),
+    "task_id": (str,),
+    "final_reward": (int,),
+    "messages": (list,),
+    "turns": (list, type(None)),
+    "tools": (str, type(None)),
+    "final_kernel_hash": (str, type(None)),
+    "model": (str, type(None)),
+    "run_id": (str, type(None)),
+    "sample_idx": (int, type(None)),
+    "best_speedup_vs_eager": (int, float, type(None)),
+    "best_speedup_vs_compile": (int, float, type(None)),
 }
 
 
@@ -47,13 +71,18 @@ def shape_problem(traj: dict[str, Any]) -> str | None:
         v = traj.get(name)
         if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             return f"{name} is {type(v).__name__}"
-        if isinstance(v, int) and not -2**63 <= v < 2**63:
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
             return f"{name} does not fit int64"
     return None
 
 
-def task_reasons(task_id: str, tasks: dict[str, dict], validation: dict[str, dict], contamination: dict[str, dict],
-                 settings: CurateSettings) -> list[str]:
+def task_reasons(
+    task_id: str,
+    tasks: dict[str, dict],
+    validation: dict[str, dict],
+    contamination: dict[str, dict],
+    settings: CurateSettings,
+) -> list[str]:
     """Why a task may not be used (empty: it is clean)."""
     if task_id not in tasks:
         return ["unknown_task"]
@@ -83,8 +112,10 @@ def contamination_changed(traj: dict[str, Any], contamination: dict[str, dict]) 
         return None
     now = current.get("contaminated")
     if now is None or bool(now) != bool(at_rollout):
-        return (f"contaminated={at_rollout} at rollout (decision run {traj.get('contamination_run_id')}), "
-                f"now {now} (run {current.get('run_id')})")
+        return (
+            f"contaminated={at_rollout} at rollout (decision run {traj.get('contamination_run_id')}), "
+            f"now {now} (run {current.get('run_id')})"
+        )
     return None
 
 
@@ -211,8 +242,11 @@ def steps(traj: dict[str, Any]) -> list[tuple[str, str, str]]:
                 if src is not None:
                     where = next((str(v) for k, v in sorted(args.items()) if k != src and isinstance(v, str)), "")
                     files[f"{fn.get('name')}:{where}"] = " ".join(args[src].split())
-            cur = [action_key(m), content_hash(json.dumps(files, sort_keys=True)),
-                   [str((tc or {}).get("id")) for tc in m.get("tool_calls") or []]]
+            cur = [
+                action_key(m),
+                content_hash(json.dumps(files, sort_keys=True)),
+                [str((tc or {}).get("id")) for tc in m.get("tool_calls") or []],
+            ]
             out.append(cur)  # type: ignore[arg-type]
         elif m.get("role") == "tool" and cur is not None:
             answers[str(m.get("tool_call_id"))] = _result_text(m.get("content"))
@@ -228,8 +262,10 @@ def loop(traj: dict[str, Any], settings: CurateSettings) -> str | None:
     for i in range(1, len(keys)):
         run = run + 1 if keys[i] == keys[i - 1] else 1
         if run >= settings.loop_consecutive:
-            return (f"turns {i - run + 1}..{i}: the same step {run} times in a row, sources and result unchanged "
-                    f"({keys[i][0][:80]})")
+            return (
+                f"turns {i - run + 1}..{i}: the same step {run} times in a row, sources and result unchanged "
+                f"({keys[i][0][:80]})"
+            )
     counts: dict[tuple[str, str, str], int] = {}
     for k in keys:
         counts[k] = counts.get(k, 0) + 1
@@ -279,16 +315,18 @@ def final_speedups(traj: dict[str, Any]) -> tuple[float | None, float | None]:
     timed (the agent edited after its last evaluation) has none, so another kernel's timing is never credited."""
     t = final_eval(traj)
     if t is not None:
-        return (_num(t.get("speedup_vs_eager")), _num(t.get("speedup_vs_compile"))) if t.get("correct") else \
-            (None, None)
+        return (
+            (_num(t.get("speedup_vs_eager")), _num(t.get("speedup_vs_compile"))) if t.get("correct") else (None, None)
+        )
     turns = traj.get("turns") if isinstance(traj.get("turns"), list) else []
     if any(isinstance(x, dict) and x.get("kernel_hash") for x in turns):
         return None, None
     return _num(traj.get("best_speedup_vs_eager")), _num(traj.get("best_speedup_vs_compile"))
 
 
-def trajectory_reasons(traj: dict[str, Any], task_problems: list[str], contamination: dict[str, dict],
-                       settings: CurateSettings) -> tuple[list[str], list[str]]:
+def trajectory_reasons(
+    traj: dict[str, Any], task_problems: list[str], contamination: dict[str, dict], settings: CurateSettings
+) -> tuple[list[str], list[str]]:
     """(reason codes, details) for one trajectory, every failing filter in order (dedup is done across rows)."""
     reasons: list[str] = []
     details: list[str] = []
@@ -351,16 +389,16 @@ def rules(s: CurateSettings) -> dict[str, str]:
         "contamination_changed": "the task's contamination decision differs from the one at rollout time",
         "empty_trajectory": "no assistant turn",
         "malformed_tool_call": "a turn was malformed, a tool call had bad JSON arguments or an unknown tool, or a "
-                               "tool result answered no open call",
+        "tool result answered no open call",
         "loop": f"repetition without progress: the same step (the same tool calls with the same arguments, on "
-                f"unchanged sources, answered with the same result, timings aside) {s.loop_consecutive} times in "
-                f"a row, or more than {s.max_identical_actions} times in all",
+        f"unchanged sources, answered with the same result, timings aside) {s.loop_consecutive} times in "
+        f"a row, or more than {s.max_identical_actions} times in all",
         "too_many_turns": f"more than {s.max_turns} assistant turns",
         "too_long": f"more than {s.max_tokens} tokens (or {s.max_chars} characters without token ids)",
         "nonpositive_reward": f"final reward below {s.min_final_reward}",
         "reward_inconsistent": "a positive final reward, but the last evaluation of the final kernel was incorrect",
         "no_speedup_measured": f"the final kernel was never timed correct (an untimed final kernel passes only with "
-                               f"reward 3, which the harness gives above {s.reward3_min_speedup}x over torch.compile)",
+        f"reward 3, which the harness gives above {s.reward3_min_speedup}x over torch.compile)",
         "below_speedup_threshold": f"final kernel less than {s.min_speedup_vs_compile}x faster than torch.compile",
         "duplicate_final_kernel": f"a better trajectory ended with the identical kernel (per {s.dedup_scope})",
     }

@@ -54,23 +54,28 @@ def _first_per_task(tasks: pa.Table) -> pa.Table:
     return tasks.take(pa.array(keep, pa.int64()))
 
 
-def pool_dedup(tasks: pa.Table, validation: pa.Table | None, contamination: pa.Table | None,
-               decontam_settings: Any = None) -> pa.Table | None:
+def pool_dedup(
+    tasks: pa.Table, validation: pa.Table | None, contamination: pa.Table | None, decontam_settings: Any = None
+) -> pa.Table | None:
     """The dedup table over the pool's clean tasks (valid where validated, not contaminated where decided)."""
     from pipeline.curate.inputs import as_rows, latest_by_task
     from pipeline.decontam.stage import dedup
 
     val = latest_by_task(as_rows(validation))
     con = latest_by_task(as_rows(contamination))
-    rows = [(t, c) for t, c in zip(tasks.column("task_id").to_pylist(), tasks.column("code").to_pylist())
-            if c and (val.get(t) or {}).get("valid", True) and (con.get(t) or {}).get("contaminated") is not True]
+    rows = [
+        (t, c)
+        for t, c in zip(tasks.column("task_id").to_pylist(), tasks.column("code").to_pylist())
+        if c and (val.get(t) or {}).get("valid", True) and (con.get(t) or {}).get("contaminated") is not True
+    ]
     if not rows:
         return None
     return dedup(rows, decontam_settings)
 
 
-def curation_inputs(data_root: str | Path, run_id: str | None = None, scope: str = "pool",
-                    decontam_settings: Any = None) -> dict[str, pa.Table | None]:
+def curation_inputs(
+    data_root: str | Path, run_id: str | None = None, scope: str = "pool", decontam_settings: Any = None
+) -> dict[str, pa.Table | None]:
     """The keyword arguments of `curate` (tasks, validation, contamination, trajectories, dedup, single_turn)
     read from the data root: the whole pool (scope "pool") or one run's partitions (scope "run")."""
     if scope not in ("pool", "run"):

@@ -12,8 +12,13 @@ from pipeline.curate.split import split_of
 RS_REASONS = ["task_not_clean", "sample_error", "no_answer", "nonpositive_reward", "duplicate_answer"]
 
 
-def rejection_rows(samples: list[dict[str, Any]], tasks: dict[str, dict[str, Any]], problems: dict[str, list[str]],
-                   settings: CurateSettings, run_id: str) -> tuple[list[dict[str, Any]], list[tuple[dict, list, str]]]:
+def rejection_rows(
+    samples: list[dict[str, Any]],
+    tasks: dict[str, dict[str, Any]],
+    problems: dict[str, list[str]],
+    settings: CurateSettings,
+    run_id: str,
+) -> tuple[list[dict[str, Any]], list[tuple[dict, list, str]]]:
     """(rejection_sampled rows, [(sample, reasons, detail)] for every sample left out)."""
     drops: list[tuple[dict, list, str]] = []
     candidates: list[dict[str, Any]] = []
@@ -52,18 +57,28 @@ def rejection_rows(samples: list[dict[str, Any]], tasks: dict[str, dict[str, Any
     rows = []
     for s in kept:
         t = tasks[s["task_id"]]
-        rows.append({
-            "row_id": f"rs:{s['sample_id']}",
-            "prompt": [{"role": "system", "content": s.get("system") or ""},
-                       {"role": "user", "content": s.get("user") or ""}],
-            "completion": [{"role": "assistant", "content": s.get("completion") or ""}],
-            "task_id": s["task_id"],
-            "split": split_of(s["task_id"], settings.validation_fraction, settings.split_salt),
-            "sample_idx": int(s["sample_idx"]), "k": k_of[s["task_id"]], "kept": n_kept[s["task_id"]],
-            "reward": int(s["reward"]), "speedup_vs_eager": s.get("speedup_vs_eager"),
-            "speedup_vs_compile": s.get("speedup_vs_compile"), "data_source": t.get("data_source") or "",
-            "model": s.get("model") or "", "rollout_run_id": s.get("run_id") or "", "run_id": run_id,
-        })
+        rows.append(
+            {
+                "row_id": f"rs:{s['sample_id']}",
+                "prompt": [
+                    {"role": "system", "content": s.get("system") or ""},
+                    {"role": "user", "content": s.get("user") or ""},
+                ],
+                "completion": [{"role": "assistant", "content": s.get("completion") or ""}],
+                "task_id": s["task_id"],
+                "split": split_of(s["task_id"], settings.validation_fraction, settings.split_salt),
+                "sample_idx": int(s["sample_idx"]),
+                "k": k_of[s["task_id"]],
+                "kept": n_kept[s["task_id"]],
+                "reward": int(s["reward"]),
+                "speedup_vs_eager": s.get("speedup_vs_eager"),
+                "speedup_vs_compile": s.get("speedup_vs_compile"),
+                "data_source": t.get("data_source") or "",
+                "model": s.get("model") or "",
+                "rollout_run_id": s.get("run_id") or "",
+                "run_id": run_id,
+            }
+        )
     return rows, drops
 
 

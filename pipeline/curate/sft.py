@@ -43,10 +43,17 @@ def chat_messages(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]]
         msg: dict[str, Any] = {"role": _text(m.get("role")), "content": _text(m.get("content"))}
         calls = [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
         if calls:
-            msg["tool_calls"] = [{"id": _text(c.get("id")), "type": _text(c.get("type") or "function"),
-                                  "function": {"name": _text((c.get("function") or {}).get("name")),
-                                               "arguments": _arguments((c.get("function") or {}).get("arguments"))}}
-                                 for c in calls]
+            msg["tool_calls"] = [
+                {
+                    "id": _text(c.get("id")),
+                    "type": _text(c.get("type") or "function"),
+                    "function": {
+                        "name": _text((c.get("function") or {}).get("name")),
+                        "arguments": _arguments((c.get("function") or {}).get("arguments")),
+                    },
+                }
+                for c in calls
+            ]
         for key in ("tool_call_id", "name"):
             if m.get(key) is not None:
                 msg[key] = _text(m[key])

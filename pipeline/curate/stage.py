@@ -51,8 +51,13 @@ class CurationResult:
     rejection_sampled: pa.Table = field(default_factory=lambda: conform("rejection_sampled", []))
 
     def tables(self) -> dict[str, pa.Table]:
-        return {"warmup": self.warmup, "sft": self.sft, "critic": self.critic,
-                "rejection_sampled": self.rejection_sampled, "curation_drops": self.drops}
+        return {
+            "warmup": self.warmup,
+            "sft": self.sft,
+            "critic": self.critic,
+            "rejection_sampled": self.rejection_sampled,
+            "curation_drops": self.drops,
+        }
 
 
 def _values_by_traj(values: Any) -> dict[str, list[float]]:
@@ -98,14 +103,25 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
-           settings: CurateSettings | None = None, run_id: str = "", *, values: Any = None,
-           dedup: TableLike = None, batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
+def curate(
+    tasks: TableLike,
+    validation: TableLike,
+    contamination: TableLike,
+    trajectories: TableLike,
+    settings: CurateSettings | None = None,
+    run_id: str = "",
+    *,
+    values: Any = None,
+    dedup: TableLike = None,
+    batch_size: int = 4096,
+    single_turn: TableLike = None,
+) -> CurationResult:
     """Build the warm-up, SFT, critic and rejection-sampled datasets (see `_curate`); an Arrow table of
     trajectories is read `batch_size` rows at a time."""
     with _gc_paused():
-        return _curate(tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size,
-                       single_turn)
+        return _curate(
+            tasks, validation, contamination, trajectories, settings, run_id, values, dedup, batch_size, single_turn
+        )
 
 
 @dataclass
@@ -142,9 +158,18 @@ def _batches(trajectories: TableLike, size: int) -> Iterator[tuple[int, list[dic
             yield 0, rows
 
 
-def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, trajectories: TableLike,
-            settings: CurateSettings | None, run_id: str, values: Any, dedup: TableLike = None,
-            batch_size: int = 4096, single_turn: TableLike = None) -> CurationResult:
+def _curate(
+    tasks: TableLike,
+    validation: TableLike,
+    contamination: TableLike,
+    trajectories: TableLike,
+    settings: CurateSettings | None,
+    run_id: str,
+    values: Any,
+    dedup: TableLike = None,
+    batch_size: int = 4096,
+    single_turn: TableLike = None,
+) -> CurationResult:
     """Build the warm-up, SFT and critic datasets.
 
     Args:
@@ -173,16 +198,34 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     drops: list[dict[str, Any]] = []
 
     def drop(dataset: str, kind: str, item_id: str, task_id: str, reasons: list[str], detail: str = "") -> None:
-        drops.append({"dataset": dataset, "kind": kind, "item_id": str(item_id), "task_id": str(task_id or ""),
-                      "reason": reasons[0], "reasons": reasons, "detail": detail, "run_id": run_id})
+        drops.append(
+            {
+                "dataset": dataset,
+                "kind": kind,
+                "item_id": str(item_id),
+                "task_id": str(task_id or ""),
+                "reason": reasons[0],
+                "reasons": reasons,
+                "detail": detail,
+                "run_id": run_id,
+            }
+        )
 
     # -- warm-up: every clean task ----------------------------------------------------------------------------
     for t in unreadable_tasks:
-        drop("warmup", "task", str(t.get("task_id") or ""), str(t.get("task_id") or ""), ["unreadable_task"],
-             "task_id or code missing or not a string")
+        drop(
+            "warmup",
+            "task",
+            str(t.get("task_id") or ""),
+            str(t.get("task_id") or ""),
+            ["unreadable_task"],
+            "task_id or code missing or not a string",
+        )
     removed = {r["task_id"] for r in as_rows(dedup) if decision("dedup", r) is False}
-    problems = {tid: (["near_duplicate"] if tid in removed else [])
-                + task_reasons(tid, task_by_id, val, con, settings) for tid in task_by_id}
+    problems = {
+        tid: (["near_duplicate"] if tid in removed else []) + task_reasons(tid, task_by_id, val, con, settings)
+        for tid in task_by_id
+    }
     clean = [task_by_id[tid] for tid in sorted(task_by_id) if not problems[tid]]
     for tid in sorted(task_by_id):
         if problems[tid]:
@@ -195,8 +238,14 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     samples = as_rows(single_turn)
     rs_rows, rs_drops = rejection_rows(samples, task_by_id, problems, settings, run_id)
     for smp, reasons, detail in rs_drops:
-        drop("rejection_sampled", "sample", str(smp.get("sample_id") or ""), str(smp.get("task_id") or ""), reasons,
-             detail)
+        drop(
+            "rejection_sampled",
+            "sample",
+            str(smp.get("sample_id") or ""),
+            str(smp.get("task_id") or ""),
+            reasons,
+            detail,
+        )
     rejection = conform("rejection_sampled", rs_rows)
 
     # -- trajectories: one pass of filters (and row building for those that pass), batch by batch -------------
@@ -212,8 +261,7 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
     gpus: set[str] = set()
     for off, rows in _batches(traj_tbl if traj_tbl is not None else list_rows, batch_size):
         for k, tr in enumerate(rows):
-            seen.append(_read_one(off + k, tr, seen_ids, problems, task_by_id, val, con, settings, run_id,
-                                  baselines))
+            seen.append(_read_one(off + k, tr, seen_ids, problems, task_by_id, val, con, settings, run_id, baselines))
             gpus.update(_gpus([tr]))
 
     def rank_key(x: _Seen) -> tuple:
@@ -253,28 +301,65 @@ def _curate(tasks: TableLike, validation: TableLike, contamination: TableLike, t
 
     sft_keep.sort(key=lambda x: x.traj_id)
     critic_keep.sort(key=lambda x: x.traj_id)
-    sft = _with_chat("sft", [x.sft for x in sft_keep], [x.i for x in sft_keep], None, messages_of,
-                     [x.tools for x in sft_keep])
+    sft = _with_chat(
+        "sft", [x.sft for x in sft_keep], [x.i for x in sft_keep], None, messages_of, [x.tools for x in sft_keep]
+    )
     crows = [dict(r) for x in critic_keep for r in x.critic]
     src = [x.i for x in critic_keep for _ in x.critic]
-    critic = _with_chat("critic", crows, src, [r.pop("_prefix_len") for r in crows], messages_of,
-                        [x.tools for x in critic_keep for _ in x.critic])
+    critic = _with_chat(
+        "critic",
+        crows,
+        src,
+        [r.pop("_prefix_len") for r in crows],
+        messages_of,
+        [x.tools for x in critic_keep for _ in x.critic],
+    )
     drops_tbl = conform("curation_drops", drops)
     notes = [f"{x.traj_id}: {x.note}" for x in critic_keep if x.note]
     has_values = bool(baselines) or 0 < critic.num_rows > critic.column("value").null_count
-    summary = _summary(task_by_id, task_rows, val, con, seen, sft_keep, warmup, sft, critic, drops, settings, notes,
-                       has_values, sorted(gpus), rejection, len(samples))
+    summary = _summary(
+        task_by_id,
+        task_rows,
+        val,
+        con,
+        seen,
+        sft_keep,
+        warmup,
+        sft,
+        critic,
+        drops,
+        settings,
+        notes,
+        has_values,
+        sorted(gpus),
+        rejection,
+        len(samples),
+    )
     return CurationResult(run_id, warmup, sft, critic, drops_tbl, summary, rejection)
 
 
-def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str, list[str]],
-              task_by_id: dict[str, dict[str, Any]], val: dict, con: dict, settings: CurateSettings, run_id: str,
-              baselines: dict[str, list[float]]) -> _Seen:
+def _read_one(
+    i: int,
+    tr: dict[str, Any],
+    seen_ids: set[str],
+    problems: dict[str, list[str]],
+    task_by_id: dict[str, dict[str, Any]],
+    val: dict,
+    con: dict,
+    settings: CurateSettings,
+    run_id: str,
+    baselines: dict[str, list[float]],
+) -> _Seen:
     """Filter one trajectory and, when it may be kept, build its SFT and critic rows right away."""
     bad_shape = shape_problem(tr)
     if bad_shape:
-        return _Seen(i, str(tr.get("traj_id") or ""), str(tr.get("task_id") or ""), ["unreadable_trajectory"],
-                     [f"unreadable_trajectory: {bad_shape}"])
+        return _Seen(
+            i,
+            str(tr.get("traj_id") or ""),
+            str(tr.get("task_id") or ""),
+            ["unreadable_trajectory"],
+            [f"unreadable_trajectory: {bad_shape}"],
+        )
     tid = tr["task_id"]
     try:
         tp = problems[tid] if tid in problems else task_reasons(tid, task_by_id, val, con, settings)
@@ -288,11 +373,20 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
         _, sp = final_speedups(tr)
     except Exception:
         sp = None
-    x = _Seen(i, tr["traj_id"], tid, reasons, details, tr.get("final_kernel_hash"),
-              (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"]),
-              sp, tr.get("run_id"), tr.get("model"), tools=tr.get("tools"))
-    wants_critic = not reasons if settings.critic_source == "sft" else \
-        not any(r in INTEGRITY_REASONS for r in reasons)
+    x = _Seen(
+        i,
+        tr["traj_id"],
+        tid,
+        reasons,
+        details,
+        tr.get("final_kernel_hash"),
+        (-(tr.get("final_reward") or 0), -(sp or 0.0), len(tr.get("messages") or []), tr["traj_id"]),
+        sp,
+        tr.get("run_id"),
+        tr.get("model"),
+        tools=tr.get("tools"),
+    )
+    wants_critic = not reasons if settings.critic_source == "sft" else not any(r in INTEGRITY_REASONS for r in reasons)
     if not reasons or wants_critic:
         try:  # a value no filter looked at (a NaN reward, a junk baseline) fails its own row, not the run
             base = baselines.get(tr["traj_id"])
@@ -309,8 +403,14 @@ def _read_one(i: int, tr: dict[str, Any], seen_ids: set[str], problems: dict[str
     return x
 
 
-def _with_chat(name: str, rows: list[dict[str, Any]], index: list[int], prefix: list[int] | None,
-               messages_of: Any, tools: list[Any]) -> pa.Table:
+def _with_chat(
+    name: str,
+    rows: list[dict[str, Any]],
+    index: list[int],
+    prefix: list[int] | None,
+    messages_of: Any,
+    tools: list[Any],
+) -> pa.Table:
     """The table `name` from its scalar columns plus the JSON columns trainers read: `messages` (each source
     conversation converted once by `chat_messages`, then gathered whole or as its first `prefix` items in Arrow)
     and `tools` (the tool schemas as objects); validated against the schema."""
@@ -345,9 +445,24 @@ def _split_counts(tbl: pa.Table) -> dict[str, int]:
     return dict(sorted(Counter(tbl.column("split").to_pylist()).items())) if tbl.num_rows else {}
 
 
-def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[_Seen], warmup, sft, critic, drops,
-             settings: CurateSettings, notes: list[str], have_baseline: bool, gpus: list[str],
-             rejection: pa.Table | None = None, n_samples: int = 0) -> dict[str, Any]:
+def _summary(
+    task_by_id,
+    task_rows,
+    val,
+    con,
+    seen: list[_Seen],
+    sft_keep: list[_Seen],
+    warmup,
+    sft,
+    critic,
+    drops,
+    settings: CurateSettings,
+    notes: list[str],
+    have_baseline: bool,
+    gpus: list[str],
+    rejection: pa.Table | None = None,
+    n_samples: int = 0,
+) -> dict[str, Any]:
     from pipeline.curate.rejection import RS_REASONS
 
     filters: dict[str, dict[str, int]] = {}
@@ -356,54 +471,86 @@ def _summary(task_by_id, task_rows, val, con, seen: list[_Seen], sft_keep: list[
         filters.setdefault(d["dataset"], Counter())[d["reason"]] += 1
         for r in d["reasons"]:
             failing.setdefault(d["dataset"], Counter())[r] += 1
-    order = {"warmup": TASK_REASONS, "sft": TRAJECTORY_REASONS, "critic": TRAJECTORY_REASONS,
-             "rejection_sampled": RS_REASONS}
-    filter_table = {ds: [{"reason": r, "dropped": (filters.get(ds) or {}).get(r, 0),
-                          "failing": (failing.get(ds) or {}).get(r, 0)} for r in order[ds]] for ds in DATASETS}
+    order = {
+        "warmup": TASK_REASONS,
+        "sft": TRAJECTORY_REASONS,
+        "critic": TRAJECTORY_REASONS,
+        "rejection_sampled": RS_REASONS,
+    }
+    filter_table = {
+        ds: [
+            {"reason": r, "dropped": (filters.get(ds) or {}).get(r, 0), "failing": (failing.get(ds) or {}).get(r, 0)}
+            for r in order[ds]
+        ]
+        for ds in DATASETS
+    }
     decided = [c for tid, c in con.items() if tid in task_by_id]
     contaminated = [c for c in decided if c.get("contaminated")]
     skipped = []
     if not seen:
-        skipped.append("sft and critic: no trajectories were given (no rollouts in this run, e.g. a CPU-only run), "
-                       "so only the warm-up dataset was built")
+        skipped.append(
+            "sft and critic: no trajectories were given (no rollouts in this run, e.g. a CPU-only run), "
+            "so only the warm-up dataset was built"
+        )
     elif not sft.num_rows:
         skipped.append("sft and critic: every trajectory was filtered out (see the filter table)")
     if seen and not have_baseline:
-        skipped.append("critic GAE targets: no value baseline was given, so `value`, `advantage` and `gae_target` "
-                       "are empty; `return_to_go` (gamma = 1) is filled")
+        skipped.append(
+            "critic GAE targets: no value baseline was given, so `value`, `advantage` and `gae_target` "
+            "are empty; `return_to_go` (gamma = 1) is filled"
+        )
     sp_all = [x.speedup for x in seen if x.speedup is not None and x.speedup == x.speedup]
     sp_kept = [x.speedup for x in sft_keep if x.speedup is not None and x.speedup == x.speedup]
     return {
-        "inputs": {"task_rows": len(task_rows), "tasks": len(task_by_id), "validation_verdicts": len(val),
-                   "contamination_decisions": len(con), "trajectories": len(seen), "single_turn_samples": n_samples},
-        "counts": {"warmup": _split_counts(warmup), "sft": _split_counts(sft), "critic": _split_counts(critic),
-                   "rejection_sampled": _split_counts(rejection) if rejection is not None else {}},
-        "rows": {"warmup": warmup.num_rows, "sft": sft.num_rows, "critic": critic.num_rows,
-                 "rejection_sampled": rejection.num_rows if rejection is not None else 0},
+        "inputs": {
+            "task_rows": len(task_rows),
+            "tasks": len(task_by_id),
+            "validation_verdicts": len(val),
+            "contamination_decisions": len(con),
+            "trajectories": len(seen),
+            "single_turn_samples": n_samples,
+        },
+        "counts": {
+            "warmup": _split_counts(warmup),
+            "sft": _split_counts(sft),
+            "critic": _split_counts(critic),
+            "rejection_sampled": _split_counts(rejection) if rejection is not None else {},
+        },
+        "rows": {
+            "warmup": warmup.num_rows,
+            "sft": sft.num_rows,
+            "critic": critic.num_rows,
+            "rejection_sampled": rejection.num_rows if rejection is not None else 0,
+        },
         "filters": filter_table,
         "contamination": {
-            "tasks_decided": len(decided), "contaminated": len(contaminated),
+            "tasks_decided": len(decided),
+            "contaminated": len(contaminated),
             "clean": len(decided) - len(contaminated),
             "undecided": len(task_by_id) - len(decided),
             "by_reason": dict(Counter(str(c.get("reason") or "") for c in contaminated)),
             "nearest_refs": dict(Counter(str(c.get("nearest_ref")) for c in contaminated).most_common(10)),
             "decision_runs": sorted({str(c.get("run_id")) for c in decided if c.get("run_id")}),
-            "reference_fingerprints": sorted({str(c["reference_fingerprint"]) for c in decided
-                                              if c.get("reference_fingerprint")}),
+            "reference_fingerprints": sorted(
+                {str(c["reference_fingerprint"]) for c in decided if c.get("reference_fingerprint")}
+            ),
             "changed_since_rollout": sum("contamination_changed" in x.reasons for x in seen),
         },
         "provenance": {
             "task_runs": sorted({str(t.get("run_id")) for t in task_rows if t.get("run_id")}),
             "rollout_runs": sorted({str(x.run_id) for x in seen if x.run_id}),
             "models": sorted({str(x.model) for x in seen if x.model}),
-            "gpus": sorted(set(gpus) | {str(v["device_name"]) for v in val.values()
-                                        if v.get("device") == "cuda" and v.get("device_name")}),
+            "gpus": sorted(
+                set(gpus)
+                | {str(v["device_name"]) for v in val.values() if v.get("device") == "cuda" and v.get("device_name")}
+            ),
         },
         "speedups_vs_compile": {"all": sp_all, "kept": sp_kept},
         # Valid tasks whose 1-100 ms eager runtime window was never checked (validated on CPU: small shapes); the
         # data card says so.
-        "runtime_window_unchecked": sum(1 for tid, v in val.items() if tid in task_by_id and v.get("valid")
-                                        and not v.get("runtime_window_checked")),
+        "runtime_window_unchecked": sum(
+            1 for tid, v in val.items() if tid in task_by_id and v.get("valid") and not v.get("runtime_window_checked")
+        ),
         "skipped": skipped,
         "notes": notes,
         "settings": settings.model_dump(mode="json"),
@@ -441,5 +588,6 @@ def load_result(data_root: Path, run_id: str) -> CurationResult:
     tbl = {n: store.read(n, run_id) for n in ("warmup", "sft", "critic", "curation_drops", "rejection_sampled")}
     sp = summary_path(data_root, run_id)
     summary = json.loads(sp.read_text()) if sp.exists() else {}
-    return CurationResult(run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary,
-                          tbl["rejection_sampled"])
+    return CurationResult(
+        run_id, tbl["warmup"], tbl["sft"], tbl["critic"], tbl["curation_drops"], summary, tbl["rejection_sampled"]
+    )

@@ -14,8 +14,23 @@ from typing import Callable
 
 AST = ast.AST
 # Fields that hold identifiers, flags or constants, never nodes (skipped without a getattr).
-_SCALAR = frozenset({"id", "attr", "name", "arg", "module", "kind", "type_comment", "level", "conversion",
-                     "is_async", "simple", "tag", "lineno"})
+_SCALAR = frozenset(
+    {
+        "id",
+        "attr",
+        "name",
+        "arg",
+        "module",
+        "kind",
+        "type_comment",
+        "level",
+        "conversion",
+        "is_async",
+        "simple",
+        "tag",
+        "lineno",
+    }
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -104,11 +119,20 @@ def names(root: AST) -> list[ast.Name]:
 # Statement-level walk: imports, definitions and assignments are statements, so walks that look only for them
 # need not enter expressions (most of a tree). The order is the one ast.walk gives those nodes.
 _STMT_LISTS = {
-    ast.Module: ("body",), ast.FunctionDef: ("body",), ast.AsyncFunctionDef: ("body",), ast.ClassDef: ("body",),
-    ast.For: ("body", "orelse"), ast.AsyncFor: ("body", "orelse"), ast.While: ("body", "orelse"),
-    ast.If: ("body", "orelse"), ast.With: ("body",), ast.AsyncWith: ("body",),
-    ast.Try: ("body", "handlers", "orelse", "finalbody"), ast.ExceptHandler: ("body",),
-    ast.Match: ("cases",), ast.match_case: ("body",),
+    ast.Module: ("body",),
+    ast.FunctionDef: ("body",),
+    ast.AsyncFunctionDef: ("body",),
+    ast.ClassDef: ("body",),
+    ast.For: ("body", "orelse"),
+    ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"),
+    ast.If: ("body", "orelse"),
+    ast.With: ("body",),
+    ast.AsyncWith: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+    ast.ExceptHandler: ("body",),
+    ast.Match: ("cases",),
+    ast.match_case: ("body",),
 }
 if hasattr(ast, "TryStar"):
     _STMT_LISTS[ast.TryStar] = ("body", "handlers", "orelse", "finalbody")

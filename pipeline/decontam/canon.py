@@ -20,11 +20,27 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from pipeline.decontam.astwalk import (FastTransformer, FastVisitor, bfs, children, names, preorder, statements_bfs,
-                                      unparse)
+from pipeline.decontam.astwalk import (
+    FastTransformer,
+    FastVisitor,
+    bfs,
+    children,
+    names,
+    preorder,
+    statements_bfs,
+    unparse,
+)
 from pipeline.decontam.formulas import fuse_formulas
-from pipeline.decontam.inline import (ARITH_OPS, NOT_HELPERS, Bind, inline_helpers, inline_module_constants,
-                                     is_masked, simple_params, sort_module_args)
+from pipeline.decontam.inline import (
+    ARITH_OPS,
+    NOT_HELPERS,
+    Bind,
+    inline_helpers,
+    inline_module_constants,
+    is_masked,
+    simple_params,
+    sort_module_args,
+)
 
 _TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+|\S")
 _BUILTINS = frozenset(dir(builtins))
@@ -32,40 +48,156 @@ _KEEP_NAMES = frozenset({"get_inputs", "get_init_inputs", "NUM"})
 
 # Spellings that differ by more than case and underscores.
 _OP_ALIASES = {
-    "mm": "matmul", "bmm": "matmul", "dot": "matmul", "mv": "matmul", "multiply": "mul", "divide": "div",
-    "truediv": "div", "truedivide": "div", "subtract": "sub", "clip": "clamp", "silu": "swish", "absolute": "abs",
-    "greater": "gt", "less": "lt", "concat": "cat", "concatenate": "cat", "negative": "neg", "power": "pow",
-    "arccos": "acos", "arcsin": "asin", "arctan": "atan", "conv1d": "conv1d", "logsoftmax": "logsoftmax",
-    "batchnorm1d": "batchnorm", "batchnorm2d": "batchnorm", "batchnorm3d": "batchnorm",
-    "instancenorm1d": "instancenorm", "instancenorm2d": "instancenorm", "instancenorm3d": "instancenorm",
-    "dropout1d": "dropout", "dropout2d": "dropout", "dropout3d": "dropout", "featurealphadropout": "dropout",
-    "alphadropout": "dropout", "gelu": "gelu", "layernorm": "layernorm", "groupnorm": "groupnorm",
-    "square": "pow2", "rsqrt": "rsqrt", "addmm": "linear", "amax": "max", "amin": "min", "sigmoid": "sigmoid",
-    "expit": "sigmoid", "vectornorm": "norm", "matrixnorm": "norm",
-    "clampmin": "clamp", "clampmax": "clamp",  # one-sided clamps
+    "mm": "matmul",
+    "bmm": "matmul",
+    "dot": "matmul",
+    "mv": "matmul",
+    "multiply": "mul",
+    "divide": "div",
+    "truediv": "div",
+    "truedivide": "div",
+    "subtract": "sub",
+    "clip": "clamp",
+    "silu": "swish",
+    "absolute": "abs",
+    "greater": "gt",
+    "less": "lt",
+    "concat": "cat",
+    "concatenate": "cat",
+    "negative": "neg",
+    "power": "pow",
+    "arccos": "acos",
+    "arcsin": "asin",
+    "arctan": "atan",
+    "conv1d": "conv1d",
+    "logsoftmax": "logsoftmax",
+    "batchnorm1d": "batchnorm",
+    "batchnorm2d": "batchnorm",
+    "batchnorm3d": "batchnorm",
+    "instancenorm1d": "instancenorm",
+    "instancenorm2d": "instancenorm",
+    "instancenorm3d": "instancenorm",
+    "dropout1d": "dropout",
+    "dropout2d": "dropout",
+    "dropout3d": "dropout",
+    "featurealphadropout": "dropout",
+    "alphadropout": "dropout",
+    "gelu": "gelu",
+    "layernorm": "layernorm",
+    "groupnorm": "groupnorm",
+    "square": "pow2",
+    "rsqrt": "rsqrt",
+    "addmm": "linear",
+    "amax": "max",
+    "amin": "min",
+    "sigmoid": "sigmoid",
+    "expit": "sigmoid",
+    "vectornorm": "norm",
+    "matrixnorm": "norm",
+    "clampmin": "clamp",
+    "clampmax": "clamp",  # one-sided clamps
 }
 # Merged only in the finished views (formulas.py reads spelled-out activations by these names first: `div` in
 # sigmoid and softmax, `maximum` in leaky_relu): dividing is multiplying by the reciprocal (`x / d`,
 # `x * self.scale` with scale = 1 / d), and an elementwise max/min against a bound is a clamp.
 _VIEW_CLASS = {"div": "mul", "maximum": "clamp", "minimum": "clamp", "fmax": "clamp", "fmin": "clamp"}
 _VIEW_TOKENS = {"OP_" + k: "OP_" + v for k, v in _VIEW_CLASS.items()}
-_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.MatMult: "matmul", ast.Pow: "pow",
-           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
-           ast.LShift: "lshift", ast.RShift: "rshift"}
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.MatMult: "matmul",
+    ast.Pow: "pow",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+}
 # Methods that return their receiver's value unchanged (for the computation).
 _IDENTITY_METHODS = frozenset({"contiguous", "clone", "detach", "requires_grad"})
 _IDENTITY_MODULES = frozenset({"identity"})
 # Do not count as operators of the signature: metadata and device/dtype plumbing.
-_META_OPS = frozenset({"t", "size", "dim", "numel", "item", "tolist", "to", "type", "cpu", "cuda", "float", "half",
-                       "double", "bfloat16", "len", "int", "range", "print", "isinstance", "super", "init", "shape",
-                       "getattr", "setattr", "hasattr", "list", "tuple", "dict", "zip", "enumerate", "append",
-                       "parameters", "modules", "children", "fill", "zero", "normal", "uniform", "kaiminguniform",
-                       "xavieruniform", "constant", "view", "reshape", "viewas", "reshapeas", "expand", "expandas",
-                       "unsqueeze", "squeeze", "flatten", "max_", "device", "dtype", "format", "str", "min_", "round",
-                       "abs_", "sorted", "map", "getitem",
-                       # tensors made, not computed: a bound written as torch.full_like(y, v) is the bound
-                       "fulllike", "zeroslike", "oneslike", "emptylike", "full", "zeros", "ones", "empty", "tensor",
-                       "astensor", "scalartensor"})
+_META_OPS = frozenset(
+    {
+        "t",
+        "size",
+        "dim",
+        "numel",
+        "item",
+        "tolist",
+        "to",
+        "type",
+        "cpu",
+        "cuda",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "len",
+        "int",
+        "range",
+        "print",
+        "isinstance",
+        "super",
+        "init",
+        "shape",
+        "getattr",
+        "setattr",
+        "hasattr",
+        "list",
+        "tuple",
+        "dict",
+        "zip",
+        "enumerate",
+        "append",
+        "parameters",
+        "modules",
+        "children",
+        "fill",
+        "zero",
+        "normal",
+        "uniform",
+        "kaiminguniform",
+        "xavieruniform",
+        "constant",
+        "view",
+        "reshape",
+        "viewas",
+        "reshapeas",
+        "expand",
+        "expandas",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "max_",
+        "device",
+        "dtype",
+        "format",
+        "str",
+        "min_",
+        "round",
+        "abs_",
+        "sorted",
+        "map",
+        "getitem",
+        # tensors made, not computed: a bound written as torch.full_like(y, v) is the bound
+        "fulllike",
+        "zeroslike",
+        "oneslike",
+        "emptylike",
+        "full",
+        "zeros",
+        "ones",
+        "empty",
+        "tensor",
+        "astensor",
+        "scalartensor",
+    }
+)
 _RESERVED = ("OP_", "MOD_", "P_", "NUM")
 MAX_CODE_CHARS = 400_000  # KernelBench's largest problem is 23 kB
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
@@ -164,10 +296,10 @@ class _ModuleInfo:
     """What each `self.<attr>` of a class holds: ops of a module, a container of them, a local class, a value."""
 
     def __init__(self) -> None:
-        self.attr_ops: dict[str, list[str]] = {}     # attr -> ops it applies when called
-        self.attr_class: dict[str, str] = {}         # attr -> local class whose forward it runs
+        self.attr_ops: dict[str, list[str]] = {}  # attr -> ops it applies when called
+        self.attr_class: dict[str, str] = {}  # attr -> local class whose forward it runs
         self.attr_container: dict[str, list[list[str] | str]] = {}  # ModuleList/Sequential items
-        self.attr_keys: dict[str, list[str]] = {}    # ModuleDict attr -> its keys, in the items' order
+        self.attr_keys: dict[str, list[str]] = {}  # ModuleDict attr -> its keys, in the items' order
 
 
 class Canonicalizer:
@@ -217,9 +349,16 @@ class Canonicalizer:
         tree = _reorder(tree, pre)
         # after _reorder: the signature reads statement order only inside functions, which it does not change
         ops = [] if self.light else [_VIEW_CLASS.get(o, o) for o in self._signature(tree, pre)]
-        types = [] if self.light else [
-            type(n).__name__ if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_")) else
-            _VIEW_TOKENS.get(n.id, n.id) for n in _compose(tree, pre)]  # renaming keeps the shape and OP_/MOD_ names
+        types = (
+            []
+            if self.light
+            else [
+                type(n).__name__
+                if not isinstance(n, ast.Name) or not n.id.startswith(("OP_", "MOD_"))
+                else _VIEW_TOKENS.get(n.id, n.id)
+                for n in _compose(tree, pre)
+            ]
+        )  # renaming keeps the shape and OP_/MOD_ names
         _Renamer(pre).visit(tree)
         sort_module_args(self.mod_calls)
         text = unparse(tree)
@@ -233,8 +372,13 @@ class Canonicalizer:
                 continue
             me = fn.args.args[0].arg
             for node in statements_bfs(fn):
-                targets = node.targets if isinstance(node, ast.Assign) else \
-                    [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, ast.AnnAssign) and node.value is not None
+                    else []
+                )
                 for t in targets:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
                         self._describe(info, t.attr, node.value, fn)
@@ -243,11 +387,20 @@ class Canonicalizer:
                 if call is None or len(call.args) < 2:
                     continue
                 args = call.args
-                if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
-                        call.func.value.id == me and call.func.attr in ("add_module", "register_module"):
+                if (
+                    isinstance(call.func, ast.Attribute)
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == me
+                    and call.func.attr in ("add_module", "register_module")
+                ):
                     name, value = args[0], args[1]
-                elif isinstance(call.func, ast.Name) and call.func.id == "setattr" and len(args) == 3 and \
-                        isinstance(args[0], ast.Name) and args[0].id == me:
+                elif (
+                    isinstance(call.func, ast.Name)
+                    and call.func.id == "setattr"
+                    and len(args) == 3
+                    and isinstance(args[0], ast.Name)
+                    and args[0].id == me
+                ):
                     name, value = args[1], args[2]
                 else:
                     continue
@@ -268,6 +421,7 @@ class Canonicalizer:
         """(key, module) for each module a container constructor is given: a list/tuple, a comprehension's element,
         a local list built up by name (no keys), a dict literal, `OrderedDict([(name, module), ...])`,
         `OrderedDict({...})` or `dict(a=module)` (string keys where the code has them)."""
+
         def key(k: ast.AST | None) -> str | None:
             return k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
 
@@ -279,8 +433,11 @@ class Canonicalizer:
             return [(None, e) for e in self._local_list(fn, arg.id)]
         if isinstance(arg, ast.Call) and self._is_mapping(arg):
             if arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple)):
-                return [(key(e.elts[0]), e.elts[1]) for e in arg.args[0].elts
-                        if isinstance(e, ast.Tuple) and len(e.elts) == 2]
+                return [
+                    (key(e.elts[0]), e.elts[1])
+                    for e in arg.args[0].elts
+                    if isinstance(e, ast.Tuple) and len(e.elts) == 2
+                ]
             if not arg.args:
                 return [(k.arg, k.value) for k in arg.keywords if k.arg]
             arg = arg.args[0]
@@ -294,24 +451,41 @@ class Canonicalizer:
             return []
         out: list[ast.AST] = []
         for node in _preorder(fn):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
-                    and isinstance(node.value, (ast.List, ast.Tuple)):
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                and isinstance(node.value, (ast.List, ast.Tuple))
+            ):
                 out.extend(node.value.elts)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name
+            ):
                 if node.func.attr == "append" and node.args:
                     out.append(node.args[0])
                 elif node.func.attr == "insert" and len(node.args) == 2:
                     out.append(node.args[1])
                 elif node.func.attr == "extend" and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
                     out.extend(node.args[0].elts)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
-                    and isinstance(node.op, ast.Add) and isinstance(node.value, (ast.List, ast.Tuple)):
+            elif (
+                isinstance(node, ast.AugAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == name
+                and isinstance(node.op, ast.Add)
+                and isinstance(node.value, (ast.List, ast.Tuple))
+            ):
                 out.extend(node.value.elts)  # layers += [nn.Linear(a, b), nn.ReLU()]
-            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets) \
-                    and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.Add) \
-                    and isinstance(node.value.left, ast.Name) and node.value.left.id == name \
-                    and isinstance(node.value.right, (ast.List, ast.Tuple)):
+            elif (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                and isinstance(node.value, ast.BinOp)
+                and isinstance(node.value.op, ast.Add)
+                and isinstance(node.value.left, ast.Name)
+                and node.value.left.id == name
+                and isinstance(node.value.right, (ast.List, ast.Tuple))
+            ):
                 out.extend(node.value.right.elts)  # layers = layers + [...]
         return out
 
@@ -332,8 +506,11 @@ class Canonicalizer:
                     return []
                 if name in _CONTAINERS:
                     items: list[str] = []
-                    args = [e for a in value.args for e in (
-                        [m for _, m in self._container_entries(a, fn)] if self._is_mapping(a) else [a])]
+                    args = [
+                        e
+                        for a in value.args
+                        for e in ([m for _, m in self._container_entries(a, fn)] if self._is_mapping(a) else [a])
+                    ]
                     for a in args:
                         sub = self._module_ops(a, fn)
                         if isinstance(sub, list):
@@ -406,8 +583,9 @@ class Canonicalizer:
         if fn is not None:
             self._fn_ops(cls, fn, out, depth, {})
 
-    def _fn_ops(self, cls: ast.ClassDef | None, fn: ast.FunctionDef, out: list[str], depth: int,
-                loopvars: dict[str, str]) -> None:
+    def _fn_ops(
+        self, cls: ast.ClassDef | None, fn: ast.FunctionDef, out: list[str], depth: int, loopvars: dict[str, str]
+    ) -> None:
         if depth > 6 or len(out) > 2000:
             return
         me = fn.args.args[0].arg if cls is not None and fn.args.args else None
@@ -423,8 +601,13 @@ class Canonicalizer:
         reference cycle that keeps the whole tree alive until the cyclic GC runs)."""
         cls, me, info, methods, loopvars, out, depth = ctx
         # `for layer in self.layers:` and `[b(x) for b in self.branches]` call every module of the container
-        loops = [node] if isinstance(node, ast.For) else \
-            node.generators if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)) else []
+        loops = (
+            [node]
+            if isinstance(node, ast.For)
+            else node.generators
+            if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp))
+            else []
+        )
         for lp in loops:
             if not isinstance(lp.target, ast.Name):
                 continue
@@ -543,25 +726,39 @@ def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
         return None
     inner = list(ast.walk(ast.Module(body=s.body, type_ignores=[])))
     # No break/continue; no nested loop (nested unrolling would multiply: 8 ** depth); a bounded copy size.
-    if len(inner) > _UNROLL_NODES or any(isinstance(n, (ast.Break, ast.Continue, ast.For, ast.AsyncFor, ast.While))
-                                         for n in inner):
+    if len(inner) > _UNROLL_NODES or any(
+        isinstance(n, (ast.Break, ast.Continue, ast.For, ast.AsyncFor, ast.While)) for n in inner
+    ):
         return None
     it = s.iter
     if isinstance(it, ast.Name):  # steps = [...] earlier in this block, not touched since (no append, no rebinding)
         for k in range(len(before) - 1, -1, -1):
             prev = before[k]
-            if isinstance(prev, ast.Assign) and len(prev.targets) == 1 and isinstance(prev.targets[0], ast.Name) \
-                    and prev.targets[0].id == it.id:
-                later = ast.Module(body=before[k + 1:], type_ignores=[])
+            if (
+                isinstance(prev, ast.Assign)
+                and len(prev.targets) == 1
+                and isinstance(prev.targets[0], ast.Name)
+                and prev.targets[0].id == it.id
+            ):
+                later = ast.Module(body=before[k + 1 :], type_ignores=[])
                 if not any(isinstance(n, ast.Name) and n.id == it.id for n in ast.walk(later)):
                     it = prev.value
                 break
-    if isinstance(it, (ast.List, ast.Tuple)) and 0 < len(it.elts) <= _MAX_UNROLL and \
-            not any(isinstance(e, ast.Starred) for e in it.elts):
+    if (
+        isinstance(it, (ast.List, ast.Tuple))
+        and 0 < len(it.elts) <= _MAX_UNROLL
+        and not any(isinstance(e, ast.Starred) for e in it.elts)
+    ):
         items: list[ast.expr] = list(it.elts)
-    elif isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
-            len(it.args) == 1 and isinstance(it.args[0], ast.Constant) and isinstance(it.args[0].value, int) and \
-            0 < it.args[0].value <= _MAX_UNROLL:
+    elif (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and len(it.args) == 1
+        and isinstance(it.args[0], ast.Constant)
+        and isinstance(it.args[0].value, int)
+        and 0 < it.args[0].value <= _MAX_UNROLL
+    ):
         items = [ast.Constant(i) for i in range(it.args[0].value)]
     else:
         return None
@@ -572,8 +769,11 @@ def _unroll(s: ast.stmt, before: list[ast.stmt]) -> list[ast.stmt] | None:
     return out
 
 
-_HAS_BODY = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)
-                      and ("body" in c._fields or "orelse" in c._fields))
+_HAS_BODY = frozenset(
+    c
+    for c in vars(ast).values()
+    if isinstance(c, type) and issubclass(c, ast.AST) and ("body" in c._fields or "orelse" in c._fields)
+)
 
 
 class _Normalizer(FastTransformer):
@@ -593,11 +793,19 @@ class _Normalizer(FastTransformer):
                 continue
             if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
                 continue  # docstrings and stray literals
-            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) \
-                    and s.value.func.id == "print":
+            if (
+                isinstance(s, ast.Expr)
+                and isinstance(s.value, ast.Call)
+                and isinstance(s.value.func, ast.Name)
+                and s.value.func.id == "print"
+            ):
                 continue
-            if isinstance(s, ast.If) and isinstance(s.test, ast.Compare) and isinstance(s.test.left, ast.Name) \
-                    and s.test.left.id == "__name__":
+            if (
+                isinstance(s, ast.If)
+                and isinstance(s.test, ast.Compare)
+                and isinstance(s.test.left, ast.Name)
+                and s.test.left.id == "__name__"
+            ):
                 continue  # `if __name__ == "__main__":` demo code is not part of the task
             if isinstance(s, ast.If) and isinstance(s.test, ast.Constant):
                 out.extend(self._clean_body(s.body if s.test.value else s.orelse))
@@ -668,14 +876,26 @@ class _Normalizer(FastTransformer):
     def visit_Assign(self, node: ast.Assign) -> ast.AST | None:
         self.generic_visit(node)
         # self.act = nn.ReLU(): calls are inlined as OP_relu(x), so an argument-free module leaves no trace
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and (
-                isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-                and node.value.func.id.startswith("MOD_") and not node.value.args
-                or isinstance(node.value, ast.Name) and node.value.id == "MOD_identity"):
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and (
+                isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id.startswith("MOD_")
+                and not node.value.args
+                or isinstance(node.value, ast.Name)
+                and node.value.id == "MOD_identity"
+            )
+        ):
             return None
         # `x = x` after identity removal is a no-op line
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name) \
-                and node.targets[0].id == node.value.id:
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Name)
+            and node.targets[0].id == node.value.id
+        ):
             return None
         return node
 
@@ -746,8 +966,12 @@ class _Normalizer(FastTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
         # super(Model, self).__init__() -> super().__init__()
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and \
-                isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        ):
             func.value.args = []
         path = self.c.imports.resolve(func)
         raw_args = list(node.args)
@@ -777,8 +1001,7 @@ class _Normalizer(FastTransformer):
                 return node.args[keep]
             return _call(name, args)
         if path is not None:  # a non-torch library call (transformers, math, numpy)
-            return ast.Call(func=ast.Name(id="P_" + path.replace(".", "_"), ctx=ast.Load()), args=args,
-                            keywords=[])
+            return ast.Call(func=ast.Name(id="P_" + path.replace(".", "_"), ctx=ast.Load()), args=args, keywords=[])
         if isinstance(func, ast.Attribute):
             recv = func.value
             is_self = isinstance(recv, ast.Name) and recv.id == self.self_name
@@ -812,13 +1035,22 @@ class _Normalizer(FastTransformer):
             if not kws and _identity_arg(m, [func.value, *raw_args]) == 0:
                 return recv  # x.add(0), x.mul(1.0)
             return _call(m, [recv, *args])
-        if isinstance(func, ast.Name) and self.c.imports.star and func.id not in self.c.classes \
-                and func.id not in self.c.functions and func.id not in _BUILTINS and func.id[:1].islower():
+        if (
+            isinstance(func, ast.Name)
+            and self.c.imports.star
+            and func.id not in self.c.classes
+            and func.id not in self.c.functions
+            and func.id not in _BUILTINS
+            and func.id[:1].islower()
+        ):
             return _call(norm_op(func.id), args)  # relu(x) after `from torch.nn.functional import *`
         node.func = self.visit(func)
         # nn.ReLU()(x): calling a freshly built module is calling its op
-        if isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and \
-                node.func.func.id.startswith("MOD_"):
+        if (
+            isinstance(node.func, ast.Call)
+            and isinstance(node.func.func, ast.Name)
+            and node.func.func.id.startswith("MOD_")
+        ):
             return _call(node.func.func.id[4:], args)
         if isinstance(node.func, ast.Name) and node.func.id == "MOD_identity":
             return args[0] if args else node.func
@@ -924,8 +1156,9 @@ def _name_uses(stmt: ast.stmt) -> tuple[dict[str, int], set[str]]:
     return loads, binds
 
 
-def _inline_single_use(body: list[ast.stmt], uses: list[tuple[dict[str, int], set[str]]] | None = None
-                       ) -> list[ast.stmt]:
+def _inline_single_use(
+    body: list[ast.stmt], uses: list[tuple[dict[str, int], set[str]]] | None = None
+) -> list[ast.stmt]:
     """Straight-line dataflow as one expression: `h = conv(x); h = relu(h); return h + b` and
     `return relu(conv(x)) + b` read the same. Only temporaries used exactly once, by a simple statement, before
     the name is bound again, are inlined (no expression is duplicated, so no operator is counted twice)."""
@@ -1002,8 +1235,13 @@ def _shape_key(node: ast.AST, params: list[str]) -> str:
     parts = []
     for n in _preorder(node):
         if isinstance(n, ast.Name):
-            parts.append(f"p{params.index(n.id)}" if n.id in params else
-                         n.id if n.id.startswith(("OP_", "MOD_", "P_")) or n.id == "NUM" else "_")
+            parts.append(
+                f"p{params.index(n.id)}"
+                if n.id in params
+                else n.id
+                if n.id.startswith(("OP_", "MOD_", "P_")) or n.id == "NUM"
+                else "_"
+            )
         elif isinstance(n, ast.Constant):
             parts.append(repr(n.value))
         elif not isinstance(n, (ast.Load, ast.Store, ast.Attribute)):
@@ -1023,20 +1261,31 @@ def _reorder(tree: ast.Module, pre: dict[ast.AST, list[ast.AST]]) -> ast.Module:
         rest = [m for m in methods if m.name not in ("forward", "__init__")]
         for m in fwd + rest:
             pre[m] = _preorder(m)
-        called = _first_use_rank([pre[m] for m in fwd], {m.name for m in rest}, attr_of=fwd[0].args.args[0].arg
-                                 if fwd and fwd[0].args.args else "self")
+        called = _first_use_rank(
+            [pre[m] for m in fwd],
+            {m.name for m in rest},
+            attr_of=fwd[0].args.args[0].arg if fwd and fwd[0].args.args else "self",
+        )
         rest.sort(key=lambda m: called.get(m.name, len(called)))
         for m in init:
             me = m.args.args[0].arg if m.args.args else "self"
             params = [a.arg for a in m.args.args]
 
             def simple(s: ast.stmt) -> bool:
-                return isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute) \
-                    and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == me
+                return (
+                    isinstance(s, ast.Assign)
+                    and len(s.targets) == 1
+                    and isinstance(s.targets[0], ast.Attribute)
+                    and isinstance(s.targets[0].value, ast.Name)
+                    and s.targets[0].value.id == me
+                )
 
             attrs = {s.targets[0].attr for s in m.body if simple(s)}
-            rank = _first_use_rank([pre[f] for f in fwd + rest], attrs, attr_of=fwd[0].args.args[0].arg
-                                   if fwd and fwd[0].args.args else me)
+            rank = _first_use_rank(
+                [pre[f] for f in fwd + rest],
+                attrs,
+                attr_of=fwd[0].args.args[0].arg if fwd and fwd[0].args.args else me,
+            )
 
             def key(s: ast.Assign) -> tuple:
                 r = rank.get(s.targets[0].attr)
@@ -1079,8 +1328,9 @@ def _reorder(tree: ast.Module, pre: dict[ast.AST, list[ast.AST]]) -> ast.Module:
     return tree
 
 
-def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, nodes: list[ast.AST] | None = None
-                 ) -> tuple[list[str], set[str]]:
+def _local_names(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, nodes: list[ast.AST] | None = None
+) -> tuple[list[str], set[str]]:
     a = fn.args
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]

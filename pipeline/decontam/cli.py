@@ -30,9 +30,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def decontam(
         candidates: Path = typer.Argument(..., help="Parquet file with string columns task_id and code."),
-        reference: Optional[str] = typer.Option(None, "--reference", help="KernelBench: a directory (level1/ .. "
-                                                "level4/, or their parent holding KernelBench/), a Parquet file, "
-                                                "or the HF dataset id. Default: the configured/auto source."),
+        reference: Optional[str] = typer.Option(
+            None,
+            "--reference",
+            help="KernelBench: a directory (level1/ .. "
+            "level4/, or their parent holding KernelBench/), a Parquet file, "
+            "or the HF dataset id. Default: the configured/auto source.",
+        ),
         out: Path = typer.Option(..., "--out", help="Output directory: contamination.parquet, report.html."),
         config: Optional[Path] = ConfigOpt,
         set_: Optional[list[str]] = SetOpt,
@@ -62,8 +66,9 @@ def register(app: typer.Typer) -> None:
         html = write_report(result, cands, refs, settings, out, reference_source=source)
         n = result.num_rows
         bad = sum(result.column("contaminated").to_pylist())
-        console.print(f"{n} candidates, {bad} contaminated, {n - bad} clean -> {out / 'contamination.parquet'}, "
-                      f"{html}")
+        console.print(
+            f"{n} candidates, {bad} contaminated, {n - bad} clean -> {out / 'contamination.parquet'}, {html}"
+        )
 
     @app.command()
     def dedup(

@@ -50,7 +50,7 @@ def lsh_params(settings: DecontamSettings) -> tuple[int, int]:
 class ShardResult:
     sets: list[np.ndarray]
     bands: np.ndarray  # (n, b) uint64 band keys
-    sigs: np.ndarray   # (n, num_perm) signature values
+    sigs: np.ndarray  # (n, num_perm) signature values
 
 
 def shard_views(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings) -> ShardResult:
@@ -67,7 +67,7 @@ def shard_views(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSet
     sigs = np.stack([m.hashvalues for m in hms]) if hms else np.zeros((0, settings.num_perm), np.uint32)
     bands = np.empty((len(sets), b), dtype=np.uint64)
     for j in range(b):
-        chunk = np.ascontiguousarray(sigs[:, j * r:(j + 1) * r]).astype(np.uint64)
+        chunk = np.ascontiguousarray(sigs[:, j * r : (j + 1) * r]).astype(np.uint64)
         with np.errstate(over="ignore"):
             h = np.full(len(sets), np.uint64(j + 1) * np.uint64(0x9E3779B97F4A7C15))
             for k in range(r):
@@ -126,8 +126,12 @@ def _lsh_pairs(sigs: np.ndarray, settings: DecontamSettings) -> Iterable[tuple[i
     lsh = MinHashLSH(num_perm=settings.num_perm, params=(b, r))
     # one permutation table shared by every sketch (each would otherwise draw its own: ~1 KB and a RandomState)
     perms = MinHash(num_perm=settings.num_perm, seed=settings.seed, scheme=settings.scheme).permutations
-    hms = [MinHash(num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms,
-                   scheme=settings.scheme) for s in sigs]
+    hms = [
+        MinHash(
+            num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms, scheme=settings.scheme
+        )
+        for s in sigs
+    ]
     with lsh.insertion_session() as session:
         for i, m in enumerate(hms):
             session.insert(i, m)
@@ -139,30 +143,32 @@ def _lsh_pairs(sigs: np.ndarray, settings: DecontamSettings) -> Iterable[tuple[i
             yield i, int(h)
 
 
-def _as_rows(candidates: pa.Table | Iterable[tuple[str, str]]
-             ) -> tuple[list[str], list[str | None] | pa.ChunkedArray, list[int]]:
+def _as_rows(
+    candidates: pa.Table | Iterable[tuple[str, str]],
+) -> tuple[list[str], list[str | None] | pa.ChunkedArray, list[int]]:
     """Task ids, codes and code lengths. A table's codes stay in Arrow (a million codes as Python strings cost
     ~1.5 GB in the driver); each shard converts its own slice."""
     if isinstance(candidates, pa.Table):
         import pyarrow.compute as pc
 
         codes = candidates.column("code")
-        lengths = pc.fill_null(pc.utf8_length(codes), 0).to_numpy(zero_copy_only=False).tolist() \
-            if len(codes) else []
+        lengths = pc.fill_null(pc.utf8_length(codes), 0).to_numpy(zero_copy_only=False).tolist() if len(codes) else []
         return [str(t) for t in candidates.column("task_id").to_pylist()], codes, lengths
     rows = list(candidates)
     codes = [c for _, c in rows]
     return [str(t) for t, _ in rows], codes, [len(c) if isinstance(c, str) else 0 for c in codes]
 
 
-def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings,
-                   executor: Any = None) -> ShardResult:
+def compute_shards(
+    codes: list[str | None] | pa.ChunkedArray, settings: DecontamSettings, executor: Any = None
+) -> ShardResult:
     from pipeline.decontam.pool import fork_map
     from pipeline.stage import Resources
 
     size = max(1, settings.dedup_shard_size)
     bounds = [(i, min(i + size, len(codes))) for i in range(0, len(codes), size)]
     if getattr(executor, "distributed", False) and len(bounds) > 1:  # Ray, from the runner
+
         def job(chunk: list[str | None]) -> ShardResult:
             return shard_views(chunk, settings)
 
@@ -173,12 +179,16 @@ def compute_shards(codes: list[str | None] | pa.ChunkedArray, settings: Decontam
     if not parts:
         b, _ = lsh_params(settings)
         return ShardResult([], np.zeros((0, b), np.uint64), np.zeros((0, settings.num_perm), np.uint32))
-    return ShardResult([s for p in parts for s in p.sets], np.concatenate([p.bands for p in parts]),
-                       np.concatenate([p.sigs for p in parts]))
+    return ShardResult(
+        [s for p in parts for s in p.sets],
+        np.concatenate([p.bands for p in parts]),
+        np.concatenate([p.sigs for p in parts]),
+    )
 
 
-def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None,
-          executor: Any = None) -> pa.Table:
+def dedup(
+    candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None, executor: Any = None
+) -> pa.Table:
     """Rows of the `dedup` table, one per task, in input order; view chunks go to `executor` when it is
     distributed (Ray), else to a forked pool of `settings.workers`."""
     settings = settings or DecontamSettings()
@@ -228,11 +238,19 @@ def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSe
     kept_ids = [ids[k] for k in kept_idx]
     from schemas import get_schema
 
-    rows = pa.Table.from_arrays([
-        pa.array(ids, pa.string()), pa.array(kept_ids, pa.string()), pa.array(kept_ids, pa.string()),
-        pa.array(removed, pa.bool_()),
-        pa.array([("exact_duplicate" if sm else "near_duplicate") if rm else "" for rm, sm in zip(removed, same)],
-                 pa.string()),
-        pa.array(jac, pa.float64()), pa.array([len(members[int(r)]) for r in roots], pa.int64()),
-    ], schema=get_schema("dedup"))
+    rows = pa.Table.from_arrays(
+        [
+            pa.array(ids, pa.string()),
+            pa.array(kept_ids, pa.string()),
+            pa.array(kept_ids, pa.string()),
+            pa.array(removed, pa.bool_()),
+            pa.array(
+                [("exact_duplicate" if sm else "near_duplicate") if rm else "" for rm, sm in zip(removed, same)],
+                pa.string(),
+            ),
+            pa.array(jac, pa.float64()),
+            pa.array([len(members[int(r)]) for r in roots], pa.int64()),
+        ],
+        schema=get_schema("dedup"),
+    )
     return conform("dedup", rows)

@@ -17,10 +17,33 @@ import copy
 from pipeline.decontam.astwalk import FastTransformer, names
 
 # A function is rewritten only if one of these ops occurs in it (most tasks: none, and no second walk).
-TRIGGERS = frozenset({"OP_sigmoid", "OP_exp", "OP_erf", "OP_tanh", "OP_relu6", "OP_hardtanh", "OP_clamp",
-                      "OP_where", "OP_logsumexp", "OP_log", "OP_log1p", "OP_softplus", "OP_maximum",
-                      "OP_hardsigmoid", "OP_softmax", "OP_reciprocal", "OP_sqrt", "OP_rsqrt", "OP_pow2",
-                      "OP_normalize", "OP_sum", "OP_mean", "OP_var"})
+TRIGGERS = frozenset(
+    {
+        "OP_sigmoid",
+        "OP_exp",
+        "OP_erf",
+        "OP_tanh",
+        "OP_relu6",
+        "OP_hardtanh",
+        "OP_clamp",
+        "OP_where",
+        "OP_logsumexp",
+        "OP_log",
+        "OP_log1p",
+        "OP_softplus",
+        "OP_maximum",
+        "OP_hardsigmoid",
+        "OP_softmax",
+        "OP_reciprocal",
+        "OP_sqrt",
+        "OP_rsqrt",
+        "OP_pow2",
+        "OP_normalize",
+        "OP_sum",
+        "OP_mean",
+        "OP_var",
+    }
+)
 _LOAD = ast.Load()
 # Longer products are not searched for activation pairs (each pair is compared; hostile code can nest hundreds).
 _MAX_FACTORS = 16
@@ -43,9 +66,14 @@ def _const(n: ast.AST) -> bool:
     """A number: `NUM`, or math/arithmetic on numbers only (`math.sqrt(2.0)` reads `P_math_sqrt(NUM)`)."""
     if isinstance(n, ast.Name):
         return n.id == "NUM" or n.id.startswith("P_math_")
-    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and (
-            n.func.id.startswith("P_math_") or n.func.id in ("OP_add", "OP_sub", "OP_mul", "OP_div", "OP_pow",
-                                                             "OP_neg", "OP_sqrt")):
+    if (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and (
+            n.func.id.startswith("P_math_")
+            or n.func.id in ("OP_add", "OP_sub", "OP_mul", "OP_div", "OP_pow", "OP_neg", "OP_sqrt")
+        )
+    ):
         return all(_const(a) for a in n.args)
     return False
 
@@ -121,16 +149,25 @@ class _Fuser(FastTransformer):
         """relu6(x + 3) / clamp(x + 3, 0, 6) / hardtanh(x + 3, 0, 6) -> x."""
         n = self.r(n)
         op = _op(n)
-        if op == "relu6" and len(n.args) == 1 or op in ("clamp", "hardtanh") and len(n.args) == 3 and all(
-                _const(a) for a in n.args[1:]):
+        if (
+            op == "relu6"
+            and len(n.args) == 1
+            or op in ("clamp", "hardtanh")
+            and len(n.args) == 3
+            and all(_const(a) for a in n.args[1:])
+        ):
             return self._add_const(n.args[0])
         return None
 
     def _positive(self, n: ast.expr) -> ast.expr | None:
         """x > c, x >= c, gt(x, c), ge(x, c) -> x."""
         n = self.r(n)
-        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Gt, ast.GtE)) \
-                and _const(n.comparators[0]):
+        if (
+            isinstance(n, ast.Compare)
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], (ast.Gt, ast.GtE))
+            and _const(n.comparators[0])
+        ):
             return n.left
         pair = _args2(n, "gt") or _args2(n, "ge")
         return pair[0] if pair and _const(pair[1]) else None
@@ -140,8 +177,9 @@ class _Fuser(FastTransformer):
         n = self.r(n)
         pair = _args2(n, "mul")
         if pair:
-            return _scalar(pair[0], True) and self._same(pair[1], x) or _scalar(pair[1], True) and \
-                self._same(pair[0], x)
+            return (
+                _scalar(pair[0], True) and self._same(pair[1], x) or _scalar(pair[1], True) and self._same(pair[0], x)
+            )
         pair = _args2(n, "div")
         return bool(pair) and self._same(pair[0], x) and _scalar(pair[1], True)
 
@@ -169,15 +207,18 @@ class _Fuser(FastTransformer):
             t = self.r(t)
             if _op(t) == "erf" and t.args and self._scaled(t.args[0], x):
                 return "gelu"
-            if _op(t) == "tanh" and t.args and any(
-                    _op(m) == "pow" and m.args and self._same(m.args[0], x) for m in ast.walk(t.args[0])):
+            if (
+                _op(t) == "tanh"
+                and t.args
+                and any(_op(m) == "pow" and m.args and self._same(m.args[0], x) for m in ast.walk(t.args[0]))
+            ):
                 return "gelu"  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         return None
 
     def _fuse_product(self, fs: list[ast.expr], divided_by_const: bool) -> ast.expr | None:
         for i, f in enumerate(fs):
             if _op(f) == "div" and len(f.args) == 2 and _const(f.args[0]) and len(fs) > 1:
-                rest = fs[:i] + fs[i + 1:]  # a * (1 / z) -> a / z (rsqrt(v) reads 1 / sqrt(v) by now)
+                rest = fs[:i] + fs[i + 1 :]  # a * (1 / z) -> a / z (rsqrt(v) reads 1 / sqrt(v) by now)
                 return _mk("div", [_product(rest), f.args[1]])
             if _op(f) == "layernorm" and all(isinstance(g, ast.Attribute) for k, g in enumerate(fs) if k != i):
                 return f  # the affine weight of a written-out LayerNorm
@@ -239,8 +280,14 @@ class _Fuser(FastTransformer):
                 if 1 < len(fs) <= _MAX_FACTORS:
                     return self._fuse_product(fs, True)
             s = self.r(den)
-            if _op(s) == "sum" and s.args and self._same(s.args[0], num) or _op(s) == "sum" and s.args and self._same(
-                    self.r(s.args[0]), self.r(num)):
+            if (
+                _op(s) == "sum"
+                and s.args
+                and self._same(s.args[0], num)
+                or _op(s) == "sum"
+                and s.args
+                and self._same(self.r(s.args[0]), self.r(num))
+            ):
                 return self._softmax(num, s.args[1:2])
             return None
         if op == "reciprocal" and len(n.args) == 1 and (x := self._sigmoid_denominator(n.args[0])) is not None:
@@ -326,8 +373,12 @@ class _Fuser(FastTransformer):
                 if _op(sq) == "pow" and sq.args and self._same(self.r(sq.args[0]), self.r(num)):
                     return _mk("rmsnorm", [num])  # x / sqrt(mean(x ** 2) + eps)
                 c = self._centered(num)
-                if _op(inner) == "var" and inner.args and c is not None and self._same(self.r(inner.args[0]),
-                                                                                  self.r(c[0])):
+                if (
+                    _op(inner) == "var"
+                    and inner.args
+                    and c is not None
+                    and self._same(self.r(inner.args[0]), self.r(c[0]))
+                ):
                     return _mk("layernorm", [c[0]])  # (x - mean) / sqrt(var + eps)
         if op == "add" and len(args) == 2:  # the affine bias of a written-out LayerNorm
             for a, b in (args, args[::-1]):
@@ -364,8 +415,12 @@ def _once_assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.
             stores[node.arg] = stores.get(node.arg, 0) + 2  # parameters are never looked through
     out = {}
     for s in fn.body:
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
-                and stores.get(s.targets[0].id) == 1:
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and stores.get(s.targets[0].id) == 1
+        ):
             out[s.targets[0].id] = s.value
     return out
 

@@ -23,11 +23,41 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_PASS = {"broadcast_in_dim", "convert_element_type",
-         "view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "clone",
-         "contiguous", "alias", "detach", "lift_fresh_copy", "_to_copy", "to", "view_copy", "expand_copy",
-         "permute_copy", "unsqueeze_copy", "squeeze_copy", "t_copy", "transpose_copy", "alias_copy",
-         "_reshape_alias", "flatten", "unflatten", "clone_copy", "copy", "type_as", "broadcast_to"}
+_PASS = {
+    "broadcast_in_dim",
+    "convert_element_type",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "expand",
+    "permute",
+    "transpose",
+    "t",
+    "squeeze",
+    "unsqueeze",
+    "clone",
+    "contiguous",
+    "alias",
+    "detach",
+    "lift_fresh_copy",
+    "_to_copy",
+    "to",
+    "view_copy",
+    "expand_copy",
+    "permute_copy",
+    "unsqueeze_copy",
+    "squeeze_copy",
+    "t_copy",
+    "transpose_copy",
+    "alias_copy",
+    "_reshape_alias",
+    "flatten",
+    "unflatten",
+    "clone_copy",
+    "copy",
+    "type_as",
+    "broadcast_to",
+}
 _MM = {"mm", "bmm", "matmul", "dot", "mv"}
 _ACI = {"add", "mul", "maximum", "minimum"}  # associative, commutative: flattened, operands ordered
 _COMMUTATIVE = _ACI | {"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or"}
@@ -336,10 +366,15 @@ def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
         plus, minus = a - b, b - a
         n_plus, n_minus = sum(plus.values()), sum(minus.values())
         bases = [Counter({_op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
-        got = {"added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
-               "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)], "n_changes": max(n_plus, n_minus),
-               "substitution": n_plus == n_minus, "same_ops": bases[0] == bases[1],
-               "kept": sum((a & b).values()), "level": level}
+        got = {
+            "added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
+            "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)],
+            "n_changes": max(n_plus, n_minus),
+            "substitution": n_plus == n_minus,
+            "same_ops": bases[0] == bases[1],
+            "kept": sum((a & b).values()),
+            "level": level,
+        }
         if best is None or (got["substitution"], -got["n_changes"]) > (best["substitution"], -best["n_changes"]):
             best = got
     return best

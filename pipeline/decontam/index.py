@@ -151,5 +151,4 @@ class ReferenceIndex:
 
     def exact_pairs(self, v: TaskViews, refs: list[int]) -> dict[str, np.ndarray]:
         """Exact Jaccard of one candidate against the given references (verification of LSH hits)."""
-        return {view: np.array([jaccard(v.sets[view], self.views[j].sets[view]) for j in refs])
-                for view in VIEWS}
+        return {view: np.array([jaccard(v.sets[view], self.views[j].sets[view]) for j in refs]) for view in VIEWS}

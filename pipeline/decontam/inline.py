@@ -43,8 +43,13 @@ class _ConstSubst(Bind):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id in _ARITH and node.args and \
-                all(is_masked(a) for a in node.args) and not node.keywords:
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id in _ARITH
+            and node.args
+            and all(is_masked(a) for a in node.args)
+            and not node.keywords
+        ):
             return ast.Name(id=NUM, ctx=ast.Load())
         return node
 
@@ -104,10 +109,15 @@ def inline_module_constants(tree: ast.Module, fn_names: dict[ast.AST, list[ast.N
     keep: list[ast.stmt] = []
     for stmt in tree.body:
         # `height, width = 32, 32`: one constant per element
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) and \
-                isinstance(stmt.value, ast.Tuple) and len(stmt.targets[0].elts) == len(stmt.value.elts) and \
-                all(isinstance(t, ast.Name) and counts.get(t.id) == 1 for t in stmt.targets[0].elts) and \
-                all(_const_like(v, consts) for v in stmt.value.elts):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Tuple)
+            and isinstance(stmt.value, ast.Tuple)
+            and len(stmt.targets[0].elts) == len(stmt.value.elts)
+            and all(isinstance(t, ast.Name) and counts.get(t.id) == 1 for t in stmt.targets[0].elts)
+            and all(_const_like(v, consts) for v in stmt.value.elts)
+        ):
             for t, v in zip(stmt.targets[0].elts, stmt.value.elts):
                 consts[t.id] = _ConstSubst(consts).visit(v)
             continue
@@ -157,8 +167,12 @@ def simple_params(fn: ast.FunctionDef) -> list[str] | None:
 
 
 def _single_return(fn: ast.AST) -> ast.expr | None:
-    if isinstance(fn, ast.FunctionDef) and len(fn.body) == 1 and isinstance(fn.body[0], ast.Return) and \
-            fn.body[0].value is not None:
+    if (
+        isinstance(fn, ast.FunctionDef)
+        and len(fn.body) == 1
+        and isinstance(fn.body[0], ast.Return)
+        and fn.body[0].value is not None
+    ):
         return fn.body[0].value
     return None
 
@@ -178,8 +192,9 @@ _Helper = tuple[list[str], ast.expr]  # (parameter names, the expression returne
 class _InlineCalls(FastTransformer):
     """Calls of single-expression helpers replaced by the helper's expression with its parameters bound."""
 
-    def __init__(self, methods: dict[str, _Helper], functions: dict[str, _Helper],
-                 lambdas: dict[str, _Helper] | None = None) -> None:
+    def __init__(
+        self, methods: dict[str, _Helper], functions: dict[str, _Helper], lambdas: dict[str, _Helper] | None = None
+    ) -> None:
         self.methods, self.functions, self.lambdas = methods, functions, lambdas or {}
         self.self_name: str | None = None
         self.done = 0
@@ -196,14 +211,22 @@ class _InlineCalls(FastTransformer):
         f = node.func
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             return node
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self.self_name \
-                and f.attr in self.methods:
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == self.self_name
+            and f.attr in self.methods
+        ):
             params, expr = self.methods[f.attr]
             if len(params) == len(node.args) + 1 and _safe_binding(params[1:], node.args, expr):
                 self.done += 1
                 return Bind({params[0]: f.value, **dict(zip(params[1:], node.args))}).visit(copy.deepcopy(expr))
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == self.self_name \
-                and f.attr in self.lambdas:
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == self.self_name
+            and f.attr in self.lambdas
+        ):
             params, expr = self.lambdas[f.attr]
             if len(params) == len(node.args) and _safe_binding(params, node.args, expr):
                 self.done += 1
@@ -224,8 +247,13 @@ def _self_lambdas(cls: ast.ClassDef) -> tuple[dict[str, tuple[list[str], ast.exp
             continue
         me = fn.args.args[0].arg
         for stmt in fn.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute) \
-                    and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == me:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.targets[0].value, ast.Name)
+                and stmt.targets[0].value.id == me
+            ):
                 found.setdefault(stmt.targets[0].attr, []).append((fn, stmt))
     out, stmts = {}, []
     for attr, sites in found.items():
@@ -240,8 +268,9 @@ def _self_lambdas(cls: ast.ClassDef) -> tuple[dict[str, tuple[list[str], ast.exp
 
 
 def _calls_itself(name: str, expr: ast.expr) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Name) and n.id == name
-               for n in bfs(expr))
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Name) and n.id == name for n in bfs(expr)
+    )
 
 
 def inline_helpers(tree: ast.Module) -> None:
@@ -258,8 +287,12 @@ def inline_helpers(tree: ast.Module) -> None:
         for fn in cls.body:
             expr = _single_return(fn)
             params = simple_params(fn) if expr is not None else None
-            if params and fn.name not in NOT_HELPERS and not fn.name.startswith("__") and \
-                    not _calls_itself(fn.name, expr):
+            if (
+                params
+                and fn.name not in NOT_HELPERS
+                and not fn.name.startswith("__")
+                and not _calls_itself(fn.name, expr)
+            ):
                 methods[fn.name] = (params, expr)
         lambdas, lambda_stmts = _self_lambdas(cls)
         if not methods and not functions and not lambdas:
@@ -269,10 +302,18 @@ def inline_helpers(tree: ast.Module) -> None:
             if isinstance(fn, ast.FunctionDef) and fn.name not in methods:
                 inliner.visit(fn)
         if inliner.done:
-            used = {n.attr for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name not in methods
-                    for n in bfs(fn) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
-            cls.body = [fn for fn in cls.body if not (isinstance(fn, ast.FunctionDef) and fn.name in methods
-                                                      and fn.name not in used)] or [ast.Pass()]
+            used = {
+                n.attr
+                for fn in cls.body
+                if isinstance(fn, ast.FunctionDef) and fn.name not in methods
+                for n in bfs(fn)
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+            }
+            cls.body = [
+                fn
+                for fn in cls.body
+                if not (isinstance(fn, ast.FunctionDef) and fn.name in methods and fn.name not in used)
+            ] or [ast.Pass()]
             for fn, stmt, attr in lambda_stmts:  # `self.act = lambda t: ...` once nothing reads self.act
                 if attr not in used and stmt in fn.body:
                     fn.body.remove(stmt)
@@ -281,10 +322,16 @@ def inline_helpers(tree: ast.Module) -> None:
         for s in tree.body:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name not in functions:
                 inliner.visit(s)
-        used = {n.id for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name in functions)
-                for n in bfs(s) if isinstance(n, ast.Name)}
-        tree.body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name in functions
-                                                  and s.name not in used)]
+        used = {
+            n.id
+            for s in tree.body
+            if not (isinstance(s, ast.FunctionDef) and s.name in functions)
+            for n in bfs(s)
+            if isinstance(n, ast.Name)
+        }
+        tree.body = [
+            s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name in functions and s.name not in used)
+        ]
 
 
 def _arg_key(a: ast.expr) -> tuple[int, str]:

@@ -55,8 +55,9 @@ def fork_map(fn: Callable, items: list, extra: tuple, workers: int, bounds: list
     key = id(items)
     _STATE[key] = (items, extra)
     try:
-        with cf.ProcessPoolExecutor(min(workers, len(bounds)), mp_context=mp.get_context("fork"),
-                                    initializer=_init) as pool:
+        with cf.ProcessPoolExecutor(
+            min(workers, len(bounds)), mp_context=mp.get_context("fork"), initializer=_init
+        ) as pool:
             return list(pool.map(_run, [(key, fn, a, b) for a, b in bounds]))
     finally:
         _STATE.pop(key, None)

@@ -54,17 +54,35 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 });
 """
 
-_COLUMNS = ["task_id", "contaminated", "reason", "view", "nearest_ref", "score", "nearest_canon", "nearest_ops",
-            "nearest_raw", "semantic_score", "semantic_ref", "near_variant", "ast_similarity", "md5_match",
-            "canon_jaccard", "ops_jaccard", "raw_jaccard", "lsh_hits"]
+_COLUMNS = [
+    "task_id",
+    "contaminated",
+    "reason",
+    "view",
+    "nearest_ref",
+    "score",
+    "nearest_canon",
+    "nearest_ops",
+    "nearest_raw",
+    "semantic_score",
+    "semantic_ref",
+    "near_variant",
+    "ast_similarity",
+    "md5_match",
+    "canon_jaccard",
+    "ops_jaccard",
+    "raw_jaccard",
+    "lsh_hits",
+]
 
 
 def _codes(candidates) -> dict[str, str]:
     if candidates is None:
         return {}
     if isinstance(candidates, pa.Table):
-        return {str(t): c for t, c in zip(candidates.column("task_id").to_pylist(),
-                                          candidates.column("code").to_pylist())}
+        return {
+            str(t): c for t, c in zip(candidates.column("task_id").to_pylist(), candidates.column("code").to_pylist())
+        }
     return {str(t): c for t, c in candidates}
 
 
@@ -88,34 +106,59 @@ def _evidence_html(raw: str) -> str:
     esc = html.escape
     out = [f"<div class='evidence' data-kind='{esc(str(ev.get('kind', '')))}'>"]
     if ev.get("kind") == "functional":
-        out.append(f"<p>functional evidence: outputs of <b>{esc(str(ev.get('ref')))}</b> and the task on the same "
-                   f"inputs differ by at most <b class='max-diff'>{ev.get('max_abs_diff')}</b> (output scale "
-                   f"{ev.get('ref_scale')}, tolerance {esc(str(ev.get('tolerance')))})</p>")
+        out.append(
+            f"<p>functional evidence: outputs of <b>{esc(str(ev.get('ref')))}</b> and the task on the same "
+            f"inputs differ by at most <b class='max-diff'>{ev.get('max_abs_diff')}</b> (output scale "
+            f"{ev.get('ref_scale')}, tolerance {esc(str(ev.get('tolerance')))})</p>"
+        )
         mapping = ev.get("mapping") or []
         if mapping:
-            out.append("<table class='mapping'><tr><th>task tensor</th><th>reference tensor</th><th>matched by</th>"
-                       "</tr>" + "".join(f"<tr><td>{esc(str(m[0]))}</td><td>{esc(str(m[1]))}</td>"
-                                         f"<td>{esc(str(m[2]))}</td></tr>" for m in mapping if len(m) == 3)
-                       + "</table>")
+            out.append(
+                "<table class='mapping'><tr><th>task tensor</th><th>reference tensor</th><th>matched by</th>"
+                "</tr>"
+                + "".join(
+                    f"<tr><td>{esc(str(m[0]))}</td><td>{esc(str(m[1]))}</td><td>{esc(str(m[2]))}</td></tr>"
+                    for m in mapping
+                    if len(m) == 3
+                )
+                + "</table>"
+            )
     if ev.get("difference"):
         d = ev["difference"]
-        out.append(f"<p>difference from {esc(str(ev.get('ref', '')))}: added {esc(', '.join(d.get('added', [])))}"
-                   f"; removed {esc(', '.join(d.get('removed', [])))}</p>")
+        out.append(
+            f"<p>difference from {esc(str(ev.get('ref', '')))}: added {esc(', '.join(d.get('added', [])))}"
+            f"; removed {esc(', '.join(d.get('removed', [])))}</p>"
+        )
     gc, gr = ev.get("graph_candidate") or [], ev.get("graph_reference") or []
     if gc or gr:
-        out.append(difflib.HtmlDiff(tabsize=4, wrapcolumn=70).make_table(
-            [str(x) for x in gr], [str(x) for x in gc], fromdesc="reference (normalized core ATen graph)",
-            todesc="task (normalized core ATen graph)", context=False))
+        out.append(
+            difflib.HtmlDiff(tabsize=4, wrapcolumn=70).make_table(
+                [str(x) for x in gr],
+                [str(x) for x in gc],
+                fromdesc="reference (normalized core ATen graph)",
+                todesc="task (normalized core ATen graph)",
+                context=False,
+            )
+        )
     if ev.get("tried"):
-        out.append("<p>confirmations tried: " + esc("; ".join(
-            f"{t.get('ref')}: semantic {t.get('semantic')}, equivalent={t.get('equivalent')}, "
-            f"max_abs_diff={t.get('max_abs_diff')}, {t.get('status')}" for t in ev["tried"][:8])) + "</p>")
+        out.append(
+            "<p>confirmations tried: "
+            + esc(
+                "; ".join(
+                    f"{t.get('ref')}: semantic {t.get('semantic')}, equivalent={t.get('equivalent')}, "
+                    f"max_abs_diff={t.get('max_abs_diff')}, {t.get('status')}"
+                    for t in ev["tried"][:8]
+                )
+            )
+            + "</p>"
+        )
     out.append("</div>")
     return "".join(out)
 
 
-def report_meta(contamination: pa.Table, reference: list[RefProblem], settings: DecontamSettings,
-                reference_source: str = "") -> dict:
+def report_meta(
+    contamination: pa.Table, reference: list[RefProblem], settings: DecontamSettings, reference_source: str = ""
+) -> dict:
     rows = contamination.to_pylist()
     return {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -129,18 +172,25 @@ def report_meta(contamination: pa.Table, reference: list[RefProblem], settings: 
         "method": sorted({r["method"] for r in rows}),
         "settings": settings.model_dump(mode="json"),
         "rule": "contaminated <=> md5 match | min(canon, ops) >= threshold | (ops >= ops_threshold & canon >= "
-                "canon_floor) | (unparseable & raw >= raw_threshold) | outputs equal a semantically near problem's "
-                "(functional_match) | near_variant (semantic >= near_variant_threshold, outputs differ, 1..."
-                "near_variant_changes ops changed in place; an op swapped only with >= near_variant_min_kept ops "
-                "kept) when near_variant_policy=remove",
+        "canon_floor) | (unparseable & raw >= raw_threshold) | outputs equal a semantically near problem's "
+        "(functional_match) | near_variant (semantic >= near_variant_threshold, outputs differ, 1..."
+        "near_variant_changes ops changed in place; an op swapped only with >= near_variant_min_kept ops "
+        "kept) when near_variant_policy=remove",
         "near_variants": sum(bool(r.get("near_variant")) for r in rows),
         "views": dict(sorted(Counter(r.get("view") or "none" for r in rows if r["contaminated"]).items())),
     }
 
 
-def write_report(contamination: pa.Table, candidates, reference: list[RefProblem],
-                 settings: DecontamSettings | None, out_dir: str | Path, reference_source: str = "",
-                 max_diffs: int = 300, max_rows: int = 20000) -> Path:
+def write_report(
+    contamination: pa.Table,
+    candidates,
+    reference: list[RefProblem],
+    settings: DecontamSettings | None,
+    out_dir: str | Path,
+    reference_source: str = "",
+    max_diffs: int = 300,
+    max_rows: int = 20000,
+) -> Path:
     """Write out_dir/report.html (and report_meta.json); returns the HTML path."""
     settings = settings or DecontamSettings()
     out = Path(out_dir)
@@ -150,50 +200,55 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
     codes = _codes(candidates)
     refs = {p.ref_id: p for p in reference}
     rows = contamination.to_pylist()
-    flagged = sorted((r for r in rows if r["contaminated"] or r.get("near_variant")),
-                     key=lambda r: (-r["score"], r["task_id"]))
+    flagged = sorted(
+        (r for r in rows if r["contaminated"] or r.get("near_variant")), key=lambda r: (-r["score"], r["task_id"])
+    )
     esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opforge decontamination report</title>"
-             f"<style>{_CSS}</style></head><body>",
-             "<h1>Decontamination report</h1>",
-             "<h2>Reference</h2><table class='kv' id='reference'>",
-             f"<tr><td>source</td><td>{esc(reference_source or '(given in code)')}</td></tr>",
-             "<tr><td>fingerprint (sha256)</td><td><code id='fingerprint'>"
-             f"{meta['reference_fingerprint']}</code></td></tr>",
-             f"<tr><td>problems</td><td>{meta['reference_problems']} "
-             f"({esc(', '.join(f'{k}: {v}' for k, v in meta['reference_levels'].items()))})</td></tr>",
-             f"<tr><td>generated</td><td>{meta['generated_at']}</td></tr></table>",
-             "<h2>Decision rule and thresholds</h2><table class='kv' id='thresholds'>",
-             f"<tr><td>rule</td><td><code>{esc(meta['rule'])}</code></td></tr>",
-             f"<tr><td>threshold</td><td>{settings.threshold}</td></tr>",
-             f"<tr><td>ops_threshold / canon_floor</td><td>{settings.ops_threshold} / "
-             f"{settings.canon_floor}</td></tr>",
-             f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
-             f"<tr><td>semantic</td><td>{'on' if settings.semantic else 'off'}; confirmation of the "
-             f"{settings.semantic_top_k} nearest problems (semantic &ge; {settings.semantic_threshold}) and those "
-             f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}); outputs equal within atol "
-             f"{settings.confirm_atol} + rtol "
-             f"{settings.confirm_rtol} &times; scale</td></tr>",
-             f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "
-             f"{settings.near_variant_changes} ops changed in place (an op swapped: &ge; "
-             f"{settings.near_variant_min_kept} kept); policy <b id='near-policy'>"
-             f"{esc(settings.near_variant_policy)}</b></td></tr>",
-             f"<tr><td>MinHash</td><td>num_perm={settings.num_perm}, seed={settings.seed}, scheme={settings.scheme}, "
-             f"LSH thresholds canon/raw={settings.lsh_threshold}, ops={settings.lsh_threshold_ops}</td></tr>",
-             f"<tr><td>shingles</td><td>canonical {settings.canon_shingle} tokens, "
-             f"ops n-grams 1..{settings.ops_ngram}, "
-             f"raw {settings.raw_shingle} characters</td></tr>",
-             f"<tr><td>scoring</td><td>{esc(', '.join(meta['method']))}</td></tr></table>",
-             "<h2>Counts per decision</h2><table class='kv' id='counts'>",
-             f"<tr><td>candidates</td><td>{meta['candidates']}</td></tr>",
-             f"<tr><td>contaminated</td><td>{meta['contaminated']}</td></tr>"]
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opforge decontamination report</title>"
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Decontamination report</h1>",
+        "<h2>Reference</h2><table class='kv' id='reference'>",
+        f"<tr><td>source</td><td>{esc(reference_source or '(given in code)')}</td></tr>",
+        "<tr><td>fingerprint (sha256)</td><td><code id='fingerprint'>"
+        f"{meta['reference_fingerprint']}</code></td></tr>",
+        f"<tr><td>problems</td><td>{meta['reference_problems']} "
+        f"({esc(', '.join(f'{k}: {v}' for k, v in meta['reference_levels'].items()))})</td></tr>",
+        f"<tr><td>generated</td><td>{meta['generated_at']}</td></tr></table>",
+        "<h2>Decision rule and thresholds</h2><table class='kv' id='thresholds'>",
+        f"<tr><td>rule</td><td><code>{esc(meta['rule'])}</code></td></tr>",
+        f"<tr><td>threshold</td><td>{settings.threshold}</td></tr>",
+        f"<tr><td>ops_threshold / canon_floor</td><td>{settings.ops_threshold} / {settings.canon_floor}</td></tr>",
+        f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
+        f"<tr><td>semantic</td><td>{'on' if settings.semantic else 'off'}; confirmation of the "
+        f"{settings.semantic_top_k} nearest problems (semantic &ge; {settings.semantic_threshold}) and those "
+        f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}); outputs equal within atol "
+        f"{settings.confirm_atol} + rtol "
+        f"{settings.confirm_rtol} &times; scale</td></tr>",
+        f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "
+        f"{settings.near_variant_changes} ops changed in place (an op swapped: &ge; "
+        f"{settings.near_variant_min_kept} kept); policy <b id='near-policy'>"
+        f"{esc(settings.near_variant_policy)}</b></td></tr>",
+        f"<tr><td>MinHash</td><td>num_perm={settings.num_perm}, seed={settings.seed}, scheme={settings.scheme}, "
+        f"LSH thresholds canon/raw={settings.lsh_threshold}, ops={settings.lsh_threshold_ops}</td></tr>",
+        f"<tr><td>shingles</td><td>canonical {settings.canon_shingle} tokens, "
+        f"ops n-grams 1..{settings.ops_ngram}, "
+        f"raw {settings.raw_shingle} characters</td></tr>",
+        f"<tr><td>scoring</td><td>{esc(', '.join(meta['method']))}</td></tr></table>",
+        "<h2>Counts per decision</h2><table class='kv' id='counts'>",
+        f"<tr><td>candidates</td><td>{meta['candidates']}</td></tr>",
+        f"<tr><td>contaminated</td><td>{meta['contaminated']}</td></tr>",
+    ]
     parts += [f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in meta["decisions"].items()]
     parts += [f"<tr><td>view fired: {esc(k)}</td><td>{v}</td></tr>" for k, v in meta["views"].items()]
     parts.append("</table>")
     more = f" Showing the first {max_rows} rows; all are in contamination.parquet." if len(rows) > max_rows else ""
     parts.append(f"<h2>All candidates</h2><p>Click a column header to sort.{more}</p>")
-    parts.append("<table class='sortable' id='candidates'><thead><tr>" +
-                 "".join(f"<th>{c}</th>" for c in _COLUMNS) + "</tr></thead><tbody>")
+    parts.append(
+        "<table class='sortable' id='candidates'><thead><tr>"
+        + "".join(f"<th>{c}</th>" for c in _COLUMNS)
+        + "</tr></thead><tbody>"
+    )
     with_diff = {r["task_id"] for r in flagged[:max_diffs]}
     for r in rows[:max_rows]:
         cls = " class='flag'" if r["contaminated"] else ""
@@ -212,18 +267,30 @@ def write_report(contamination: pa.Table, candidates, reference: list[RefProblem
     for r in flagged[:max_diffs]:
         ref = refs.get(r["nearest_ref"])
         cand = codes.get(r["task_id"])
-        scores = ", ".join(f"{k}={r[k]:.3f}" for k in ("score", "nearest_canon", "nearest_ops", "nearest_raw",
-                                                       "ast_similarity"))
-        parts.append(f"<details class='flagged' id='diff-{esc(r['task_id'])}' open>"
-                     f"<summary>{esc(r['task_id'])} &rarr; "
-                     f"{esc(r['nearest_ref'])} ({esc(r['reason'])})</summary>")
-        parts.append(f"<p class='scores'>view fired: <b class='view'>{esc(r.get('view') or '')}</b>; "
-                     f"{esc(scores)}, md5_match={r['md5_match']}, semantic={r.get('semantic_score', 0.0):.3f}"
-                     f"{' (kept: near_variant_policy=keep)' if not r['contaminated'] else ''}</p>")
+        scores = ", ".join(
+            f"{k}={r[k]:.3f}" for k in ("score", "nearest_canon", "nearest_ops", "nearest_raw", "ast_similarity")
+        )
+        parts.append(
+            f"<details class='flagged' id='diff-{esc(r['task_id'])}' open>"
+            f"<summary>{esc(r['task_id'])} &rarr; "
+            f"{esc(r['nearest_ref'])} ({esc(r['reason'])})</summary>"
+        )
+        parts.append(
+            f"<p class='scores'>view fired: <b class='view'>{esc(r.get('view') or '')}</b>; "
+            f"{esc(scores)}, md5_match={r['md5_match']}, semantic={r.get('semantic_score', 0.0):.3f}"
+            f"{' (kept: near_variant_policy=keep)' if not r['contaminated'] else ''}</p>"
+        )
         parts.append(_evidence_html(r.get("evidence") or ""))
         if ref is not None and cand is not None:
-            parts.append(differ.make_table(ref.code.splitlines(), cand.splitlines(), fromdesc=esc(ref.ref_id),
-                                           todesc=esc(r["task_id"]), context=False))
+            parts.append(
+                differ.make_table(
+                    ref.code.splitlines(),
+                    cand.splitlines(),
+                    fromdesc=esc(ref.ref_id),
+                    todesc=esc(r["task_id"]),
+                    context=False,
+                )
+            )
         else:
             parts.append("<p>(code not available for the diff)</p>")
         parts.append("</details>")

@@ -96,8 +96,15 @@ def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
     # torch's caches inside the jail's own work dir (the caller's cache dirs are not writable there)
     env = {"TORCHINDUCTOR_CACHE_DIR": "torch-cache/inductor", "TRITON_CACHE_DIR": "torch-cache/triton"}
     # The worker forks one child per task (each task's trace isolated from the others'); the jail contains them.
-    return run_sandboxed(source, payload=payload, timeout_s=timeout_s, memory_mb=memory_mb, env=env,
-                         allow_fork=True, max_result_bytes=1 << 30)
+    return run_sandboxed(
+        source,
+        payload=payload,
+        timeout_s=timeout_s,
+        memory_mb=memory_mb,
+        env=env,
+        allow_fork=True,
+        max_result_bytes=1 << 30,
+    )
 
 
 def _messages(res) -> list:
@@ -134,22 +141,28 @@ def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> lis
 
     out: list[dict] = []
     while len(out) < len(jobs):
-        rest = jobs[len(out):]
+        rest = jobs[len(out) :]
         got, started, res = _one_worker(WORKER, rest, settings, per_job_s)
         out += got
         if len(got) == len(rest):
             break
         nofork = any(isinstance(m, dict) and m.get("nofork") for m in _messages(res)) or any(
-            str(v.get("what", "")).startswith("os.fork") for v in (res.violations or []))
+            str(v.get("what", "")).startswith("os.fork") for v in (res.violations or [])
+        )
         if nofork:
-            for job in rest[len(got):]:
+            for job in rest[len(got) :]:
                 one, _, r1 = _one_worker(SINGLE, [job], settings, per_job_s)
-                out.append(one[0] if one else {"ok": False, "reason": f"jail_{r1.reason or 'bad_result'}",
-                                               "error": r1.error_message[-300:]})
+                out.append(
+                    one[0]
+                    if one
+                    else {"ok": False, "reason": f"jail_{r1.reason or 'bad_result'}", "error": r1.error_message[-300:]}
+                )
             break
         if not started:  # the jail or the worker failed before any task ran: nothing is this batch's fault
-            out += [{"ok": False, "reason": f"jail_{res.reason or 'bad_result'}",
-                     "error": res.error_message[-300:]} for _ in rest[len(got):]]
+            out += [
+                {"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
+                for _ in rest[len(got) :]
+            ]
             break
         out.append({"ok": False, "reason": "worker_died", "error": f"{res.reason}: {res.error_message[-200:]}"})
     return out
@@ -181,8 +194,13 @@ def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[d
 
 def _view_of(rec: dict, cached: bool) -> SemView:
     if not rec.get("ok") or not isinstance(rec.get("nodes"), list):
-        return SemView(False, str(rec.get("reason") or "trace_error")[:40], trace_s=float(rec.get("wall_s") or 0),
-                       cached=cached, error=str(rec.get("error", ""))[:300])
+        return SemView(
+            False,
+            str(rec.get("reason") or "trace_error")[:40],
+            trace_s=float(rec.get("wall_s") or 0),
+            cached=cached,
+            error=str(rec.get("error", ""))[:300],
+        )
     try:
         g = normalize(rec["nodes"], rec.get("top"))
         feats = wl_features(g)
@@ -254,8 +272,9 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
             reps[k] = got
         else:
             todo.setdefault(k, pair)
-    for k, rep in zip(todo, run_jobs([["confirm", c, r] for c, r in todo.values()], settings,
-                                     settings.confirm_timeout_s)):
+    for k, rep in zip(
+        todo, run_jobs([["confirm", c, r] for c, r in todo.values()], settings, settings.confirm_timeout_s)
+    ):
         reps[k] = rep
         if not _transient(rep):
             _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
@@ -268,8 +287,14 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
 
 
 # The view that fired, per reason code of the contamination table.
-VIEW_OF_REASON = {"exact_md5": "md5", "canonical_and_ops": "canon+ops", "same_ops_signature": "ops",
-                  "raw_near_copy": "raw", "functional_match": "functional", "near_variant": "semantic"}
+VIEW_OF_REASON = {
+    "exact_md5": "md5",
+    "canonical_and_ops": "canon+ops",
+    "same_ops_signature": "ops",
+    "raw_near_copy": "raw",
+    "functional_match": "functional",
+    "near_variant": "semantic",
+}
 SEM_COLUMNS = ("view", "semantic_score", "semantic_ref", "semantic_status", "near_variant", "evidence")
 
 
@@ -323,7 +348,7 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     then those with the same input shapes (a paraphrase keeps get_inputs) and some similarity (same_inputs_floor),
     nearest first; at most top_k + 2."""
     order = np.argsort(-sims, kind="stable")
-    picked = [int(j) for j in order[:settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
+    picked = [int(j) for j in order[: settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
     for j in (j for j in same if sims[j] >= settings.same_inputs_floor):
         if len(picked) >= settings.semantic_top_k + 2:
@@ -333,30 +358,45 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     return picked
 
 
-def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str], ref_ids: list[str],
-                  ref: SemanticReference, settings: DecontamSettings) -> dict[str, list]:
+def semantic_pass(
+    codes: list[str],
+    cols: dict[str, list],
+    ref_codes: list[str],
+    ref_ids: list[str],
+    ref: SemanticReference,
+    settings: DecontamSettings,
+) -> dict[str, list]:
     """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
     at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
     from pipeline.decontam.graphfp import difference, is_near_variant
 
     n = len(codes)
-    out: dict[str, list] = {"view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in
-                                     zip(cols["reason"], cols["contaminated"])],
-                            "semantic_score": [0.0] * n, "semantic_ref": [""] * n,
-                            "semantic_status": ["not_run"] * n, "near_variant": [False] * n, "evidence": [""] * n}
+    out: dict[str, list] = {
+        "view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in zip(cols["reason"], cols["contaminated"])],
+        "semantic_score": [0.0] * n,
+        "semantic_ref": [""] * n,
+        "semantic_status": ["not_run"] * n,
+        "near_variant": [False] * n,
+        "evidence": [""] * n,
+    }
     todo = [i for i in range(n) if not cols["contaminated"][i] and cols["parse_ok"][i]]
     if not settings.semantic:
         return out
     pos = {rid: j for j, rid in enumerate(ref_ids)}
     # copies of a problem without a view of its own (a level-4 model that times out) cannot be compared: not traced
-    copies = [i for i in range(n) if cols["contaminated"][i]
-              and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature") and cols["nearest_ref"][i] in pos
-              and ref.views[pos[cols["nearest_ref"][i]]].ok]
+    copies = [
+        i
+        for i in range(n)
+        if cols["contaminated"][i]
+        and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature")
+        and cols["nearest_ref"][i] in pos
+        and ref.views[pos[cols["nearest_ref"][i]]].ok
+    ]
     # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
     views_all = semantic_views([codes[i] for i in copies + todo], settings)
-    recheck = _recheck_candidates(copies, views_all[:len(copies)], cols, out, ref_ids, pos, ref, settings)
-    views = views_all[len(copies):]
+    recheck = _recheck_candidates(copies, views_all[: len(copies)], cols, out, ref_ids, pos, ref, settings)
+    views = views_all[len(copies) :]
     ok = [k for k, v in enumerate(views) if v.ok]
     for k, v in enumerate(views):
         out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
@@ -373,8 +413,8 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
             owners.append((row, k, j))
     re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
     reports = confirm_pairs(re_jobs + jobs, settings) if re_jobs or jobs else []
-    _recheck_apply(recheck, reports[:len(re_jobs)], cols, out, ref_ids, ref, settings)
-    reports = reports[len(re_jobs):]
+    _recheck_apply(recheck, reports[: len(re_jobs)], cols, out, ref_ids, ref, settings)
+    reports = reports[len(re_jobs) :]
     per_row: dict[int, list] = {}
     for (row, _k, j), rep in zip(owners, reports):
         per_row.setdefault(row, []).append((j, rep))
@@ -382,34 +422,53 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
         i = todo[k]
         tried = per_row.get(row, [])
         match = next(((j, rep) for j, rep in tried if rep.get("equivalent")), None)
-        summary = [{"ref": ref_ids[j], "semantic": round(float(sims[row, j]), 4), "equivalent": rep["equivalent"],
-                    "max_abs_diff": rep.get("max_abs_diff"), "status": rep.get("reason", "") or "ran"}
-                   for j, rep in tried]
+        summary = [
+            {
+                "ref": ref_ids[j],
+                "semantic": round(float(sims[row, j]), 4),
+                "equivalent": rep["equivalent"],
+                "max_abs_diff": rep.get("max_abs_diff"),
+                "status": rep.get("reason", "") or "ran",
+            }
+            for j, rep in tried
+        ]
         if match is not None:
             j, rep = match
             cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, "functional_match", ref_ids[j]
             cols["score"][i] = max(cols["score"][i], float(sims[row, j]))
             out["view"][i] = "functional"
             out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[j], float(sims[row, j])
-            out["evidence"][i] = json.dumps({
-                "kind": "functional", "ref": ref_ids[j], "max_abs_diff": rep.get("max_abs_diff"),
-                "ref_scale": rep.get("ref_scale"), "mapping": rep.get("mapping", [])[:40],
-                "same_inputs": rep.get("same_inputs"), "tolerance": [settings.confirm_atol, settings.confirm_rtol],
-                "graph_candidate": graph_text(views[k]), "graph_reference": graph_text(ref.views[j]),
-                "tried": summary})
+            out["evidence"][i] = json.dumps(
+                {
+                    "kind": "functional",
+                    "ref": ref_ids[j],
+                    "max_abs_diff": rep.get("max_abs_diff"),
+                    "ref_scale": rep.get("ref_scale"),
+                    "mapping": rep.get("mapping", [])[:40],
+                    "same_inputs": rep.get("same_inputs"),
+                    "tolerance": [settings.confirm_atol, settings.confirm_rtol],
+                    "graph_candidate": graph_text(views[k]),
+                    "graph_reference": graph_text(ref.views[j]),
+                    "tried": summary,
+                }
+            )
             continue
         # near_variant: the nearest problem, among those run beside it (outputs shown to differ on the same
         # inputs) and semantically near, from which only one or two ops changed in place
         best, diff = -1, None
         for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]):
-            if sims[row, j] < settings.near_variant_threshold or not ref.views[j].ok \
-                    or not (rep.get("ok") and rep.get("cand_shapes")):
+            if (
+                sims[row, j] < settings.near_variant_threshold
+                or not ref.views[j].ok
+                or not (rep.get("ok") and rep.get("cand_shapes"))
+            ):
                 continue
             d = difference(views[k].graph, ref.views[j].graph)
             # the same graph and called ops whose outputs still differ (tensors the mapping could not tie): the
             # problem itself, at the least a near-variant of it
-            if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) \
-                    or (sims[row, j] >= 1.0 and not d["n_changes"]):
+            if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) or (
+                sims[row, j] >= 1.0 and not d["n_changes"]
+            ):
                 best, diff = j, d
                 break
         if best < 0:
@@ -422,16 +481,30 @@ def semantic_pass(codes: list[str], cols: dict[str, list], ref_codes: list[str],
         if settings.near_variant_policy == "remove":
             cols["contaminated"][i] = True
         cols["reason"][i], cols["nearest_ref"][i] = "near_variant", ref_ids[best]
-        out["evidence"][i] = json.dumps({"kind": "near_variant", "ref": ref_ids[best], "difference": diff,
-                                         "policy": settings.near_variant_policy, "tried": summary,
-                                         "graph_candidate": graph_text(views[k]),
-                                         "graph_reference": graph_text(ref.views[best])})
+        out["evidence"][i] = json.dumps(
+            {
+                "kind": "near_variant",
+                "ref": ref_ids[best],
+                "difference": diff,
+                "policy": settings.near_variant_policy,
+                "tried": summary,
+                "graph_candidate": graph_text(views[k]),
+                "graph_reference": graph_text(ref.views[best]),
+            }
+        )
     return out
 
 
-def _recheck_candidates(rows: list[int], views: list[SemView], cols: dict[str, list], out: dict[str, list],
-                        ref_ids: list[str], pos: dict[str, int], ref: SemanticReference,
-                        settings: DecontamSettings) -> list[tuple]:
+def _recheck_candidates(
+    rows: list[int],
+    views: list[SemView],
+    cols: dict[str, list],
+    out: dict[str, list],
+    ref_ids: list[str],
+    pos: dict[str, int],
+    ref: SemanticReference,
+    settings: DecontamSettings,
+) -> list[tuple]:
     """Rows the canonical/ops views flagged that could be near-variants of their nearest problem (softmax over
     another axis reads like a copy to the token views): semantically near it with 1..near_variant_changes ops
     changed in place. A graph and ops equal to the problem's are its copy; one far from it stays the copy the token
@@ -454,8 +527,15 @@ def _recheck_candidates(rows: list[int], views: list[SemView], cols: dict[str, l
     return cand
 
 
-def _recheck_apply(cand: list[tuple], reps: list[dict], cols: dict[str, list], out: dict[str, list],
-                   ref_ids: list[str], ref: SemanticReference, settings: DecontamSettings) -> None:
+def _recheck_apply(
+    cand: list[tuple],
+    reps: list[dict],
+    cols: dict[str, list],
+    out: dict[str, list],
+    ref_ids: list[str],
+    ref: SemanticReference,
+    settings: DecontamSettings,
+) -> None:
     """Outputs that differ from the problem's on the same inputs make a re-checked copy a near_variant (removed or
     kept per near_variant_policy); equal outputs, or a run that failed, keep the copy's reason."""
     for (i, v, j, sim, diff), rep in zip(cand, reps):
@@ -464,13 +544,26 @@ def _recheck_apply(cand: list[tuple], reps: list[dict], cols: dict[str, list], o
         out["near_variant"][i], out["view"][i] = True, "semantic"
         cols["reason"][i] = "near_variant"
         cols["contaminated"][i] = settings.near_variant_policy == "remove"
-        out["evidence"][i] = json.dumps({"kind": "near_variant", "ref": ref_ids[j], "difference": diff,
-                                         "policy": settings.near_variant_policy, "flagged_first_by": "canon/ops",
-                                         "tried": [{"ref": ref_ids[j], "semantic": round(sim, 4),
-                                                    "equivalent": False, "max_abs_diff": rep.get("max_abs_diff"),
-                                                    "status": "ran"}],
-                                         "graph_candidate": graph_text(v),
-                                         "graph_reference": graph_text(ref.views[j])})
+        out["evidence"][i] = json.dumps(
+            {
+                "kind": "near_variant",
+                "ref": ref_ids[j],
+                "difference": diff,
+                "policy": settings.near_variant_policy,
+                "flagged_first_by": "canon/ops",
+                "tried": [
+                    {
+                        "ref": ref_ids[j],
+                        "semantic": round(sim, 4),
+                        "equivalent": False,
+                        "max_abs_diff": rep.get("max_abs_diff"),
+                        "status": "ran",
+                    }
+                ],
+                "graph_candidate": graph_text(v),
+                "graph_reference": graph_text(ref.views[j]),
+            }
+        )
 
 
 def graph_text(v: SemView, limit: int = 60) -> list[str]:

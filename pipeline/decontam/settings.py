@@ -14,55 +14,104 @@ class DecontamSettings(BaseModel):
     raw_shingle: int = Field(5, description="Characters per shingle of the raw view.")
     lsh_threshold: float = Field(0.5, description="LSH threshold of the canonical and raw views (recall side).")
     lsh_threshold_ops: float = Field(0.5, description="LSH threshold of the operator-signature view.")
-    exact_max_refs: int = Field(5000, description="References up to this size are also scored exactly "
-                                                  "against every problem, not only the LSH hits.")
-    threshold: float = Field(0.7, description="Contaminated when min(canonical, operator-signature) Jaccard to "
-                                              "one reference problem reaches this (calibrated, README.md "
-                                              "(Decontamination)).")
-    ops_threshold: float = Field(0.95, description="Also contaminated when the operator-signature Jaccard reaches "
-                                                   "this (the same ordered ops: the same problem written anew) and")
-    canon_floor: float = Field(0.25, description="... the canonical Jaccard is at least this (a task of the same "
-                                                "kind; restructured copies scored 0.29-0.6 against their source).")
-    raw_threshold: float = Field(0.9, description="Code that does not parse is contaminated when its raw "
-                                                  "character-shingle Jaccard to a reference reaches this.")
-    semantic: bool = Field(False, description="Also compare what tasks compute: the semantic view (traced core ATen "
-                                              "graphs) and functional confirmation (docs/contamination.md). Off by "
-                                              "default: a cold check costs ~0.1 s of jailed CPU per candidate "
-                                              "(a trace; a confirmation for about one in three) against ~2 ms for "
-                                              "the token views (docs/contamination.md).")
-    semantic_threshold: float = Field(0.5, description="Semantic (graph) Jaccard from which a reference problem is "
-                                                       "a candidate for functional confirmation.")
-    semantic_top_k: int = Field(3, description="Reference problems confirmed per candidate: the semantically "
-                                               "nearest ones, plus those with the same input shapes, at most this.")
-    same_inputs_floor: float = Field(0.3, description="Problems with the candidate's input shapes are also "
-                                                      "confirmed when their semantic Jaccard is at least this.")
-    near_variant_threshold: float = Field(0.5, description="near_variant: semantic Jaccard at least this to a "
-                                                           "problem whose outputs differ on the same inputs, and ...")
-    near_variant_changes: int = Field(1, description="... 1 to this many ops (with their dims and constants) "
-                                                     "changed in place against it, as many added as removed "
-                                                     "(counted as called, or as decomposed when fewer).")
-    near_variant_min_kept: int = Field(3, description="... and where an op itself is swapped (not only its dims or "
-                                                      "constants), at least this many of the problem's ops unchanged.")
+    exact_max_refs: int = Field(
+        5000,
+        description="References up to this size are also scored exactly against every problem, not only the LSH hits.",
+    )
+    threshold: float = Field(
+        0.7,
+        description="Contaminated when min(canonical, operator-signature) Jaccard to "
+        "one reference problem reaches this (calibrated, README.md "
+        "(Decontamination)).",
+    )
+    ops_threshold: float = Field(
+        0.95,
+        description="Also contaminated when the operator-signature Jaccard reaches "
+        "this (the same ordered ops: the same problem written anew) and",
+    )
+    canon_floor: float = Field(
+        0.25,
+        description="... the canonical Jaccard is at least this (a task of the same "
+        "kind; restructured copies scored 0.29-0.6 against their source).",
+    )
+    raw_threshold: float = Field(
+        0.9,
+        description="Code that does not parse is contaminated when its raw "
+        "character-shingle Jaccard to a reference reaches this.",
+    )
+    semantic: bool = Field(
+        False,
+        description="Also compare what tasks compute: the semantic view (traced core ATen "
+        "graphs) and functional confirmation (docs/contamination.md). Off by "
+        "default: a cold check costs ~0.1 s of jailed CPU per candidate "
+        "(a trace; a confirmation for about one in three) against ~2 ms for "
+        "the token views (docs/contamination.md).",
+    )
+    semantic_threshold: float = Field(
+        0.5,
+        description="Semantic (graph) Jaccard from which a reference problem is "
+        "a candidate for functional confirmation.",
+    )
+    semantic_top_k: int = Field(
+        3,
+        description="Reference problems confirmed per candidate: the semantically "
+        "nearest ones, plus those with the same input shapes, at most this.",
+    )
+    same_inputs_floor: float = Field(
+        0.3,
+        description="Problems with the candidate's input shapes are also "
+        "confirmed when their semantic Jaccard is at least this.",
+    )
+    near_variant_threshold: float = Field(
+        0.5,
+        description="near_variant: semantic Jaccard at least this to a "
+        "problem whose outputs differ on the same inputs, and ...",
+    )
+    near_variant_changes: int = Field(
+        1,
+        description="... 1 to this many ops (with their dims and constants) "
+        "changed in place against it, as many added as removed "
+        "(counted as called, or as decomposed when fewer).",
+    )
+    near_variant_min_kept: int = Field(
+        3,
+        description="... and where an op itself is swapped (not only its dims or "
+        "constants), at least this many of the problem's ops unchanged.",
+    )
     near_variant_policy: Literal["remove", "keep"] = Field(
-        "remove", description="What a near_variant decision does: remove (contaminated=true, the default, as "
-                              "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).")
-    confirm_atol: float = Field(1e-4, description="Functional confirmation: outputs equal within atol + "
-                                                  "rtol * max|reference output|.")
+        "remove",
+        description="What a near_variant decision does: remove (contaminated=true, the default, as "
+        "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).",
+    )
+    confirm_atol: float = Field(
+        1e-4, description="Functional confirmation: outputs equal within atol + rtol * max|reference output|."
+    )
     confirm_rtol: float = Field(1e-4, description="See confirm_atol.")
-    confirm_max_numel: int = Field(20_000_000, description="Functional confirmation runs the first 2 rows of a "
-                                                          "batch; inputs (elements) still above this are not run.")
+    confirm_max_numel: int = Field(
+        20_000_000,
+        description="Functional confirmation runs the first 2 rows of a "
+        "batch; inputs (elements) still above this are not run.",
+    )
     trace_timeout_s: float = Field(20.0, description="Time limit of one task's trace (in the jail).")
     confirm_timeout_s: float = Field(30.0, description="Time limit of one functional confirmation (in the jail).")
     semantic_memory_mb: int = Field(8192, description="Memory limit of a jailed tracing/confirmation process.")
-    semantic_cache_dir: str = Field("", description="Cache of traced views (content-addressed by code); empty: "
-                                                    "$XDG_CACHE_HOME/opforge/decontam-semantic.")
+    semantic_cache_dir: str = Field(
+        "",
+        description="Cache of traced views (content-addressed by code); empty: "
+        "$XDG_CACHE_HOME/opforge/decontam-semantic.",
+    )
     workers: int = Field(1, description="Processes that compute views when Ray is not running (1: in-process).")
 
     dedup_threshold: float = Field(0.9, description="Exact Jaccard above which two of our tasks are duplicates.")
     dedup_view: Literal["canon", "raw"] = Field("canon", description="View compared by dedup.")
     dedup_keep: Literal["first", "shortest", "longest", "smallest_id"] = Field(
-        "smallest_id", description="Which task of a duplicate cluster is kept: first in input order, shortest or "
-                                   "longest code, or smallest task_id (ties broken by task_id).")
+        "smallest_id",
+        description="Which task of a duplicate cluster is kept: first in input order, shortest or "
+        "longest code, or smallest task_id (ties broken by task_id).",
+    )
     dedup_shard_size: int = Field(20000, description="Tasks per shard of the partitioned (Ray) dedup.")
-    dedup_max_bucket: int = Field(2000, description="Buckets larger than this are verified against their "
-                                                    "first member only (keeps pair counts linear).")
+    dedup_max_bucket: int = Field(
+        2000,
+        description="Buckets larger than this are verified against their "
+        "first member only (keeps pair counts linear).",
+    )

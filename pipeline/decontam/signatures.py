@@ -33,8 +33,9 @@ def minhashes(sets: list[np.ndarray], settings: DecontamSettings) -> list:
     """datasketch MinHash objects of many shingle sets (MinHash.bulk: one initialised state, update_batch each)."""
     from datasketch import MinHash
 
-    return MinHash.bulk(sets, num_perm=settings.num_perm, seed=settings.seed, hashfunc=_identity,
-                        scheme=settings.scheme)
+    return MinHash.bulk(
+        sets, num_perm=settings.num_perm, seed=settings.seed, hashfunc=_identity, scheme=settings.scheme
+    )
 
 
 @lru_cache(maxsize=32)
@@ -52,8 +53,12 @@ def as_minhashes(sigs: np.ndarray, settings: DecontamSettings) -> list:
     from datasketch import MinHash
 
     perms = MinHash(num_perm=settings.num_perm, seed=settings.seed, scheme=settings.scheme).permutations
-    return [MinHash(num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms,
-                    scheme=settings.scheme) for s in sigs]
+    return [
+        MinHash(
+            num_perm=settings.num_perm, seed=settings.seed, hashvalues=s, permutations=perms, scheme=settings.scheme
+        )
+        for s in sigs
+    ]
 
 
 @lru_cache(maxsize=8)

@@ -13,16 +13,37 @@ from pipeline.stage import Needs, Plan, Resources, Skip, Stage
 log = logging.getLogger("opforge.decontam")
 
 STAGE = Stage(
-    name="decontaminate", inputs=("tasks", "validation"), outputs=("contamination",), settings="decontam",
-    fn="pipeline.decontam.stage:decontaminate", plan="pipeline.decontam.spec:plan", shard_key="task_id",
-    shard_size=32, resources=Resources(cpus=1), fan_out=True, needs=Needs(kernelbench=True), command="decontam",
-    flow="decontaminate_flow", docs="decontaminate",
-    doc="Check the run's valid tasks against KernelBench in resumable shards (one decision per task).")
+    name="decontaminate",
+    inputs=("tasks", "validation"),
+    outputs=("contamination",),
+    settings="decontam",
+    fn="pipeline.decontam.stage:decontaminate",
+    plan="pipeline.decontam.spec:plan",
+    shard_key="task_id",
+    shard_size=32,
+    resources=Resources(cpus=1),
+    fan_out=True,
+    needs=Needs(kernelbench=True),
+    command="decontam",
+    flow="decontaminate_flow",
+    docs="decontaminate",
+    doc="Check the run's valid tasks against KernelBench in resumable shards (one decision per task).",
+)
 DEDUP = Stage(
-    name="dedup", inputs=("tasks", "validation", "contamination"), outputs=("dedup",), settings="decontam",
-    fn="pipeline.decontam.stage:dedup", plan="pipeline.decontam.spec:plan_dedup", shard_key=None,
-    resources=Resources(cpus=1), fan_out=True, command="dedup", flow="decontaminate_flow", docs="decontaminate",
-    doc="Remove near-duplicates among the clean tasks (every pair is compared).")
+    name="dedup",
+    inputs=("tasks", "validation", "contamination"),
+    outputs=("dedup",),
+    settings="decontam",
+    fn="pipeline.decontam.stage:dedup",
+    plan="pipeline.decontam.spec:plan_dedup",
+    shard_key=None,
+    resources=Resources(cpus=1),
+    fan_out=True,
+    command="dedup",
+    flow="decontaminate_flow",
+    docs="decontaminate",
+    doc="Remove near-duplicates among the clean tasks (every pair is compared).",
+)
 STAGES = (STAGE, DEDUP)
 
 
@@ -42,12 +63,18 @@ def plan(cfg: Any) -> Plan:
     candidates, note = valid_tasks(cfg)
     # What this decision is pinned to, on the record before any shard runs: the reference (source, why it was
     # chosen, checksum), the candidates' checksum, the code version and the command line.
-    facts = {"reference_source": ref_pin.source, "reference_chosen_by": ref_pin.chosen_by,
-             "reference_fingerprint": ref_pin.fingerprint, "reference_problems": str(ref_pin.problems),
-             "candidates": str(candidates.num_rows),
-             "candidates_checksum": provenance.checksum(zip(candidates.column("task_id").to_pylist(),
-                                                            candidates.column("code").to_pylist())),
-             "opforge_version": provenance.version(), "command_line": provenance.command_line()}
+    facts = {
+        "reference_source": ref_pin.source,
+        "reference_chosen_by": ref_pin.chosen_by,
+        "reference_fingerprint": ref_pin.fingerprint,
+        "reference_problems": str(ref_pin.problems),
+        "candidates": str(candidates.num_rows),
+        "candidates_checksum": provenance.checksum(
+            zip(candidates.column("task_id").to_pylist(), candidates.column("code").to_pylist())
+        ),
+        "opforge_version": provenance.version(),
+        "command_line": provenance.command_line(),
+    }
 
     def finish(data: Any) -> dict[str, Any]:
         # The auditor's report (every decision, with diffs against the matched problem), beside the run's tables,
@@ -58,12 +85,23 @@ def plan(cfg: Any) -> Plan:
         try:
             from pipeline.decontam.report import write_report
 
-            return {"report": str(write_report(data, candidates.select(["task_id", "code"]), reference,
-                                               cfg.decontam, report_dir, reference_source=(
-                                                   f"{ref_pin.source} ({ref_pin.chosen_by}); opforge "
-                                                   f"{facts['opforge_version']}; {facts['candidates']} candidates, "
-                                                   f"sha256 {facts['candidates_checksum']}; command: "
-                                                   f"{facts['command_line']}")))}
+            return {
+                "report": str(
+                    write_report(
+                        data,
+                        candidates.select(["task_id", "code"]),
+                        reference,
+                        cfg.decontam,
+                        report_dir,
+                        reference_source=(
+                            f"{ref_pin.source} ({ref_pin.chosen_by}); opforge "
+                            f"{facts['opforge_version']}; {facts['candidates']} candidates, "
+                            f"sha256 {facts['candidates_checksum']}; command: "
+                            f"{facts['command_line']}"
+                        ),
+                    )
+                )
+            }
         except Exception as e:  # the decisions are stored already; a report that cannot be drawn must not undo them
             log.warning("decontamination report not written: %s: %s", type(e).__name__, e)
             return {"report_error": f"{type(e).__name__}: {e}"}
@@ -71,9 +109,14 @@ def plan(cfg: Any) -> Plan:
     # The reference's checksum is part of every shard's key: a new KernelBench version recomputes everything.
     # The index over the reference is built once per process (seconds; kept for the next flow run of a serving
     # process) and shipped to every shard (it pickles to ~2.5 MB).
-    return Plan(args={"reference": reference_index(reference, cfg.decontam), "settings": cfg.decontam},
-                items=candidates, key={"settings": cfg.decontam, "reference": ref_pin.fingerprint}, facts=facts,
-                detail=note or f"against {len(reference)} KernelBench problems, {ref_pin.describe()}", finish=finish)
+    return Plan(
+        args={"reference": reference_index(reference, cfg.decontam), "settings": cfg.decontam},
+        items=candidates,
+        key={"settings": cfg.decontam, "reference": ref_pin.fingerprint},
+        facts=facts,
+        detail=note or f"against {len(reference)} KernelBench problems, {ref_pin.describe()}",
+        finish=finish,
+    )
 
 
 _INDEXES: dict[str, Any] = {}
@@ -98,5 +141,6 @@ def plan_dedup(cfg: Any) -> Plan:
         raise Skip("no tasks for this run (run synthesize first)")
     tasks = clean_tasks(cfg)
     # Set-wide (every pair is compared): one unit of work, keyed by all its task ids and settings.
-    return Plan(args={"settings": cfg.decontam}, items=tasks, key=cfg.decontam,
-                ids=tasks.column("task_id").to_pylist())
+    return Plan(
+        args={"settings": cfg.decontam}, items=tasks, key=cfg.decontam, ids=tasks.column("task_id").to_pylist()
+    )

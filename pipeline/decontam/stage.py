@@ -34,8 +34,15 @@ from pipeline.storage import conform
 from schemas import get_schema
 
 
-def decide(md5_match: bool, canon: float, ops: float, raw: float, settings: DecontamSettings,
-           parse_ok: bool = True, has_ops: bool = True) -> tuple[bool, str, float]:
+def decide(
+    md5_match: bool,
+    canon: float,
+    ops: float,
+    raw: float,
+    settings: DecontamSettings,
+    parse_ok: bool = True,
+    has_ops: bool = True,
+) -> tuple[bool, str, float]:
     """The decision rule: (contaminated, reason, score). The raw view decides only for code that does not parse:
     for code that does, the canonical views see everything the raw one does, and raw similarity alone flags
     hard negatives (a reference file with its operators swapped keeps most of its characters)."""
@@ -67,9 +74,26 @@ def _as_pairs(candidates: list[tuple[str, str]] | pa.Table) -> list[tuple[str, s
 
 
 # Every column of the contamination table but task_id depends on the code alone: scored per distinct code.
-_CODE_COLUMNS = ("contaminated", "nearest_ref", "score", "reason", "canon_jaccard", "ops_jaccard", "raw_jaccard",
-                 "nearest_canon", "nearest_ops", "nearest_raw", "ast_similarity", "md5_match", "md5_ref",
-                 "parse_ok", "ops", "lsh_hits", "lsh_recalled", "method")
+_CODE_COLUMNS = (
+    "contaminated",
+    "nearest_ref",
+    "score",
+    "reason",
+    "canon_jaccard",
+    "ops_jaccard",
+    "raw_jaccard",
+    "nearest_canon",
+    "nearest_ops",
+    "nearest_raw",
+    "ast_similarity",
+    "md5_match",
+    "md5_ref",
+    "parse_ok",
+    "ops",
+    "lsh_hits",
+    "lsh_recalled",
+    "method",
+)
 MIN_CHUNK = 200  # codes per worker task: below two chunks a pool costs more than it saves
 _VIEWS3 = ("canon", "ops", "raw")
 
@@ -121,19 +145,32 @@ def score_codes(codes: list[str], index: ReferenceIndex, settings: DecontamSetti
         if not contaminated and not v.parse_ok:
             reason = v.parse_reason or "unparseable"
         for key, val in (
-                ("contaminated", bool(contaminated)), ("nearest_ref", ref_id), ("score", float(score)),
-                ("reason", reason), ("canon_jaccard", best["canon"]), ("ops_jaccard", best["ops"]),
-                ("raw_jaccard", best["raw"]), ("nearest_canon", nc), ("nearest_ops", no), ("nearest_raw", nr),
-                ("ast_similarity", float(ast_sim)), ("md5_match", md5_ref is not None),
-                ("md5_ref", refs[md5_ref].ref_id if md5_ref is not None else ""), ("parse_ok", bool(v.parse_ok)),
-                ("ops", " ".join(v.ops)[:2000]), ("lsh_hits", len(hits[i])), ("lsh_recalled", nearest in hits[i]),
-                ("method", "exact" if exact is not None else "lsh")):
+            ("contaminated", bool(contaminated)),
+            ("nearest_ref", ref_id),
+            ("score", float(score)),
+            ("reason", reason),
+            ("canon_jaccard", best["canon"]),
+            ("ops_jaccard", best["ops"]),
+            ("raw_jaccard", best["raw"]),
+            ("nearest_canon", nc),
+            ("nearest_ops", no),
+            ("nearest_raw", nr),
+            ("ast_similarity", float(ast_sim)),
+            ("md5_match", md5_ref is not None),
+            ("md5_ref", refs[md5_ref].ref_id if md5_ref is not None else ""),
+            ("parse_ok", bool(v.parse_ok)),
+            ("ops", " ".join(v.ops)[:2000]),
+            ("lsh_hits", len(hits[i])),
+            ("lsh_recalled", nearest in hits[i]),
+            ("method", "exact" if exact is not None else "lsh"),
+        ):
             cols[key].append(val)
     return cols
 
 
-def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSettings,
-              executor: Any = None) -> dict[str, list]:
+def score_all(
+    codes: list[str], index: ReferenceIndex, settings: DecontamSettings, executor: Any = None
+) -> dict[str, list]:
     """score_codes over chunks: on a distributed `executor` (Ray) when given one, else a forked process pool of
     `settings.workers`, else here. Every code is scored on its own, so the result does not depend on the chunks or
     the number of workers."""
@@ -152,19 +189,30 @@ def score_all(codes: list[str], index: ReferenceIndex, settings: DecontamSetting
     return {c: [x for p in parts for x in p[c]] for c in _CODE_COLUMNS}
 
 
-def _semantic_columns(codes: list[str], cols: dict[str, list], index: ReferenceIndex,
-                      settings: DecontamSettings) -> dict[str, list]:
+def _semantic_columns(
+    codes: list[str], cols: dict[str, list], index: ReferenceIndex, settings: DecontamSettings
+) -> dict[str, list]:
     """The semantic view and functional confirmation (pipeline.decontam.semantic) for the rows the other views let
     through; updates their decision in `cols`."""
     from pipeline.decontam.semantic import semantic_pass
 
     sem_ref = index.semantic() if settings.semantic and index.refs else None
-    return semantic_pass(codes, cols, [r.code for r in index.refs], [r.ref_id for r in index.refs], sem_ref,
-                         settings if sem_ref is not None else settings.model_copy(update={"semantic": False}))
+    return semantic_pass(
+        codes,
+        cols,
+        [r.code for r in index.refs],
+        [r.ref_id for r in index.refs],
+        sem_ref,
+        settings if sem_ref is not None else settings.model_copy(update={"semantic": False}),
+    )
 
 
-def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[RefProblem] | ReferenceIndex,
-                  settings: DecontamSettings | None = None, executor: Any = None) -> pa.Table:
+def decontaminate(
+    candidates: list[tuple[str, str]] | pa.Table,
+    reference: list[RefProblem] | ReferenceIndex,
+    settings: DecontamSettings | None = None,
+    executor: Any = None,
+) -> pa.Table:
     """Rows of the `contamination` table, one per candidate, in input order; chunks of scoring go to `executor`
     when it is distributed (Ray; from the runner), else to a forked pool."""
     settings = settings or DecontamSettings()
@@ -192,16 +240,20 @@ def decontaminate(candidates: list[tuple[str, str]] | pa.Table, reference: list[
     out = pa.Table.from_arrays(arrays, schema=schema)
     # A candidate that cannot be judged (empty or unparsable code) is never clean: it is dropped with its reason.
     undecided = pc.is_in(out.column("reason"), value_set=pa.array(list(UNDECIDED)))
-    out = out.set_column(out.schema.get_field_index("contaminated"), schema.field("contaminated"),
-                         pc.or_(out.column("contaminated"), undecided))
+    out = out.set_column(
+        out.schema.get_field_index("contaminated"),
+        schema.field("contaminated"),
+        pc.or_(out.column("contaminated"), undecided),
+    )
     return conform("contamination", out)
 
 
 UNDECIDED = ("empty_code", "unparseable")
 
 
-def dedup(candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None,
-          executor: Any = None) -> pa.Table:
+def dedup(
+    candidates: pa.Table | Iterable[tuple[str, str]], settings: DecontamSettings | None = None, executor: Any = None
+) -> pa.Table:
     """Rows of the `dedup` table (see pipeline.decontam.dedup)."""
     from pipeline.decontam.dedup import dedup as _dedup
 

@@ -47,7 +47,7 @@ def _shingle_hashes(ids: np.ndarray, k: int) -> np.ndarray:
     h = np.zeros(n - k + 1, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(k):  # polynomial rolling hash, wrapping mod 2**64
-            h = h * _MULT + ids[j:n - k + 1 + j]
+            h = h * _MULT + ids[j : n - k + 1 + j]
         h ^= h >> np.uint64(29)
         h *= _MULT
         h ^= h >> np.uint64(32)
@@ -68,7 +68,7 @@ def ops_set(ops: list[str], n: int) -> np.ndarray:
         seen[op] = seen.get(op, 0) + 1
         grams.append(f"1:{op}#{seen[op]}")
     for m in range(2, n + 1):
-        grams.extend(f"{m}:" + "|".join(seq[i:i + m]) for i in range(len(seq) - m + 1))
+        grams.extend(f"{m}:" + "|".join(seq[i : i + m]) for i in range(len(seq) - m + 1))
     return np.unique(_token_ids(grams).astype(np.uint32))
 
 
@@ -109,11 +109,14 @@ _WS = re.compile(r"\s+")
 
 
 # A string literal (any prefix, single or triple quotes, escapes), a comment, or a backslash line continuation.
-_STR_COMMENT = re.compile(r"""
+_STR_COMMENT = re.compile(
+    r"""
     [rRbBuUfF]{0,2}(?:'\'\'(?:\\.|[^\\])*?'\'\'|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^\\'\n])*'|"(?:\\.|[^\\"\n])*")
   | (?P<comment>\#[^\n]*)
   | (?P<cont>\\\r?\n)
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 
 def _keep_strings(m: re.Match) -> str:

@@ -41,8 +41,13 @@ class GPUEvaluator:
         from pipeline.evaluate.harness import evaluate
 
         t0 = time.time()
-        res = evaluate(item["task_code"], item["solution_path"], mode=item.get("mode", "full"),
-                       settings=self.settings, compile_result=compile_result)
+        res = evaluate(
+            item["task_code"],
+            item["solution_path"],
+            mode=item.get("mode", "full"),
+            settings=self.settings,
+            compile_result=compile_result,
+        )
         self.served += 1
         d = res.to_dict()
         d["key"] = item.get("key", "")
@@ -60,8 +65,12 @@ def _compile(item: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         return {"skip_build": True}  # rejected before any build; the actor reports the violations
     s = options.resolve(settings)
     # sealed right after the build: the GPU actor checks the artifact against this record before loading it
-    return compile_locked(item["solution_path"], s["cache_dir"], arch_list=resolve_arch_list(s["arch_list"]),
-                          timeout=float(s["compile_timeout_s"])).to_dict()
+    return compile_locked(
+        item["solution_path"],
+        s["cache_dir"],
+        arch_list=resolve_arch_list(s["arch_list"]),
+        timeout=float(s["compile_timeout_s"]),
+    ).to_dict()
 
 
 def _ray_up() -> bool:
@@ -71,8 +80,14 @@ def _ray_up() -> bool:
     return ray is not None and ray.is_initialized()
 
 
-def evaluate_batch(items: list[EvalItem | dict[str, Any]], settings: dict[str, Any] | None = None, *,
-                   num_gpus: int | None = None, concurrency: int = 2, executor: Any = None) -> list[dict[str, Any]]:
+def evaluate_batch(
+    items: list[EvalItem | dict[str, Any]],
+    settings: dict[str, Any] | None = None,
+    *,
+    num_gpus: int | None = None,
+    concurrency: int = 2,
+    executor: Any = None,
+) -> list[dict[str, Any]]:
     """Evaluate many solutions: builds on `executor` (the runner's: Ray CPU tasks; default: here), one Ray actor
     per GPU measures. Results in input order.
 

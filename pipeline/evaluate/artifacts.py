@@ -86,8 +86,9 @@ def private_copy(cache_dir: str | os.PathLike, artifact: str | os.PathLike, dest
         d.mkdir(parents=True, exist_ok=True)
         shutil.copy2(a, d / a.name)
     else:
-        shutil.copytree(a, d, symlinks=True, ignore=lambda _, names: [n for n in names if n in _SKIP],
-                        dirs_exist_ok=True)
+        shutil.copytree(
+            a, d, symlinks=True, ignore=lambda _, names: [n for n in names if n in _SKIP], dirs_exist_ok=True
+        )
     got = file_hashes(d)
     if got != want:
         diff = sorted(set(got.items()) ^ set(want.items()))

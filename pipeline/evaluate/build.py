@@ -91,9 +91,9 @@ def trim_log(text: str, limit: int = MAX_LOG_CHARS) -> str:
     keep: list[str] = []
     for i, line in enumerate(lines):
         if re.search(r"\berror\b|Error|undefined reference|fatal", line):
-            keep.extend(lines[max(0, i - 1): i + 2])
+            keep.extend(lines[max(0, i - 1) : i + 2])
     head = "\n".join(dict.fromkeys(keep))[: limit // 2]
-    tail = text[-(limit - len(head) - 20):]
+    tail = text[-(limit - len(head) - 20) :]
     return (head + "\n[...]\n" + tail) if head else "[...]\n" + tail
 
 
@@ -104,9 +104,15 @@ def _toolchain() -> dict:
     import torch.utils.cpp_extension as cpp
 
     which_nvcc = shutil.which("nvcc")
-    cuda_home = os.environ.get("CUDA_HOME") or cpp.CUDA_HOME or (
-        "/usr/local/cuda" if Path("/usr/local/cuda/include").is_dir() or not which_nvcc
-        else str(Path(os.path.realpath(which_nvcc)).parent.parent))
+    cuda_home = (
+        os.environ.get("CUDA_HOME")
+        or cpp.CUDA_HOME
+        or (
+            "/usr/local/cuda"
+            if Path("/usr/local/cuda/include").is_dir() or not which_nvcc
+            else str(Path(os.path.realpath(which_nvcc)).parent.parent)
+        )
+    )
     nvcc = which_nvcc or str(Path(cuda_home) / "bin" / "nvcc")
 
     def version(cmd: list[str]) -> str:
@@ -205,10 +211,18 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
     roots = [ws, ws / "kernels"]
     inc = [f"-I{p}" for p in tc["includes"]] + [f"-I{ws}", f"-I{ws / 'kernels'}"]
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={tc['cxx11_abi']}"
-    nvcc_flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", abi, "--expt-relaxed-constexpr"] + \
-        gencode_flags(arch_list)
-    cxx_flags = ["-O2", "-std=c++17", "-fPIC", abi, f"-DTORCH_EXTENSION_NAME={EXTENSION_NAME}",
-                 "-DTORCH_API_INCLUDE_EXTENSION_H", "-w"]
+    nvcc_flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", abi, "--expt-relaxed-constexpr"] + gencode_flags(
+        arch_list
+    )
+    cxx_flags = [
+        "-O2",
+        "-std=c++17",
+        "-fPIC",
+        abi,
+        f"-DTORCH_EXTENSION_NAME={EXTENSION_NAME}",
+        "-DTORCH_API_INCLUDE_EXTENSION_H",
+        "-w",
+    ]
     inc_dirs = [Path(p) for p in tc["includes"] if Path(p).is_dir()]  # seen read-only by the jailed compilers
     kdir = ws / "kernels"
     kernels = sorted(kdir.glob("*.cu")) if kdir.is_dir() else []
@@ -222,18 +236,43 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
         key = _object_key(b, roots, cxx_flags, tc["cxx_version"] + tc["torch"] + tc["python"])
         jobs.append((b, key, lambda out, b=b: [tc["cxx"], *cxx_flags, *inc, "-c", str(b), "-o", str(out)]))
     if not kernels and len(bindings) <= 1:
-        return CompileResult(False, time.perf_counter() - t0, "no kernels/*.cu or *_binding.cpp in the workspace",
-                             False, "", "workspace", "no_kernels", arch_list)
+        return CompileResult(
+            False,
+            time.perf_counter() - t0,
+            "no kernels/*.cu or *_binding.cpp in the workspace",
+            False,
+            "",
+            "workspace",
+            "no_kernels",
+            arch_list,
+        )
     obj_dir = cache_dir / "objects"
     obj_dir.mkdir(parents=True, exist_ok=True)
-    link_flags = ["-shared", f"-L{tc['torch_lib']}", f"-L{tc['cuda_lib']}", *[f"-l{lib}" for lib in tc["libs"]],
-                  "-lcudart", f"-Wl,-rpath,{tc['torch_lib']}", f"-Wl,-rpath,{tc['cuda_lib']}"]
+    link_flags = [
+        "-shared",
+        f"-L{tc['torch_lib']}",
+        f"-L{tc['cuda_lib']}",
+        *[f"-l{lib}" for lib in tc["libs"]],
+        "-lcudart",
+        f"-Wl,-rpath,{tc['torch_lib']}",
+        f"-Wl,-rpath,{tc['cuda_lib']}",
+    ]
     link_key = _sha(*sorted(key for _, key, _ in jobs), " ".join(link_flags), tc["cxx_version"])
     artifact = cache_dir / "builds" / link_key / f"{EXTENSION_NAME}.so"
     rel = lambda p: str(p.relative_to(ws))  # noqa: E731
     if artifact.is_file():
-        return CompileResult(True, time.perf_counter() - t0, "", True, str(artifact), "workspace", "", arch_list,
-                             [], [rel(s) for s, _, _ in jobs])
+        return CompileResult(
+            True,
+            time.perf_counter() - t0,
+            "",
+            True,
+            str(artifact),
+            "workspace",
+            "",
+            arch_list,
+            [],
+            [rel(s) for s, _, _ in jobs],
+        )
     built, reused, steps, logs = [], [], {}, []
     todo = []
     for src, key, cmd in jobs:
@@ -245,6 +284,7 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
     failed = False
     timed_out = False
     try:
+
         def compile_one(job):
             src, key, cmd = job
             out_dir = tmp / key  # one dir per concurrent compiler job: each runs under its own uid
@@ -283,19 +323,20 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
     secs = time.perf_counter() - t0
     if failed:
         reason = "compile_timeout" if timed_out else "compile_error"
-        return CompileResult(False, secs, trim_log("\n".join(logs)), False, "", "workspace", reason, arch_list,
-                             built, reused, steps)
+        return CompileResult(
+            False, secs, trim_log("\n".join(logs)), False, "", "workspace", reason, arch_list, built, reused, steps
+        )
     return CompileResult(True, secs, "", False, str(artifact), "workspace", "", arch_list, built, reused, steps)
 
 
 # The compile step of a single-file solution: import it (its module-level load_inline builds the extension).
-_SINGLE_FILE_BUILD = r'''
+_SINGLE_FILE_BUILD = r"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("opforge_solution", PAYLOAD["path"])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 emit_result({"has_model_new": hasattr(mod, "ModelNew")})
-'''
+"""
 
 
 def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: float) -> CompileResult:
@@ -309,38 +350,72 @@ def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: floa
     if ok_marker.is_file():
         return CompileResult(True, time.perf_counter() - t0, "", True, str(ext_dir), "single_file", "", arch_list)
     if torch.version.cuda is None:
-        return CompileResult(False, time.perf_counter() - t0,
-                             "this torch has no CUDA support: single-file (load_inline) solutions build on a GPU "
-                             "worker's torch", False, "", "single_file", "needs_cuda_torch", arch_list)
+        return CompileResult(
+            False,
+            time.perf_counter() - t0,
+            "this torch has no CUDA support: single-file (load_inline) solutions build on a GPU worker's torch",
+            False,
+            "",
+            "single_file",
+            "needs_cuda_torch",
+            arch_list,
+        )
     from pipeline.sandbox import run_sandboxed
 
     ext_dir.mkdir(parents=True, exist_ok=True)
-    res = run_sandboxed(_SINGLE_FILE_BUILD, payload={"path": str(path.resolve())}, timeout_s=timeout,
-                        memory_mb=None, nproc=None, exec_dirs=[str(ext_dir)], read_dirs=[str(path.resolve().parent)],
-                        env=build_env(ext_dir, arch_list))
+    res = run_sandboxed(
+        _SINGLE_FILE_BUILD,
+        payload={"path": str(path.resolve())},
+        timeout_s=timeout,
+        memory_mb=None,
+        nproc=None,
+        exec_dirs=[str(ext_dir)],
+        read_dirs=[str(path.resolve().parent)],
+        env=build_env(ext_dir, arch_list),
+    )
     secs = time.perf_counter() - t0
     if res.ok and (res.result or {}).get("has_model_new"):
         ok_marker.write_text(json.dumps({"seconds": secs}))
-        return CompileResult(True, secs, "", False, str(ext_dir), "single_file", "", arch_list,
-                             [path.name], [], {path.name: round(secs, 3)})
+        return CompileResult(
+            True,
+            secs,
+            "",
+            False,
+            str(ext_dir),
+            "single_file",
+            "",
+            arch_list,
+            [path.name],
+            [],
+            {path.name: round(secs, 3)},
+        )
     log = trim_log((res.error_message or "") + "\n" + res.stdout + "\n" + res.stderr)
     reason = "compile_timeout" if res.timed_out else ("no_model_new" if res.ok else "compile_error")
-    return CompileResult(False, secs, log, False, "", "single_file", reason, arch_list, [], [],
-                         {path.name: round(secs, 3)})
+    return CompileResult(
+        False, secs, log, False, "", "single_file", reason, arch_list, [], [], {path.name: round(secs, 3)}
+    )
 
 
 def build_env(ext_dir: Path | str, arch_list: str) -> dict[str, str]:
     """Environment for processes that build or load a single-file solution's extension."""
     import torch.utils.cpp_extension as cpp
 
-    env = {"TORCH_EXTENSIONS_DIR": str(ext_dir), "TORCH_CUDA_ARCH_LIST": arch_list,
-           "MAX_JOBS": str(max(1, min(4, os.cpu_count() or 1)))}
+    env = {
+        "TORCH_EXTENSIONS_DIR": str(ext_dir),
+        "TORCH_CUDA_ARCH_LIST": arch_list,
+        "MAX_JOBS": str(max(1, min(4, os.cpu_count() or 1))),
+    }
     env["CUDA_HOME"] = os.environ.get("CUDA_HOME") or cpp.CUDA_HOME or _toolchain()["cuda_home"]
     return env
 
 
-def compile_solution(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None, *,
-                     arch_list: str | None = None, timeout: float = 900.0) -> CompileResult:
+def compile_solution(
+    path: str | os.PathLike,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    arch_list: str | None = None,
+    timeout: float = 900.0,
+) -> CompileResult:
     """Build a solution (workspace dir or single .py file); never raises for a bad solution."""
     p = Path(path)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -352,7 +427,8 @@ def compile_solution(path: str | os.PathLike, cache_dir: str | os.PathLike | Non
             return build_workspace(p.resolve(), cache, arch, timeout)
         if p.is_file():
             return build_single_file(p, cache, arch, timeout)
-        return CompileResult(False, 0.0, f"{p}: neither a workspace (model_new.py) nor a .py file", False, "", "",
-                             "no_solution", arch)
+        return CompileResult(
+            False, 0.0, f"{p}: neither a workspace (model_new.py) nor a .py file", False, "", "", "no_solution", arch
+        )
     except OSError as e:  # unreadable files, a full disk: the candidate fails, the caller goes on
         return CompileResult(False, 0.0, f"{type(e).__name__}: {e}", False, "", "", "build_error", arch)

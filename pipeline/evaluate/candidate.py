@@ -84,8 +84,11 @@ class Driver:
         self.watch = _guard.AuditWatch(files)
         self.integrity = _guard.snapshot_integrity()
         self.null_out = None
-        return {"ok": True, "device": torch.cuda.get_device_name(0) if self.dev.type == "cuda" else "cpu",
-                "torch": torch.__version__}
+        return {
+            "ok": True,
+            "device": torch.cuda.get_device_name(0) if self.dev.type == "cuda" else "cpu",
+            "torch": torch.__version__,
+        }
 
     def _time(self, fn: Callable, args: list[Any]) -> tuple[Any, float, float]:
         if self.dev.type == "cuda":
@@ -160,8 +163,11 @@ class Driver:
         if msg.get("sentinel") and msg.get("outputs"):
             # Freed blocks of the output's sizes filled with a sentinel: an output allocated but never written
             # comes back full of it.
-            blocks = [torch.full(tuple(m["shape"]), _SENTINEL, dtype=getattr(torch, m["dtype"]), device=self.dev)
-                      for m in msg["outputs"] if m["dtype"].startswith(("float", "bfloat"))]
+            blocks = [
+                torch.full(tuple(m["shape"]), _SENTINEL, dtype=getattr(torch, m["dtype"]), device=self.dev)
+                for m in msg["outputs"]
+                if m["dtype"].startswith(("float", "bfloat"))
+            ]
             self.sync()
             del blocks
         try:
@@ -177,8 +183,9 @@ class Driver:
                     frac = float((t == _SENTINEL).float().mean())
                     if frac > 0.01:
                         self.violation("uninitialized_output", f"{frac:.1%} of the output is memory it never wrote")
-        mutated = [i for i, (a, b) in enumerate(zip(keep, args))
-                   if isinstance(a, torch.Tensor) and not _same_data(a, b)]
+        mutated = [
+            i for i, (a, b) in enumerate(zip(keep, args)) if isinstance(a, torch.Tensor) and not _same_data(a, b)
+        ]
         if mutated:
             self.violation("input_mutation", f"inputs {mutated} changed by the candidate")
         tensorio.save(out, os.path.join(self.out_dir, os.path.basename(msg["out"]) + ".pt"))
@@ -236,8 +243,11 @@ class Driver:
         n = 0
         for e in prof.events():
             dt = getattr(e, "device_type", None)
-            if dt is not None and "CUDA" in str(dt) and not any(
-                    k in e.name.lower() for k in ("memset", "memcpy", "memory")):
+            if (
+                dt is not None
+                and "CUDA" in str(dt)
+                and not any(k in e.name.lower() for k in ("memset", "memcpy", "memory"))
+            ):
                 n += 1
         return {"n": n}
 
@@ -274,8 +284,12 @@ def _use_prebuilt_extensions() -> None:
         except TypeError:
             return jit(*args, **kwargs)
         name, build_dir = a.get("name"), a.get("build_directory")
-        if (isinstance(name, str) and isinstance(build_dir, str) and not a.get("is_standalone")
-                and os.path.isfile(os.path.join(build_dir, f"{name}.so"))):
+        if (
+            isinstance(name, str)
+            and isinstance(build_dir, str)
+            and not a.get("is_standalone")
+            and os.path.isfile(os.path.join(build_dir, f"{name}.so"))
+        ):
             return load_lib(name, build_dir, a.get("is_python_module", True))
         return jit(*args, **kwargs)
 
@@ -283,11 +297,13 @@ def _use_prebuilt_extensions() -> None:
     cpp._jit_compile = prebuilt
     write = getattr(cpp, "_maybe_write", None)
     if write is not None:
+
         def maybe_write(filename, new_content):  # load_inline rewrites its sources first: the copy is read-only
             try:
                 return write(filename, new_content)
             except OSError:
                 return None
+
         cpp._maybe_write = maybe_write
 
 

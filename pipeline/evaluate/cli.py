@@ -13,8 +13,11 @@ def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
         task: Path = typer.Option(..., "--task", help="KernelBench-format task file (class Model, get_inputs, ...)."),
-        solution: Path = typer.Option(..., "--solution", help="Single-file solution (.py with ModelNew) or a "
-                                                              "CUDA-Agent-style workspace directory."),
+        solution: Path = typer.Option(
+            ...,
+            "--solution",
+            help="Single-file solution (.py with ModelNew) or a CUDA-Agent-style workspace directory.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
         mode: str = typer.Option("full", "--mode", help="verify | profile | full"),
         config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config file."),
@@ -42,12 +45,21 @@ def register(app: typer.Typer) -> None:
 
         console.print(rules_text(cfg.eval.as_worker_dict()), markup=False, highlight=False)
         console.print("")
-        console.print(f"[bold]reward {res.reward}[/bold]  compiled={res.compiled} correct={res.correct} "
-                      f"device={res.device or '-'}")
+        console.print(
+            f"[bold]reward {res.reward}[/bold]  compiled={res.compiled} correct={res.correct} "
+            f"device={res.device or '-'}"
+        )
         if res.reason:
             console.print(f"reason: {res.reason}", markup=False)
-        for k in ("eager_ms", "compile_ms", "solution_ms", "speedup_vs_eager", "speedup_vs_compile", "max_abs_err",
-                  "max_rel_err"):
+        for k in (
+            "eager_ms",
+            "compile_ms",
+            "solution_ms",
+            "speedup_vs_eager",
+            "speedup_vs_compile",
+            "max_abs_err",
+            "max_rel_err",
+        ):
             v = d[k]
             if v is not None:
                 console.print(f"  {k}: {v:.4g}")

@@ -35,8 +35,15 @@ def _sigma(xs: list[float]) -> float:
     return (q[2] - q[0]) / 1.349
 
 
-def check_clock(walls_ms: list[float], times_ms: list[float], calib_ms: list[float], *, slack_ms: float,
-                slack_frac: float, live: bool = False) -> tuple[bool, str, dict]:
+def check_clock(
+    walls_ms: list[float],
+    times_ms: list[float],
+    calib_ms: list[float],
+    *,
+    slack_ms: float,
+    slack_frac: float,
+    live: bool = False,
+) -> tuple[bool, str, dict]:
     """(ok, detail, figures). `calib_ms`: wall - reported time of the null calls. `live`: they were made during
     the timed calls (the calibrator, docs/judge.md), so both samples saw the same load and only the sampling
     error of the two medians is allowed for (4 standard errors) instead of 3 x the calibration's IQR."""
@@ -56,15 +63,28 @@ def check_clock(walls_ms: list[float], times_ms: list[float], calib_ms: list[flo
     keep = unexplained[: max(1, math.ceil(0.9 * len(unexplained)))]
     med_t = statistics.median(times_ms)
     # Standard error of a median ~ 1.2533 sigma / sqrt(n); of the difference of two independent medians, combined.
-    se = 1.2533 * math.sqrt(_sigma(unexplained) ** 2 / len(unexplained)
-                            + _sigma(calib_ms) ** 2 / max(1, len(calib_ms)))
+    se = 1.2533 * math.sqrt(
+        _sigma(unexplained) ** 2 / len(unexplained) + _sigma(calib_ms) ** 2 / max(1, len(calib_ms))
+    )
     spread = 4.0 * se if live else 3.0 * iqr
     slack = max(float(slack_ms), float(slack_frac) * med_t, spread)
-    fig.update(median_difference_se_ms=round(se, 5),overhead_ms=round(base, 5), median_unexplained_ms=round(statistics.median(unexplained), 5),
-               trimmed_mean_unexplained_ms=round(statistics.fmean(keep), 5), slack_ms=round(slack, 5),
-               calibration_iqr_ms=round(iqr, 5),
-               median_time_ms=med_t, median_wall_ms=statistics.median(walls_ms))
+    fig.update(
+        median_difference_se_ms=round(se, 5),
+        overhead_ms=round(base, 5),
+        median_unexplained_ms=round(statistics.median(unexplained), 5),
+        trimmed_mean_unexplained_ms=round(statistics.fmean(keep), 5),
+        slack_ms=round(slack, 5),
+        calibration_iqr_ms=round(iqr, 5),
+        median_time_ms=med_t,
+        median_wall_ms=statistics.median(walls_ms),
+    )
     if fig["median_unexplained_ms"] > slack:
-        return False, (f"wall clock per call exceeds reported GPU time + calibrated overhead ({base:.4f} ms) by "
-                       f"{fig['median_unexplained_ms']:.4f} ms (median), more than the slack {slack:.4f} ms"), fig
+        return (
+            False,
+            (
+                f"wall clock per call exceeds reported GPU time + calibrated overhead ({base:.4f} ms) by "
+                f"{fig['median_unexplained_ms']:.4f} ms (median), more than the slack {slack:.4f} ms"
+            ),
+            fig,
+        )
     return True, "", fig

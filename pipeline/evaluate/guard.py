@@ -24,24 +24,127 @@ from pipeline.patchwatch import replaced, watched
 
 # aten ops that allocate, view, copy or read metadata: allowed inside ModelNew.forward.
 ALLOWED_OPS = {
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
-    "zero_", "fill_", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor",
-    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand", "permute", "transpose", "t",
-    "unsqueeze", "squeeze", "flatten", "unflatten", "select", "slice", "narrow", "split", "split_with_sizes",
-    "chunk", "unbind", "alias", "detach", "detach_", "lift_fresh", "lift_fresh_copy", "contiguous", "clone",
-    "copy_", "_to_copy", "to", "resize_", "set_", "record_stream", "_local_scalar_dense", "item", "is_nonzero",
-    "view_as", "expand_as", "reshape_as", "movedim", "squeeze_", "unsqueeze_", "as_strided_", "is_same_size",
-    "_has_compatible_shallow_copy_type", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "dim",
-    "size", "stride", "numel", "is_contiguous", "storage_offset", "_nested_tensor_from_mask_left_aligned",
-    "_version", "empty_permuted", "unfold", "diagonal", "real", "view_as_real", "view_as_complex",
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "zeros",
+    "zeros_like",
+    "new_zeros",
+    "zero_",
+    "fill_",
+    "ones",
+    "ones_like",
+    "new_ones",
+    "full",
+    "full_like",
+    "new_full",
+    "scalar_tensor",
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "_reshape_alias",
+    "as_strided",
+    "expand",
+    "permute",
+    "transpose",
+    "t",
+    "unsqueeze",
+    "squeeze",
+    "flatten",
+    "unflatten",
+    "select",
+    "slice",
+    "narrow",
+    "split",
+    "split_with_sizes",
+    "chunk",
+    "unbind",
+    "alias",
+    "detach",
+    "detach_",
+    "lift_fresh",
+    "lift_fresh_copy",
+    "contiguous",
+    "clone",
+    "copy_",
+    "_to_copy",
+    "to",
+    "resize_",
+    "set_",
+    "record_stream",
+    "_local_scalar_dense",
+    "item",
+    "is_nonzero",
+    "view_as",
+    "expand_as",
+    "reshape_as",
+    "movedim",
+    "squeeze_",
+    "unsqueeze_",
+    "as_strided_",
+    "is_same_size",
+    "_has_compatible_shallow_copy_type",
+    "sym_size",
+    "sym_stride",
+    "sym_numel",
+    "sym_storage_offset",
+    "dim",
+    "size",
+    "stride",
+    "numel",
+    "is_contiguous",
+    "storage_offset",
+    "_nested_tensor_from_mask_left_aligned",
+    "_version",
+    "empty_permuted",
+    "unfold",
+    "diagonal",
+    "real",
+    "view_as_real",
+    "view_as_complex",
 }
 LIBRARY_OPS = {
-    "cublas": {"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot", "linear",
-               "_addmm_activation", "addr", "outer", "_scaled_mm", "einsum", "tensordot"},
-    "cudnn": {"convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose", "conv1d", "conv2d",
-              "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cudnn_batch_norm",
-              "_cudnn_rnn", "miopen_convolution", "convolution_overrideable", "_conv_depthwise2d",
-              "conv_depthwise3d", "cudnn_convolution_relu", "cudnn_convolution_add_relu"},
+    "cublas": {
+        "mm",
+        "addmm",
+        "bmm",
+        "baddbmm",
+        "addbmm",
+        "matmul",
+        "mv",
+        "addmv",
+        "dot",
+        "vdot",
+        "linear",
+        "_addmm_activation",
+        "addr",
+        "outer",
+        "_scaled_mm",
+        "einsum",
+        "tensordot",
+    },
+    "cudnn": {
+        "convolution",
+        "_convolution",
+        "cudnn_convolution",
+        "cudnn_convolution_transpose",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "cudnn_batch_norm",
+        "_cudnn_rnn",
+        "miopen_convolution",
+        "convolution_overrideable",
+        "_conv_depthwise2d",
+        "conv_depthwise3d",
+        "cudnn_convolution_relu",
+        "cudnn_convolution_add_relu",
+    },
 }
 _COMPUTE_NAMESPACES = {"aten", "prims", "prim", "quantized", "_quantized", "rngprims", "inductor", "triton"}
 
@@ -70,8 +173,10 @@ class OpGuard(TorchDispatchMode):
         if ns in _COMPUTE_NAMESPACES and base not in self.allowed and base.rstrip("_") not in self.allowed:
             if name not in self.blocked:
                 self.blocked.append(name)
-            raise ForbiddenTorchOp(f"opforge: torch op {name} is not allowed inside ModelNew.forward "
-                                   f"(write a kernel; allowed libraries are configured by the harness)")
+            raise ForbiddenTorchOp(
+                f"opforge: torch op {name} is not allowed inside ModelNew.forward "
+                f"(write a kernel; allowed libraries are configured by the harness)"
+            )
         return func(*args, **(kwargs or {}))
 
 
@@ -99,11 +204,17 @@ class AuditWatch:
                 if watch.active:
                     watch._add("threads_or_processes", "a thread was started")
                 return fn(*args, **kwargs)
+
             return start
 
         for mod in (_thread, threading):
-            for name in ("start_new_thread", "start_new", "_start_new_thread", "start_joinable_thread",
-                         "_start_joinable_thread"):
+            for name in (
+                "start_new_thread",
+                "start_new",
+                "_start_new_thread",
+                "start_joinable_thread",
+                "_start_joinable_thread",
+            ):
                 fn = getattr(mod, name, None)
                 if callable(fn):
                     setattr(mod, name, wrap(fn))
@@ -127,16 +238,30 @@ class AuditWatch:
             return
         self._busy.on = True
         try:
-            if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
-                         "sys.setprofile", "sys.settrace", "object.__getattr__"):
-                if event != "object.__getattr__" or (len(args) > 1 and args[1] in ("f_back", "f_locals", "f_globals",
-                                                                                   "tb_frame", "gi_frame")):
+            if event in (
+                "gc.get_objects",
+                "gc.get_referrers",
+                "gc.get_referents",
+                "sys._current_frames",
+                "sys.setprofile",
+                "sys.settrace",
+                "object.__getattr__",
+            ):
+                if event != "object.__getattr__" or (
+                    len(args) > 1 and args[1] in ("f_back", "f_locals", "f_globals", "tb_frame", "gi_frame")
+                ):
                     self._add("caller_introspection", event)
             elif event in ("sys._getframe", "sys._getframemodulename"):
                 if self._caller_is_solution():
                     self._add("caller_introspection", event)
-            elif event in ("ctypes.cdata", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at",
-                           "ctypes.dlsym", "ctypes.call_function"):
+            elif event in (
+                "ctypes.cdata",
+                "ctypes.addressof",
+                "ctypes.string_at",
+                "ctypes.wstring_at",
+                "ctypes.dlsym",
+                "ctypes.call_function",
+            ):
                 if self._caller_is_solution():
                     self._add("raw_memory_access", event)
             elif event in ("_thread.start_new_thread", "os.fork", "os.forkpty", "os.system"):
@@ -149,6 +274,7 @@ class AuditWatch:
 
 
 # --------------------------------------------------------------------------- integrity of timers and globals
+
 
 def _flags() -> dict[str, Any]:
     return {
@@ -194,8 +320,18 @@ def snapshot_integrity() -> dict[str, Any]:
 
 
 # Functions the harness's own checks call: a candidate that replaced one could make a wrong output compare equal.
-_COMPARE_FUNCS = ("isnan", "isinf", "isfinite", "where", "zeros_like", "allclose", "equal", "abs", "empty_like",
-                  "full_like")
+_COMPARE_FUNCS = (
+    "isnan",
+    "isinf",
+    "isfinite",
+    "where",
+    "zeros_like",
+    "allclose",
+    "equal",
+    "abs",
+    "empty_like",
+    "full_like",
+)
 
 
 def _patchable() -> dict[str, Any]:

@@ -42,15 +42,27 @@ def cuda_device() -> str | None:
 
 
 # Every option that changes how a baseline is timed is part of its cache key.
-_TIMING_KEYS = ("timing_trials", "timing_warmup", "timing_warmup_ms", "timing_min_ms", "timing_max_trials",
-                "l2_flush", "baseline_runs")
+_TIMING_KEYS = (
+    "timing_trials",
+    "timing_warmup",
+    "timing_warmup_ms",
+    "timing_min_ms",
+    "timing_max_trials",
+    "l2_flush",
+    "baseline_runs",
+)
 
 
 def baseline_key(task_code: str, device: str, settings: dict[str, Any]) -> str:
     import torch
 
-    parts = [_task_id(task_code), device, torch.__version__, str(settings["compile_mode"]),
-             "/".join(str(settings[k]) for k in _TIMING_KEYS)]
+    parts = [
+        _task_id(task_code),
+        device,
+        torch.__version__,
+        str(settings["compile_mode"]),
+        "/".join(str(settings[k]) for k in _TIMING_KEYS),
+    ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
@@ -72,15 +84,28 @@ def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
     # baseline is then `complete` = False and not cached.
     usable = ok or [r for r in reports if r.get("eager_ms") is not None]
     first = (usable or reports or [{}])[0]
-    data: dict[str, Any] = {"eager_ms": None, "compile_ms": None, "timing": {}, "device": first.get("device"),
-                            "torch": first.get("torch"), "compile_error": (first.get("compile_error") or "")[-1500:],
-                            "reason": first.get("reason", ""), "sandbox": first.get("sandbox", {}),
-                            "runs": [{"eager_ms": r.get("eager_ms"), "compile_ms": r.get("compile_ms"),
-                                      "stage": r.get("stage"), "reason": r.get("reason", ""),
-                                      "compile_error": (r.get("compile_error") or "")[-300:],
-                                      "started_at": ((r.get("timing") or {}).get("eager") or {}).get("started_at")}
-                                     for r in reports],
-                            "complete": bool(ok)}
+    data: dict[str, Any] = {
+        "eager_ms": None,
+        "compile_ms": None,
+        "timing": {},
+        "device": first.get("device"),
+        "torch": first.get("torch"),
+        "compile_error": (first.get("compile_error") or "")[-1500:],
+        "reason": first.get("reason", ""),
+        "sandbox": first.get("sandbox", {}),
+        "runs": [
+            {
+                "eager_ms": r.get("eager_ms"),
+                "compile_ms": r.get("compile_ms"),
+                "stage": r.get("stage"),
+                "reason": r.get("reason", ""),
+                "compile_error": (r.get("compile_error") or "")[-300:],
+                "started_at": ((r.get("timing") or {}).get("eager") or {}).get("started_at"),
+            }
+            for r in reports
+        ],
+        "complete": bool(ok),
+    }
     for fig, part in (("eager_ms", "eager"), ("compile_ms", "compile")):
         runs = [r for r in usable if r.get(fig) is not None]
         if not runs:
@@ -103,8 +128,12 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
 
     reports = []
     for _ in range(max(1, int(settings["baseline_runs"]))):
-        rep = run_job({"kind": "baseline", "task_code": task_code, "mode": mode}, settings,
-                      timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+        rep = run_job(
+            {"kind": "baseline", "task_code": task_code, "mode": mode},
+            settings,
+            timeout_s=float(settings["baseline_timeout_s"]),
+            arch_list=arch_list,
+        )
         reports.append(rep)
         if not _complete(rep):
             break
@@ -140,8 +169,9 @@ def static_review(task_code: str, path: Path, s: dict[str, Any], files: dict[str
     warnings: list[str] = []
     findings = []
     if s["static_checks"]:
-        findings = check_solution_files(files, allow_triton=bool(s["allow_triton"]),
-                                        allow_libraries=list(s["allow_libraries"] or []))
+        findings = check_solution_files(
+            files, allow_triton=bool(s["allow_triton"]), allow_libraries=list(s["allow_libraries"] or [])
+        )
         violations, warnings = summarize(findings, bool(s["warnings_reject"]))
     if is_workspace(path):
         violations += check_protected(path, task_code)
@@ -155,8 +185,14 @@ def _static_reject(task_code: str, solution_path: str, settings: dict[str, Any])
         return False
 
 
-def evaluate(task_code: str, solution_path: str, *, mode: str = "full", settings: dict | None = None,
-             compile_result: CompileResult | dict | None = None) -> EvalResult:
+def evaluate(
+    task_code: str,
+    solution_path: str,
+    *,
+    mode: str = "full",
+    settings: dict | None = None,
+    compile_result: CompileResult | dict | None = None,
+) -> EvalResult:
     """Evaluate one solution (single .py file or workspace dir) against a KernelBench-format task.
 
     `compile_result`: a build already made (by a CPU compile task); None builds here. On a machine without CUDA
@@ -224,8 +260,9 @@ def evaluate(task_code: str, solution_path: str, *, mode: str = "full", settings
     sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
     from pipeline.evaluate.judge import judge_candidate
 
-    rep = judge_candidate(task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch,
-                          cr.artifact if cr.ok else "")
+    rep = judge_candidate(
+        task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch, cr.artifact if cr.ok else ""
+    )
     _merge(res, rep, base, s)
     return _finish(res, t0, float(s["margin"]))
 
@@ -235,8 +272,15 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     sb = rep.get("sandbox", {})
     res.details["phase_s"] = rep.get("phase_s", {})
     res.details["sandbox"] = {k: sb.get(k) for k in ("reason", "returncode", "signal", "timed_out", "wall_s", "jail")}
-    for k in ("violation_details", "warning_details", "kernels_launched", "kernelbench_ok", "reference",
-              "task_defect", "timed_outputs_checked"):
+    for k in (
+        "violation_details",
+        "warning_details",
+        "kernels_launched",
+        "kernelbench_ok",
+        "reference",
+        "task_defect",
+        "timed_outputs_checked",
+    ):
         if k in rep.get("details", {}):
             res.details[k] = rep["details"][k]
     for v in rep.get("violations", []):
@@ -261,12 +305,15 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     res.task_defect = rep.get("task_defect", "")
     timing = dict(rep.get("timing") or {})
     if base:
-        timing["baseline"] = {"eager": (base.get("timing") or {}).get("eager"),
-                              "compile": (base.get("timing") or {}).get("compile"),
-                              "compile_seconds": (base.get("timing") or {}).get("compile_seconds"),
-                              "cached": base.get("cached"), "key": base.get("key"),
-                              "compile_error": base.get("compile_error", ""),
-                              "runs": base.get("runs")}  # every baseline process's figures (lowest median used)
+        timing["baseline"] = {
+            "eager": (base.get("timing") or {}).get("eager"),
+            "compile": (base.get("timing") or {}).get("compile"),
+            "compile_seconds": (base.get("timing") or {}).get("compile_seconds"),
+            "cached": base.get("cached"),
+            "key": base.get("key"),
+            "compile_error": base.get("compile_error", ""),
+            "runs": base.get("runs"),
+        }  # every baseline process's figures (lowest median used)
     res.timing = timing
     if res.solution_ms and res.eager_ms:
         res.speedup_vs_eager = res.eager_ms / res.solution_ms

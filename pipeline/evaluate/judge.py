@@ -41,16 +41,38 @@ def _pythonpath() -> str:
     """This checkout first (the jailed process imports the same pipeline), then the caller's PYTHONPATH."""
     extra = os.environ.get("PYTHONPATH")
     return str(ROOT) + (os.pathsep + extra if extra else "")
+
+
 _REF_BOOT = "from pipeline.evaluate.reference import main\nmain(PAYLOAD, emit_result)\n"
 _CAND_BOOT = "from pipeline.evaluate.candidate import main\nmain(PAYLOAD, emit_result)\n"
 _MAX_LINE = 1 << 16
 # Executables the jailed processes may start (old sandbox only; the bwrap jail decides by its own view).
-_EXECUTABLES = ("gcc", "g++", "cc", "c++", "ld", "as", "nvcc", "ptxas", "cicc", "fatbinary", "nvlink", "cudafe++",
-                "ldconfig", "uname", "ninja", "which", "nvidia-smi", "collect2", "cc1plus")
+_EXECUTABLES = (
+    "gcc",
+    "g++",
+    "cc",
+    "c++",
+    "ld",
+    "as",
+    "nvcc",
+    "ptxas",
+    "cicc",
+    "fatbinary",
+    "nvlink",
+    "cudafe++",
+    "ldconfig",
+    "uname",
+    "ninja",
+    "which",
+    "nvidia-smi",
+    "collect2",
+    "cc1plus",
+)
 
 
-def jail_kwargs(*, gpu: bool, read_dirs: list[str], exec_dirs: list | None = None,
-                write_dirs: list | None = None) -> dict[str, Any]:
+def jail_kwargs(
+    *, gpu: bool, read_dirs: list[str], exec_dirs: list | None = None, write_dirs: list | None = None
+) -> dict[str, Any]:
     """`run_sandboxed`'s parameters that only some versions of the jail have (`gpu`, `read_dirs`, `exec_dirs` in
     the bubblewrap jail; `allowed_executables` in the older one, where exec dirs are plain writable dirs)."""
     params = inspect.signature(run_sandboxed).parameters
@@ -69,8 +91,13 @@ def jail_kwargs(*, gpu: bool, read_dirs: list[str], exec_dirs: list | None = Non
 
 
 def base_env(arch_list: str, private: Path) -> dict[str, str]:
-    env = {"PYTHONPATH": _pythonpath(), "TORCH_CUDA_ARCH_LIST": arch_list, "PYTHONHASHSEED": "0",
-           "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"), "TRITON_CACHE_DIR": str(private / "triton")}
+    env = {
+        "PYTHONPATH": _pythonpath(),
+        "TORCH_CUDA_ARCH_LIST": arch_list,
+        "PYTHONHASHSEED": "0",
+        "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"),
+        "TRITON_CACHE_DIR": str(private / "triton"),
+    }
     if os.environ.get("CUDA_HOME"):
         env["CUDA_HOME"] = os.environ["CUDA_HOME"]
     return env
@@ -104,28 +131,48 @@ class EvalDirs:
 
 # --------------------------------------------------------------------------- the reference process
 
+
 def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arch: str, init_seed: int) -> dict:
     """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
     `sandbox` (diagnostics only)."""
     from pipeline.evaluate.runner import gpu_lock
 
     work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
-    payload = {"task_code": task_code, "device": s["device"], "init_seed": init_seed, "jobs": jobs,
-               "inputs_dir": str(dirs.inputs), "ref_dir": str(dirs.ref)}
+    payload = {
+        "task_code": task_code,
+        "device": s["device"],
+        "init_seed": init_seed,
+        "jobs": jobs,
+        "inputs_dir": str(dirs.inputs),
+        "ref_dir": str(dirs.ref),
+    }
     with gpu_lock(s.get("gpu_lock") if s["device"] != "cpu" else None) as waited:
-        sb = run_sandboxed(_REF_BOOT, payload=payload, timeout_s=float(s["reference_timeout_s"]), memory_mb=None,
-                           nproc=None, fsize_mb=4096, workdir=str(work), env=base_env(arch, work),
-                           max_output_bytes=20_000, **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[],
-                                                                  write_dirs=[dirs.inputs, dirs.ref]))
+        sb = run_sandboxed(
+            _REF_BOOT,
+            payload=payload,
+            timeout_s=float(s["reference_timeout_s"]),
+            memory_mb=None,
+            nproc=None,
+            fsize_mb=4096,
+            workdir=str(work),
+            env=base_env(arch, work),
+            max_output_bytes=20_000,
+            **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[], write_dirs=[dirs.inputs, dirs.ref]),
+        )
     rep = sb.result if isinstance(sb.result, dict) else {}
     rep["gpu_wait_s"] = waited[0] if waited else 0.0
-    rep["sandbox"] = {"reason": sb.reason, "wall_s": sb.wall_s, "error": (sb.error_message or sb.stderr)[-2000:],
-                      "jail": getattr(sb, "jail", "")}
+    rep["sandbox"] = {
+        "reason": sb.reason,
+        "wall_s": sb.wall_s,
+        "error": (sb.error_message or sb.stderr)[-2000:],
+        "jail": getattr(sb, "jail", ""),
+    }
     shutil.rmtree(work, ignore_errors=True)
     return rep
 
 
 # --------------------------------------------------------------------------- the candidate process
+
 
 class CandidateProcess:
     """The jailed candidate process and its two FIFOs. Replies are untrusted JSON lines."""
@@ -147,15 +194,27 @@ class CandidateProcess:
         env = base_env(arch, dirs.cand)
         env["TORCH_EXTENSIONS_DIR"] = str(dirs.build)  # the verified copy; load_inline imports it as built
         env["MAX_JOBS"] = "2"
-        payload = {**payload, "fifo_cmd": str(self.cmd_path), "fifo_reply": str(self.reply_path),
-                   "out_dir": str(dirs.out), "inputs_dir": str(dirs.inputs)}
+        payload = {
+            **payload,
+            "fifo_cmd": str(self.cmd_path),
+            "fifo_reply": str(self.reply_path),
+            "out_dir": str(dirs.out),
+            "inputs_dir": str(dirs.inputs),
+        }
 
         def run() -> None:
-            self.sb = run_sandboxed(_CAND_BOOT, payload=payload, timeout_s=float(s["timeout_s"]), memory_mb=None,
-                                    nproc=None, fsize_mb=4096, workdir=str(dirs.cand), env=env,
-                                    max_output_bytes=20_000,
-                                    **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs,
-                                                  write_dirs=[dirs.out]))
+            self.sb = run_sandboxed(
+                _CAND_BOOT,
+                payload=payload,
+                timeout_s=float(s["timeout_s"]),
+                memory_mb=None,
+                nproc=None,
+                fsize_mb=4096,
+                workdir=str(dirs.cand),
+                env=env,
+                max_output_bytes=20_000,
+                **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out]),
+            )
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -237,11 +296,19 @@ class CandidateProcess:
         sb = self.sb
         if sb is None:
             return {"reason": "still_running"}
-        return {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal, "timed_out": sb.timed_out,
-                "wall_s": sb.wall_s, "violations": sb.violations, "stderr_tail": sb.stderr[-2000:],
-                "error": (sb.error_message or str((sb.result or {}).get("error", "")
-                                                  if isinstance(sb.result, dict) else ""))[-2000:],
-                "jail": getattr(sb, "jail", "")}
+        return {
+            "reason": sb.reason,
+            "returncode": sb.returncode,
+            "signal": sb.signal,
+            "timed_out": sb.timed_out,
+            "wall_s": sb.wall_s,
+            "violations": sb.violations,
+            "stderr_tail": sb.stderr[-2000:],
+            "error": (
+                sb.error_message or str((sb.result or {}).get("error", "") if isinstance(sb.result, dict) else "")
+            )[-2000:],
+            "jail": getattr(sb, "jail", ""),
+        }
 
 
 def _descendants(root: int) -> list[int]:
@@ -273,13 +340,20 @@ def _num(x: Any) -> float | None:
 
 # --------------------------------------------------------------------------- the evaluation
 
+
 class Judge:
     def __init__(self, task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str) -> None:
         self.task_code, self.solution, self.mode, self.s, self.arch = task_code, solution, mode, s, arch
         self.artifact = artifact
         self._rng = secrets.SystemRandom()
-        self.rep: dict[str, Any] = {"stage": "start", "violations": [], "warnings": [], "details": {},
-                                    "timing": {}, "phase_s": {}}
+        self.rep: dict[str, Any] = {
+            "stage": "start",
+            "violations": [],
+            "warnings": [],
+            "details": {},
+            "timing": {},
+            "phase_s": {},
+        }
         self._t = time.perf_counter()
 
     # report ------------------------------------------------------------
@@ -312,24 +386,34 @@ class Judge:
         post = int(s["post_timing_trials"]) if self.mode != "verify" else 0
         jobs, cor, later = [], [], []
         for k in range(trials):
-            jobs.append({"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)],
-                         "save_inputs": True})
+            jobs.append(
+                {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)], "save_inputs": True}
+            )
             cor.append(f"cor_{k}")
         for k in range(post):
-            jobs.append({"name": f"post_{k}", "seed": self.seed(), "variant": variants[(k + 1) % len(variants)],
-                         "save_inputs": True})
+            jobs.append(
+                {
+                    "name": f"post_{k}",
+                    "seed": self.seed(),
+                    "variant": variants[(k + 1) % len(variants)],
+                    "save_inputs": True,
+                }
+            )
             later.append(f"post_{k}")
         return jobs, cor, later
 
     def load_out(self, name: str) -> Any:
         return tensorio.load(str(self.dirs.out / f"{name}.pt"))
 
-    def check_call(self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool,
-                   meta: list[dict]) -> dict:
+    def check_call(
+        self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool, meta: list[dict]
+    ) -> dict:
         """The candidate runs on inputs/<name>.pt (twice, for determinism); the outputs are judged here."""
         s = self.s
-        rep, _ = cand.request({"op": "call", "input": name, "out": f"{name}_a", "sentinel": sentinel,
-                               "outputs": meta}, float(s["call_timeout_s"]))
+        rep, _ = cand.request(
+            {"op": "call", "input": name, "out": f"{name}_a", "sentinel": sentinel, "outputs": meta},
+            float(s["call_timeout_s"]),
+        )
         if rep is None:
             return {"ok": False, "reason": f"no_reply ({tag})"}
         if not rep.get("ok"):
@@ -346,8 +430,12 @@ class Judge:
             return cmp
         rep, _ = cand.request({"op": "call", "input": name, "out": f"{name}_b"}, float(s["call_timeout_s"]))
         if rep is None or not rep.get("ok"):
-            return {**cmp, "ok": False, "reason": f"runtime_error (repeat, {tag})",
-                    "error": str((rep or {}).get("error", ""))[-3000:]}
+            return {
+                **cmp,
+                "ok": False,
+                "reason": f"runtime_error (repeat, {tag})",
+                "error": str((rep or {}).get("error", ""))[-3000:],
+            }
         try:
             again = self.load_out(f"{name}_b")
         except tensorio.BadFile as e:
@@ -384,8 +472,14 @@ class Judge:
             refs = {j["name"]: tensorio.load(str(dirs.ref / f"{j['name']}.pt")) for j in jobs}
         except tensorio.BadFile as e:
             return self.fail("bad_task: the reference output is not plain tensors", str(e))
-        meta = [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-                for t in tensorio.tensors(refs[cor[0]])] if cor else []
+        meta = (
+            [
+                {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+                for t in tensorio.tensors(refs[cor[0]])
+            ]
+            if cor
+            else []
+        )
         if s["degenerate_check"]:
             why = degenerate([refs[n] for n in cor + post], s)
             if why:
@@ -396,18 +490,32 @@ class Judge:
         if isinstance(sol, str):
             self.violation("artifact_tampered", sol)
             return self.fail("artifact_tampered", sol)
-        common = {"task_code": self.task_code, "device": s["device"], "l2_flush": s["l2_flush"],
-                  "gpu_memory_fraction": s["gpu_memory_fraction"]}
-        cand = CandidateProcess({**common, "solution": sol, "solution_files": [sol["path"]],
-                                 "allow_libraries": list(s["allow_libraries"] or []),
-                                 "allow_torch_ops": list(s["allow_torch_ops"] or [])},
-                                dirs, s, self.arch, read_dirs=[str(dirs.inputs), str(dirs.build)])
+        common = {
+            "task_code": self.task_code,
+            "device": s["device"],
+            "l2_flush": s["l2_flush"],
+            "gpu_memory_fraction": s["gpu_memory_fraction"],
+        }
+        cand = CandidateProcess(
+            {
+                **common,
+                "solution": sol,
+                "solution_files": [sol["path"]],
+                "allow_libraries": list(s["allow_libraries"] or []),
+                "allow_torch_ops": list(s["allow_torch_ops"] or []),
+            },
+            dirs,
+            s,
+            self.arch,
+            read_dirs=[str(dirs.inputs), str(dirs.build)],
+        )
         # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
         # calls during timing give the per-call overhead under the load of that moment (step 7, docs/judge.md).
         self.calibrator = None
         if self.mode != "verify" and int(s["live_calibration_calls"]) > 0:
-            self.calibrator = CandidateProcess({**common, "solution": None, "solution_files": []},
-                                               dirs.calibrator(), s, self.arch, read_dirs=[])
+            self.calibrator = CandidateProcess(
+                {**common, "solution": None, "solution_files": []}, dirs.calibrator(), s, self.arch, read_dirs=[]
+            )
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)
         finally:
@@ -422,11 +530,15 @@ class Judge:
             why = "timeout" if why == "killed" else why
             self.rep["correct"] = False
             self.rep["reason"] = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
-            self.rep["error"] = (self.rep.get("error") or self.rep["sandbox"].get("error")
-                                 or self.rep["sandbox"].get("stderr_tail", ""))[-3000:]
+            self.rep["error"] = (
+                self.rep.get("error") or self.rep["sandbox"].get("error") or self.rep["sandbox"].get("stderr_tail", "")
+            )[-3000:]
         for v in self.rep["sandbox"].get("violations") or []:
-            name = {"process_blocked": "threads_or_processes", "network_blocked": "io_access",
-                    "file_access_blocked": "io_access"}.get(v.get("kind"), v.get("kind"))
+            name = {
+                "process_blocked": "threads_or_processes",
+                "network_blocked": "io_access",
+                "file_access_blocked": "io_access",
+            }.get(v.get("kind"), v.get("kind"))
             self.violation(name, f"sandbox blocked {v.get('what')}")
         if self.rep.get("stage") == "profiled":
             self.verify_timed_outputs(init_seed)
@@ -454,8 +566,9 @@ class Judge:
                     os.chmod(p, os.stat(p).st_mode | 0o444 | (0o111 if os.path.isdir(p) else 0))
         return out
 
-    def drive(self, cand: CandidateProcess, refs: dict, cor: list[str], post: list[str], meta: list[dict],
-              init_seed: int) -> None:
+    def drive(
+        self, cand: CandidateProcess, refs: dict, cor: list[str], post: list[str], meta: list[dict], init_seed: int
+    ) -> None:
         s = self.s
         t_call = float(s["call_timeout_s"])
         hello = cand.recv(float(s["start_timeout_s"]))
@@ -585,8 +698,9 @@ class Judge:
         warm_times = []
         t0 = time.perf_counter()
         n = 0
-        while n < int(s["timing_warmup"]) or ((time.perf_counter() - t0) * 1e3 < float(s["timing_warmup_ms"])
-                                               and n < 5000):
+        while n < int(s["timing_warmup"]) or (
+            (time.perf_counter() - t0) * 1e3 < float(s["timing_warmup_ms"]) and n < 5000
+        ):
             r, _ = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
             t = _num((r or {}).get("t"))
             if t is None:
@@ -633,26 +747,48 @@ class Judge:
 
         live = [c for c in live if c is not None]
         source = "live" if len(live) >= 10 else "pre_load"
-        ok, detail, fig = check_clock(walls, times, live if source == "live" else calib,
-                                      slack_ms=float(s["clock_slack_ms"]), slack_frac=float(s["clock_slack_frac"]),
-                                      live=source == "live")
-        fig.update(calibration=source, live_calls=len(live),
-                   pre_load_overhead_ms=round(statistics.median(calib), 5) if calib else None)
+        ok, detail, fig = check_clock(
+            walls,
+            times,
+            live if source == "live" else calib,
+            slack_ms=float(s["clock_slack_ms"]),
+            slack_frac=float(s["clock_slack_frac"]),
+            live=source == "live",
+        )
+        fig.update(
+            calibration=source,
+            live_calls=len(live),
+            pre_load_overhead_ms=round(statistics.median(calib), 5) if calib else None,
+        )
         if not ok:
             self.violation("time_inconsistent", detail)
-        self.rep["timing"] = {"method": TIMING_METHOD + "; driven call by call by the trusted side",
-                              "solution": {"times_ms": times, "stream_times_ms": stream, "wall_ms": walls,
-                                           "stats": stats(times), "stream_stats": stats(stream),
-                                           "warmup": n, "warmup_estimate_ms": estimate, "trials": planned,
-                                           "discarded": 1},
-                              "clock_check": fig, "calibration_ms": calib, "live_calibration_ms": live,
-                              "checked_calls": [c["i"] for c in checked]}
+        self.rep["timing"] = {
+            "method": TIMING_METHOD + "; driven call by call by the trusted side",
+            "solution": {
+                "times_ms": times,
+                "stream_times_ms": stream,
+                "wall_ms": walls,
+                "stats": stats(times),
+                "stream_stats": stats(stream),
+                "warmup": n,
+                "warmup_estimate_ms": estimate,
+                "trials": planned,
+                "discarded": 1,
+            },
+            "clock_check": fig,
+            "calibration_ms": calib,
+            "live_calibration_ms": live,
+            "checked_calls": [c["i"] for c in checked],
+        }
         self.rep["solution_ms"] = statistics.median(times)
         self._checked = checked
         dev_ms, stream_ms = statistics.median(times), statistics.median(stream)
         if stream_ms < float(s["offstream_ratio"]) * dev_ms and dev_ms - stream_ms > float(s["offstream_min_ms"]):
-            self.violation("work_off_stream", f"stream-ordered {stream_ms:.4f} ms vs device-synchronised "
-                                              f"{dev_ms:.4f} ms: work ran outside the current stream")
+            self.violation(
+                "work_off_stream",
+                f"stream-ordered {stream_ms:.4f} ms vs device-synchronised "
+                f"{dev_ms:.4f} ms: work ran outside the current stream",
+            )
         return True
 
     def finish(self, cand: CandidateProcess) -> None:
@@ -672,8 +808,9 @@ class Judge:
         checked = getattr(self, "_checked", [])
         if not checked:
             return
-        jobs = [{"name": f"timed_{c['i']}", "seed": c["seed"], "variant": "base", "save_inputs": False}
-                for c in checked]
+        jobs = [
+            {"name": f"timed_{c['i']}", "seed": c["seed"], "variant": "base", "save_inputs": False} for c in checked
+        ]
         rep = run_reference(self.task_code, jobs, self.dirs, self.s, self.arch, init_seed)
         if rep.get("stage") != "done":
             self.rep["correct"] = False
@@ -690,8 +827,10 @@ class Judge:
                 mismatches.append(f"timed call {c['i']}: {e}")
                 continue
             if tensorio.digest(out) != c["digest"]:
-                self.violation("output_commitment_mismatch",
-                               f"timed call {c['i']}: the saved output is not the one committed at the call")
+                self.violation(
+                    "output_commitment_mismatch",
+                    f"timed call {c['i']}: the saved output is not the one committed at the call",
+                )
                 mismatches.append(f"timed call {c['i']}: saved output differs from its commitment")
                 continue
             cmp = compare(ref, out, self.s)

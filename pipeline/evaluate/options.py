@@ -26,26 +26,47 @@ class EvalOptions:
     """Kernel evaluation harness: correctness, the op guard, profiling, static checks, resources."""
 
     # where the jailed reference and candidate processes run
-    device: str = _opt("cuda", "Device of the reference and candidate processes: cuda | cpu (cpu: protocol tests "
-                               "only; timed with the host clock).", choices=("cuda", "cpu"))
+    device: str = _opt(
+        "cuda",
+        "Device of the reference and candidate processes: cuda | cpu (cpu: protocol tests "
+        "only; timed with the host clock).",
+        choices=("cuda", "cpu"),
+    )
     # correctness (docs/judge.md, "Tolerance")
-    atol: float = _opt(1e-2, "KernelBench's absolute tolerance: its allclose verdict is recorded "
-                             "(details.kernelbench_ok) for comparison; it is not the verdict.", ge=0.0)
-    rtol: float = _opt(1e-2, "Relative tolerance: an element passes if |out - ref| <= atol_eff + rtol * |ref| "
-                             "(also KernelBench's rtol).", ge=0.0)
-    scale_atol: float = _opt(1e-2, "atol_eff = max(atol_floor, scale_atol * RMS of the reference output tensor).",
-                             ge=0.0)
+    atol: float = _opt(
+        1e-2,
+        "KernelBench's absolute tolerance: its allclose verdict is recorded "
+        "(details.kernelbench_ok) for comparison; it is not the verdict.",
+        ge=0.0,
+    )
+    rtol: float = _opt(
+        1e-2,
+        "Relative tolerance: an element passes if |out - ref| <= atol_eff + rtol * |ref| (also KernelBench's rtol).",
+        ge=0.0,
+    )
+    scale_atol: float = _opt(
+        1e-2, "atol_eff = max(atol_floor, scale_atol * RMS of the reference output tensor).", ge=0.0
+    )
     atol_floor: float = _opt(1e-9, "The smallest atol_eff (an all-zero reference output).", ge=0.0)
-    input_variants: list[str] = _opt(["base", "perturbed"], "Input distributions cycled over the correctness "
-                                     "trials: base (get_inputs as drawn) and perturbed (every float input times "
-                                     "an elementwise factor in [0.5, 1.5]).")
+    input_variants: list[str] = _opt(
+        ["base", "perturbed"],
+        "Input distributions cycled over the correctness "
+        "trials: base (get_inputs as drawn) and perturbed (every float input times "
+        "an elementwise factor in [0.5, 1.5]).",
+    )
     trials: int = _opt(5, "Correctness trials, each on fresh random inputs from a secret seed.", ge=1)
     post_timing_trials: int = _opt(2, "Correctness re-checked after timing, on new secret seeds.", ge=0)
-    determinism: str = _opt("exact", "Same inputs twice: exact (bitwise) | tolerance (the rule above) | off.",
-                            choices=("exact", "tolerance", "off"))
-    degenerate_check: bool = _opt(True, "Report a task whose reference output does not depend on its input "
-                                        "(across the inputs drawn) as a task defect (reward 0 for a matching "
-                                        "kernel: excluded, not punished).")
+    determinism: str = _opt(
+        "exact",
+        "Same inputs twice: exact (bitwise) | tolerance (the rule above) | off.",
+        choices=("exact", "tolerance", "off"),
+    )
+    degenerate_check: bool = _opt(
+        True,
+        "Report a task whose reference output does not depend on its input "
+        "(across the inputs drawn) as a task defect (reward 0 for a matching "
+        "kernel: excluded, not punished).",
+    )
     kernel_launch_check: bool = _opt(True, "The candidate must launch at least one GPU kernel (CUPTI).")
     # what ModelNew.forward may call from torch (everything else in aten is blocked at dispatch)
     allow_libraries: list[str] = _opt([], "Torch library ops allowed in ModelNew.forward: cublas, cudnn.")
@@ -54,26 +75,41 @@ class EvalOptions:
     timing_trials: int = _opt(30, "Timed calls kept (one more is run first and discarded).", ge=1)
     timing_warmup: int = _opt(5, "Warm-up calls before timing (at least).", ge=0)
     timing_warmup_ms: float = _opt(250.0, "Warm-up wall time before timing, ms (at least; GPU clocks ramp up).")
-    timing_min_ms: float = _opt(300.0, "More timed calls for short kernels, until they add up to this much GPU "
-                                       "time (ms).")
+    timing_min_ms: float = _opt(
+        300.0, "More timed calls for short kernels, until they add up to this much GPU time (ms)."
+    )
     timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
-    check_max_calls: int = _opt(16, "Timed calls whose output is checked against the reference, chosen by the "
-                                    "trusted side after each call (the last one always).", ge=1)
-    calibration_calls: int = _opt(30, "No-op timed calls that calibrate the per-call overhead before candidate "
-                                      "code is loaded.", ge=1)
-    live_calibration_calls: int = _opt(200, "Null calls made during timing by a second process that never loads "
-                                            "candidate code, at random points between the timed calls: the clock "
-                                            "check's overhead is measured under the host's load of that moment "
-                                            "(0: the calibration before load alone).", ge=0)
-    clock_slack_ms: float = _opt(0.2, "Reported GPU times may fall short of the trusted wall clock minus the "
-                                      "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
-                                      "3 x the calibration's IQR) (medians); more is time_inconsistent.", ge=0.0)
+    check_max_calls: int = _opt(
+        16,
+        "Timed calls whose output is checked against the reference, chosen by the "
+        "trusted side after each call (the last one always).",
+        ge=1,
+    )
+    calibration_calls: int = _opt(
+        30, "No-op timed calls that calibrate the per-call overhead before candidate code is loaded.", ge=1
+    )
+    live_calibration_calls: int = _opt(
+        200,
+        "Null calls made during timing by a second process that never loads "
+        "candidate code, at random points between the timed calls: the clock "
+        "check's overhead is measured under the host's load of that moment "
+        "(0: the calibration before load alone).",
+        ge=0,
+    )
+    clock_slack_ms: float = _opt(
+        0.2,
+        "Reported GPU times may fall short of the trusted wall clock minus the "
+        "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
+        "3 x the calibration's IQR) (medians); more is time_inconsistent.",
+        ge=0.0,
+    )
     clock_slack_frac: float = _opt(0.15, "See clock_slack_ms.", ge=0.0)
     l2_flush: bool = _opt(True, "Flush L2 before every timed call.")
     max_speedup: float = _opt(10.0, "Speedup above which a result is suspect.")
     reject_excessive_speedup: bool = _opt(True, "Reject (not only flag) speedups above max_speedup.")
-    offstream_ratio: float = _opt(0.5, "Stream-ordered time below ratio x device-synchronised time means work ran "
-                                       "off the stream.")
+    offstream_ratio: float = _opt(
+        0.5, "Stream-ordered time below ratio x device-synchronised time means work ran off the stream."
+    )
     offstream_min_ms: float = _opt(0.05, "Off-stream detector floor (ms).")
     compile_mode: str = _opt("default", "torch.compile mode of the compile baseline.")
     baselines: bool = _opt(True, "Measure eager and torch.compile baselines (cached per task/GPU/torch/mode).")
@@ -84,8 +120,7 @@ class EvalOptions:
     warnings_reject: bool = _opt(False, "Treat static warnings (precision casts) as violations.")
     allow_triton: bool = _opt(False, "Allow Triton kernels in solutions.")
     # resources
-    timeout_s: float = _opt(600.0, "Wall-clock limit of the candidate process's whole life (load, verify, "
-                                   "profile).")
+    timeout_s: float = _opt(600.0, "Wall-clock limit of the candidate process's whole life (load, verify, profile).")
     start_timeout_s: float = _opt(120.0, "The candidate process's start (interpreter, torch) until it answers.")
     load_timeout_s: float = _opt(300.0, "Importing the solution and building ModelNew.")
     call_timeout_s: float = _opt(120.0, "One command to the candidate process (a correctness or timed call).")
@@ -93,14 +128,19 @@ class EvalOptions:
     baseline_timeout_s: float = _opt(900.0, "Limit of a baseline process.")
     compile_timeout_s: float = _opt(900.0, "Limit of one build.")
     gpu_memory_fraction: float = _opt(0.9, "Caching-allocator cap.", ge=0.0, le=1.0)
-    cache_dir: Optional[str] = _opt(None, "Builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or "
-                                          "~/.cache/opforge/eval.")
-    arch_list: Optional[str] = _opt(None, "TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else "
-                                          "$TORCH_CUDA_ARCH_LIST or 9.0.")
-    gpu_lock: Optional[str] = _opt(None, "Lock file (flock: freed when its holder dies) that serialises GPU use "
-                                         "of concurrent evaluations on one GPU.")
-    keep_eval_dir: bool = _opt(False, "Keep each evaluation's directory (inputs, reference and candidate "
-                                      "outputs) for debugging.")
+    cache_dir: Optional[str] = _opt(
+        None, "Builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or ~/.cache/opforge/eval."
+    )
+    arch_list: Optional[str] = _opt(
+        None, "TORCH_CUDA_ARCH_LIST; None: from the visible GPU, else $TORCH_CUDA_ARCH_LIST or 9.0."
+    )
+    gpu_lock: Optional[str] = _opt(
+        None,
+        "Lock file (flock: freed when its holder dies) that serialises GPU use of concurrent evaluations on one GPU.",
+    )
+    keep_eval_dir: bool = _opt(
+        False, "Keep each evaluation's directory (inputs, reference and candidate outputs) for debugging."
+    )
 
 
 FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(EvalOptions)
@@ -152,5 +192,6 @@ def resolve(settings: dict[str, Any] | None) -> dict[str, Any]:
         out[k] = list(v) if isinstance(v, tuple) else v
     if out["cache_dir"] is None:
         out["cache_dir"] = os.environ.get("OPFORGE_EVAL_CACHE") or os.path.join(
-            os.path.expanduser("~"), ".cache", "opforge", "eval")
+            os.path.expanduser("~"), ".cache", "opforge", "eval"
+        )
     return out

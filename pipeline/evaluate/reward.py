@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 
-def reward(correct: bool, speedup_vs_eager: float | None, speedup_vs_compile: float | None,
-           margin: float = 0.05) -> int:
+def reward(
+    correct: bool, speedup_vs_eager: float | None, speedup_vs_compile: float | None, margin: float = 0.05
+) -> int:
     """-1 incorrect; 1 correct; 2 faster than eager by > margin; 3 faster than eager and torch.compile by > margin.
 
     A missing or non-finite speedup counts as "not faster" (a correct kernel without timings gets 1).

@@ -28,8 +28,10 @@ RUNTIME_RULES: dict[str, str] = {
 
 
 def _tolerance_line(s: dict[str, Any]) -> str:
-    return (f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
-            "elementwise per output tensor")
+    return (
+        f"|out - ref| <= max({s['atol_floor']:g}, {s['scale_atol']:g} x RMS(ref)) + {s['rtol']:g} x |ref| "
+        "elementwise per output tensor"
+    )
 
 
 def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False) -> str:
@@ -41,28 +43,34 @@ def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False)
     libs = ", ".join(s["allow_libraries"]) or "none"
     if compact:
         static = ", ".join(n for n, (sev, _) in VIOLATIONS.items() if sev == STRICT)
-        return ("## Reason codes of the judge (any one scores -1)\n"
-                f"Static: {static}. At run time: {', '.join(RUNTIME_RULES)}. Libraries allowed: {libs}. "
-                f"Correct: {_tolerance_line(s)}, on fresh secret inputs of two distributions.")
+        return (
+            "## Reason codes of the judge (any one scores -1)\n"
+            f"Static: {static}. At run time: {', '.join(RUNTIME_RULES)}. Libraries allowed: {libs}. "
+            f"Correct: {_tolerance_line(s)}, on fresh secret inputs of two distributions."
+        )
     lines = [
         "## What the judge rejects (any one scores the attempt -1)",
         "Forbidden in the solution (static checks on the source, before any build):",
     ]
     lines += [f"- `{name}`: {what}" for name, (sev, what) in VIOLATIONS.items() if sev == STRICT]
     lines += [
-        ("- in particular: os / sys / pickle for files, the environment or sys.modules (`io_access`, "
-         "`caller_introspection`); subprocess, threading, multiprocessing (`threads_or_processes`); ctypes "
-         "(`raw_memory_access`); inspect, gc (`caller_introspection`); importlib, exec, eval (`dynamic_code`)"),
+        (
+            "- in particular: os / sys / pickle for files, the environment or sys.modules (`io_access`, "
+            "`caller_introspection`); subprocess, threading, multiprocessing (`threads_or_processes`); ctypes "
+            "(`raw_memory_access`); inspect, gc (`caller_introspection`); importlib, exec, eval (`dynamic_code`)"
+        ),
         f"- library calls (cuBLAS, cuDNN) unless allowed; allowed libraries now: {libs}",
         "Checked while it runs (in its own jailed process, without access to the reference or the judge):",
     ]
     lines += [f"- `{name}`: {what}" for name, what in RUNTIME_RULES.items()]
     lines += [
-        ("Correct means: same output structure, shapes and dtypes, and "
-         f"{_tolerance_line(s)}, on {s['trials']} fresh secret inputs (also a second, perturbed input "
-         "distribution) and "
-         "again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
-         "scale, so returning zeros fails)."),
+        (
+            "Correct means: same output structure, shapes and dtypes, and "
+            f"{_tolerance_line(s)}, on {s['trials']} fresh secret inputs (also a second, perturbed input "
+            "distribution) and "
+            "again after timing; tolerances scale with the output's magnitude (tiny outputs are judged at their own "
+            "scale, so returning zeros fails)."
+        ),
         "Recorded, not rejected: `precision_cast` and `global_state` warnings.",
     ]
     return "\n".join(lines)

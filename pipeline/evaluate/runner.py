@@ -50,8 +50,13 @@ def compile_caches(settings: dict[str, Any], task_code: str) -> list[Path]:
 
 
 def worker_env(arch_list: str, caches: list[Path]) -> dict[str, str]:
-    return {"PYTHONPATH": _pythonpath(), "TORCH_CUDA_ARCH_LIST": arch_list,
-            "TORCHINDUCTOR_CACHE_DIR": str(caches[0]), "TRITON_CACHE_DIR": str(caches[1]), "PYTHONHASHSEED": "0"}
+    return {
+        "PYTHONPATH": _pythonpath(),
+        "TORCH_CUDA_ARCH_LIST": arch_list,
+        "TORCHINDUCTOR_CACHE_DIR": str(caches[0]),
+        "TRITON_CACHE_DIR": str(caches[1]),
+        "PYTHONHASHSEED": "0",
+    }
 
 
 @contextlib.contextmanager
@@ -78,13 +83,29 @@ def run_job(payload: dict[str, Any], settings: dict[str, Any], *, timeout_s: flo
     payload = {**payload, "seed": secrets.randbits(62), "settings": {**settings, "gpu_lock": None}}
     caches = compile_caches(settings, str(payload.get("task_code", "")))
     with gpu_lock(settings.get("gpu_lock")) as waited:
-        sb = run_sandboxed(_BOOT, payload=payload, timeout_s=timeout_s, memory_mb=None, nproc=None,
-                           cpu_s=timeout_s * 8 + 60, fsize_mb=4096, env=worker_env(arch_list, caches),
-                           max_output_bytes=20_000, **jail_kwargs(gpu=True, read_dirs=[], exec_dirs=caches))
+        sb = run_sandboxed(
+            _BOOT,
+            payload=payload,
+            timeout_s=timeout_s,
+            memory_mb=None,
+            nproc=None,
+            cpu_s=timeout_s * 8 + 60,
+            fsize_mb=4096,
+            env=worker_env(arch_list, caches),
+            max_output_bytes=20_000,
+            **jail_kwargs(gpu=True, read_dirs=[], exec_dirs=caches),
+        )
     report = sb.result if isinstance(sb.result, dict) else {}
     if waited is not None and isinstance(report.get("phase_s"), dict):
         report["phase_s"]["gpu_wait"] = waited[0]
-    report["sandbox"] = {"reason": sb.reason, "returncode": sb.returncode, "signal": sb.signal,
-                         "timed_out": sb.timed_out, "wall_s": sb.wall_s, "violations": sb.violations,
-                         "stderr_tail": sb.stderr[-2000:], "error": sb.error_message[-2000:]}
+    report["sandbox"] = {
+        "reason": sb.reason,
+        "returncode": sb.returncode,
+        "signal": sb.signal,
+        "timed_out": sb.timed_out,
+        "wall_s": sb.wall_s,
+        "violations": sb.violations,
+        "stderr_tail": sb.stderr[-2000:],
+        "error": sb.error_message[-2000:],
+    }
     return report

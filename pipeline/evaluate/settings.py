@@ -25,7 +25,10 @@ def _field(f) -> tuple[Any, Any]:
     return tp, Field(f.default, description=meta["doc"], **bounds)
 
 
-EvalSettings = create_model("EvalSettings", __base__=_EvalBase, __module__=__name__,
-                            **{f.name: _field(f) for f in FIELDS})
-EvalSettings.__doc__ = ("Kernel evaluation harness. The GPU-side code receives these as a plain dict "
-                        "(`as_worker_dict`); the fields are defined once in `pipeline.evaluate.options.EvalOptions`.")
+EvalSettings = create_model(
+    "EvalSettings", __base__=_EvalBase, __module__=__name__, **{f.name: _field(f) for f in FIELDS}
+)
+EvalSettings.__doc__ = (
+    "Kernel evaluation harness. The GPU-side code receives these as a plain dict "
+    "(`as_worker_dict`); the fields are defined once in `pipeline.evaluate.options.EvalOptions`."
+)

@@ -10,12 +10,22 @@ from typing import Any
 from pipeline.stage import Needs, Plan, Resources, Skip, Stage, resolve
 
 STAGE = Stage(
-    name="evaluate", inputs=("trajectories", "tasks"), outputs=("evaluations",), settings="eval",
-    fn="pipeline.evaluate.spec:evaluate_shard", plan="pipeline.evaluate.spec:plan", shard_key="traj_id",
-    shard_size=4, resources=Resources(cpus=1, gpus=1), needs=Needs(gpu=True), command="eval",
-    flow="evaluate_flow", docs="evaluate",
+    name="evaluate",
+    inputs=("trajectories", "tasks"),
+    outputs=("evaluations",),
+    settings="eval",
+    fn="pipeline.evaluate.spec:evaluate_shard",
+    plan="pipeline.evaluate.spec:plan",
+    shard_key="traj_id",
+    shard_size=4,
+    resources=Resources(cpus=1, gpus=1),
+    needs=Needs(gpu=True),
+    command="eval",
+    flow="evaluate_flow",
+    docs="evaluate",
     doc="Re-evaluate the final kernel of every trajectory of the run (compile, correctness, timing -> reward), "
-        "one GPU per shard task.")
+    "one GPU per shard task.",
+)
 
 
 def plan(cfg: Any) -> Plan:
@@ -30,14 +40,21 @@ def plan(cfg: Any) -> Plan:
     trajs = trajs.filter(pc.invert(pc.is_null(trajs.column("final_kernel"))))
     tasks = run_table(cfg, "tasks")
     settings = cfg.eval.model_dump(mode="json")
-    return Plan(args={"task_code": dict(zip(tasks.column("task_id").to_pylist(), tasks.column("code").to_pylist())),
-                      "eval_settings": settings, "run_id": cfg.run_id,
-                      "work_dir": str(Path(cfg.data_root) / "solutions" / cfg.run_id)},
-                items=trajs, key=settings)
+    return Plan(
+        args={
+            "task_code": dict(zip(tasks.column("task_id").to_pylist(), tasks.column("code").to_pylist())),
+            "eval_settings": settings,
+            "run_id": cfg.run_id,
+            "work_dir": str(Path(cfg.data_root) / "solutions" / cfg.run_id),
+        },
+        items=trajs,
+        key=settings,
+    )
 
 
-def evaluate_shard(shard: Any, task_code: dict[str, str], eval_settings: dict[str, Any], run_id: str,
-                   work_dir: str) -> list[dict[str, Any]]:
+def evaluate_shard(
+    shard: Any, task_code: dict[str, str], eval_settings: dict[str, Any], run_id: str, work_dir: str
+) -> list[dict[str, Any]]:
     """One `evaluations` row per trajectory of the shard."""
     from pipeline.evaluate.harness import evaluate
     from pipeline.evaluate.records import to_row

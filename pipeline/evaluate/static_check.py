@@ -59,49 +59,276 @@ class Finding:
 
 _THREAD_MODULES = {"threading", "_thread", "multiprocessing", "concurrent", "subprocess", "asyncio", "sched", "signal"}
 _INTROSPECTION_MODULES = {"inspect", "gc", "traceback", "sys"}  # sys alone is fine; see _INTROSPECTION_ATTRS
-_INTROSPECTION_ATTRS = {"_getframe", "_current_frames", "f_back", "f_locals", "f_globals", "f_builtins", "tb_frame",
-                        "gi_frame", "cr_frame", "ag_frame", "__traceback__", "modules", "settrace", "setprofile",
-                        "get_objects", "get_referrers", "get_referents", "__subclasses__", "__globals__",
-                        "__closure__", "__code__", "currentframe", "stack", "getouterframes", "audit",
-                        "addaudithook", "__builtins__", "_snapshot", "memory_snapshot", "_record_memory_history",
-                        "_get_current_dispatch_mode", "_get_dispatch_mode", "_get_current_function_mode",
-                        "_is_torch_function_mode_enabled", "_get_current_dispatch_mode_stack", "emit_result",
-                        "PAYLOAD", "_send", "_chan"}
+_INTROSPECTION_ATTRS = {
+    "_getframe",
+    "_current_frames",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "f_builtins",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "__traceback__",
+    "modules",
+    "settrace",
+    "setprofile",
+    "get_objects",
+    "get_referrers",
+    "get_referents",
+    "__subclasses__",
+    "__globals__",
+    "__closure__",
+    "__code__",
+    "currentframe",
+    "stack",
+    "getouterframes",
+    "audit",
+    "addaudithook",
+    "__builtins__",
+    "_snapshot",
+    "memory_snapshot",
+    "_record_memory_history",
+    "_get_current_dispatch_mode",
+    "_get_dispatch_mode",
+    "_get_current_function_mode",
+    "_is_torch_function_mode_enabled",
+    "_get_current_dispatch_mode_stack",
+    "emit_result",
+    "PAYLOAD",
+    "_send",
+    "_chan",
+}
 _DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "breakpoint"}
-_DYNAMIC_MODULES = {"__main__", "importlib", "builtins", "runpy", "marshal", "base64", "codecs", "pickle", "dill", "types",
-                    "code", "codeop", "zipimport", "pkgutil"}
-_IO_MODULES = {"socket", "urllib", "http", "requests", "pickle", "shelve", "tempfile", "shutil", "pathlib", "io",
-               "mmap", "sqlite3", "os"}
-_TIMER_NAMES = {"Event", "elapsed_time", "synchronize", "perf_counter", "perf_counter_ns", "time", "time_ns",
-                "monotonic", "monotonic_ns", "record", "current_stream", "default_stream", "process_time",
-                "Timer", "do_bench", "cuda_event"}
+_DYNAMIC_MODULES = {
+    "__main__",
+    "importlib",
+    "builtins",
+    "runpy",
+    "marshal",
+    "base64",
+    "codecs",
+    "pickle",
+    "dill",
+    "types",
+    "code",
+    "codeop",
+    "zipimport",
+    "pkgutil",
+}
+_IO_MODULES = {
+    "socket",
+    "urllib",
+    "http",
+    "requests",
+    "pickle",
+    "shelve",
+    "tempfile",
+    "shutil",
+    "pathlib",
+    "io",
+    "mmap",
+    "sqlite3",
+    "os",
+}
+_TIMER_NAMES = {
+    "Event",
+    "elapsed_time",
+    "synchronize",
+    "perf_counter",
+    "perf_counter_ns",
+    "time",
+    "time_ns",
+    "monotonic",
+    "monotonic_ns",
+    "record",
+    "current_stream",
+    "default_stream",
+    "process_time",
+    "Timer",
+    "do_bench",
+    "cuda_event",
+}
 _STREAM_ATTRS = {"Stream", "stream", "ExternalStream", "set_stream", "StreamContext", "get_stream_from_external"}
 _GRAPH_ATTRS = {"CUDAGraph", "graph", "make_graphed_callables", "graphs"}
-_LAZY_ATTRS = {"__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass",
-               "TorchDispatchMode", "TorchFunctionMode", "_python_dispatch", "DisableTorchFunction",
-               "_disable_torch_function", "_DisableTorchDispatch", "_set_torch_function_mode", "_push_mode",
-               "_pop_mode", "library", "Library", "custom_op"}
+_LAZY_ATTRS = {
+    "__torch_function__",
+    "__torch_dispatch__",
+    "_make_subclass",
+    "_make_wrapper_subclass",
+    "TorchDispatchMode",
+    "TorchFunctionMode",
+    "_python_dispatch",
+    "DisableTorchFunction",
+    "_disable_torch_function",
+    "_DisableTorchDispatch",
+    "_set_torch_function_mode",
+    "_push_mode",
+    "_pop_mode",
+    "library",
+    "Library",
+    "custom_op",
+}
 _COMPILE_ATTRS = {"compile", "_dynamo", "_inductor", "jit", "export", "fx", "_higher_order_ops"}
-_PRECISION_ATTRS = {"half", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "allow_tf32", "allow_fp16_reduced_precision_reduction",
-                    "allow_bf16_reduced_precision_reduction", "set_float32_matmul_precision", "autocast"}
+_PRECISION_ATTRS = {
+    "half",
+    "bfloat16",
+    "float16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "allow_tf32",
+    "allow_fp16_reduced_precision_reduction",
+    "allow_bf16_reduced_precision_reduction",
+    "set_float32_matmul_precision",
+    "autocast",
+}
 # torch functions that allocate or reshape without computing: allowed in forward.
-ALLOWED_TORCH_FUNCS = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-                       "full_like", "tensor", "as_tensor", "from_numpy", "as_strided", "Size", "device", "no_grad",
-                       "inference_mode", "is_tensor", "numel", "get_default_dtype", "is_grad_enabled",
-                       "enable_grad", "set_grad_enabled", "broadcast_shapes", "result_type", "promote_types",
-                       "finfo", "iinfo", "dtype", "float32", "float16", "bfloat16", "float64", "int32", "int64",
-                       "int8", "uint8", "bool", "long", "int", "float", "double", "half", "cuda", "Tensor",
-                       "contiguous_format", "channels_last", "strided"}
+ALLOWED_TORCH_FUNCS = {
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "as_strided",
+    "Size",
+    "device",
+    "no_grad",
+    "inference_mode",
+    "is_tensor",
+    "numel",
+    "get_default_dtype",
+    "is_grad_enabled",
+    "enable_grad",
+    "set_grad_enabled",
+    "broadcast_shapes",
+    "result_type",
+    "promote_types",
+    "finfo",
+    "iinfo",
+    "dtype",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int32",
+    "int64",
+    "int8",
+    "uint8",
+    "bool",
+    "long",
+    "int",
+    "float",
+    "double",
+    "half",
+    "cuda",
+    "Tensor",
+    "contiguous_format",
+    "channels_last",
+    "strided",
+}
 # Tensor methods that compute (flagged when called in forward). Views/allocation are left to the runtime guard.
 COMPUTE_METHODS = {
-    "relu", "relu_", "sigmoid", "tanh", "exp", "log", "softmax", "log_softmax", "sum", "mean", "max", "min", "amax",
-    "amin", "matmul", "mm", "bmm", "addmm", "mul", "mul_", "add", "add_", "sub", "sub_", "div", "div_", "pow", "sqrt",
-    "rsqrt", "abs", "clamp", "clamp_", "clamp_min", "clamp_max", "norm", "var", "std", "prod", "cumsum", "cumprod",
-    "argmax", "argmin", "sort", "topk", "gelu", "silu", "erf", "sin", "cos", "neg", "reciprocal", "maximum",
-    "minimum", "where", "masked_fill", "masked_fill_", "gather", "scatter", "scatter_add", "index_select",
-    "conv2d", "linear", "einsum", "baddbmm", "logsumexp", "dot", "outer", "tril", "triu", "floor", "ceil", "round",
-    "sign", "square", "hardtanh", "leaky_relu", "elu", "softplus", "mish", "hardswish", "lerp", "addcmul", "addcdiv",
-    "all", "any", "diff", "flip", "roll", "cross", "kron", "trace", "diag", "cdist",
+    "relu",
+    "relu_",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "softmax",
+    "log_softmax",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "mul",
+    "mul_",
+    "add",
+    "add_",
+    "sub",
+    "sub_",
+    "div",
+    "div_",
+    "pow",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "clamp",
+    "clamp_",
+    "clamp_min",
+    "clamp_max",
+    "norm",
+    "var",
+    "std",
+    "prod",
+    "cumsum",
+    "cumprod",
+    "argmax",
+    "argmin",
+    "sort",
+    "topk",
+    "gelu",
+    "silu",
+    "erf",
+    "sin",
+    "cos",
+    "neg",
+    "reciprocal",
+    "maximum",
+    "minimum",
+    "where",
+    "masked_fill",
+    "masked_fill_",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "index_select",
+    "conv2d",
+    "linear",
+    "einsum",
+    "baddbmm",
+    "logsumexp",
+    "dot",
+    "outer",
+    "tril",
+    "triu",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "square",
+    "hardtanh",
+    "leaky_relu",
+    "elu",
+    "softplus",
+    "mish",
+    "hardswish",
+    "lerp",
+    "addcmul",
+    "addcdiv",
+    "all",
+    "any",
+    "diff",
+    "flip",
+    "roll",
+    "cross",
+    "kron",
+    "trace",
+    "diag",
+    "cdist",
 }
 
 
@@ -159,8 +386,11 @@ class _PyChecker(ast.NodeVisitor):
             self.add("torch_compile", node, f"import {mod}")
         if mod.startswith("torch._dynamo") or mod.startswith("torch._inductor") or mod.startswith("torch.fx"):
             self.add("torch_compile", node, f"import {mod}")
-        if mod.startswith("torch.utils._python_dispatch") or mod.startswith("torch.overrides") or \
-                mod.startswith("torch.library"):
+        if (
+            mod.startswith("torch.utils._python_dispatch")
+            or mod.startswith("torch.overrides")
+            or mod.startswith("torch.library")
+        ):
             self.add("lazy_tensor", node, f"import {mod}")
         if top in {"model", "reference"} or top in self.reference_names:
             self.add("inherits_reference", node, f"import {mod}")
@@ -215,11 +445,18 @@ class _PyChecker(ast.NodeVisitor):
     def _check_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.defined.add(node.name)
         body = list(node.body)
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body = body[1:]
-        if not body or all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                                       and s.value.value is Ellipsis) for s in body):
+        if not body or all(
+            isinstance(s, ast.Pass)
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is Ellipsis)
+            for s in body
+        ):
             self.add("pass_body", node, f"def {node.name}: body does nothing")
         if isinstance(node, ast.AsyncFunctionDef):
             self.add("threads_or_processes", node, f"async def {node.name}")
@@ -251,8 +488,9 @@ class _PyChecker(ast.NodeVisitor):
 
     def visit_With(self, node: ast.With) -> None:
         for item in node.items:
-            parts = self.resolve(_chain(item.context_expr.func if isinstance(item.context_expr, ast.Call)
-                                        else item.context_expr))
+            parts = self.resolve(
+                _chain(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr)
+            )
             if parts and parts[-1] == "suppress":
                 self.add("try_except_fallback", node, "contextlib.suppress")
         self.generic_visit(node)
@@ -270,8 +508,11 @@ class _PyChecker(ast.NodeVisitor):
             root = parts[0]
             if root in {"torch", "time", "timeit", "triton"} and parts[-1] in _TIMER_NAMES | {"Event"}:
                 self.add("timer_patching", node, f"assigns {'.'.join(parts)}")
-            elif root in {"torch", "time", "timeit"} and any(p in {"cuda", "Event"} for p in parts[1:]) \
-                    and parts[-1] not in {"allow_tf32", "benchmark", "deterministic"}:
+            elif (
+                root in {"torch", "time", "timeit"}
+                and any(p in {"cuda", "Event"} for p in parts[1:])
+                and parts[-1] not in {"allow_tf32", "benchmark", "deterministic"}
+            ):
                 self.add("timer_patching", node, f"assigns {'.'.join(parts)}")
             elif root == "torch" and parts[1:2] == ["backends"]:
                 name = "precision_cast" if "tf32" in parts[-1] or "reduced_precision" in parts[-1] else "global_state"
@@ -317,8 +558,11 @@ class _PyChecker(ast.NodeVisitor):
         attr = node.attr
         if attr in _INTROSPECTION_ATTRS:
             root = parts[:1]
-            benign = (attr == "modules" and root != ["sys"]) or (attr == "stack" and root not in (["inspect"], ["traceback"])) \
+            benign = (
+                (attr == "modules" and root != ["sys"])
+                or (attr == "stack" and root not in (["inspect"], ["traceback"]))
                 or (attr == "audit" and root != ["sys"])
+            )
             if not benign:
                 self.add("caller_introspection", node, ".".join(parts) or attr)
         if parts and parts[0] == "torch":
@@ -339,11 +583,44 @@ class _PyChecker(ast.NodeVisitor):
             self.add("lazy_tensor", node, attr)
         if attr in _PRECISION_ATTRS:
             self.add("precision_cast", node, ".".join(parts) or attr)
-        if parts and parts[0] in {"os"} and attr in {"system", "popen", "fork", "spawnl", "spawnv", "execv", "execl",
-                                                      "posix_spawn", "forkpty", "kill", "_exit"}:
+        if (
+            parts
+            and parts[0] in {"os"}
+            and attr
+            in {
+                "system",
+                "popen",
+                "fork",
+                "spawnl",
+                "spawnv",
+                "execv",
+                "execl",
+                "posix_spawn",
+                "forkpty",
+                "kill",
+                "_exit",
+            }
+        ):
             self.add("threads_or_processes", node, ".".join(parts))
-        if parts and parts[0] == "os" and attr in {"open", "write", "read", "dup", "dup2", "environ", "remove",
-                                                    "listdir", "scandir", "walk", "fdopen", "pipe"}:
+        if (
+            parts
+            and parts[0] == "os"
+            and attr
+            in {
+                "open",
+                "write",
+                "read",
+                "dup",
+                "dup2",
+                "environ",
+                "remove",
+                "listdir",
+                "scandir",
+                "walk",
+                "fdopen",
+                "pipe",
+            }
+        ):
             self.add("io_access", node, ".".join(parts))
         if parts and parts[0] == "np" and attr in {"load", "save", "fromfile", "memmap", "loadtxt"}:
             self.add("io_access", node, ".".join(parts))
@@ -362,8 +639,9 @@ class _PyChecker(ast.NodeVisitor):
                 if not isinstance(node.args[1], ast.Constant):
                     self.add("dynamic_code", node, f"{node.func.id} with a computed name")
                 elif node.func.id in {"setattr", "delattr"} and (
-                        (target and target[0] in {"torch", "time", "timeit", "sys", "builtins", "gc", "os"})
-                        or node.args[1].value in _TIMER_NAMES | {"forward", "__call__", "__class__"}):
+                    (target and target[0] in {"torch", "time", "timeit", "sys", "builtins", "gc", "os"})
+                    or node.args[1].value in _TIMER_NAMES | {"forward", "__call__", "__class__"}
+                ):
                     self.add("timer_patching", node, f"{node.func.id}({'.'.join(target)}, {node.args[1].value!r})")
                 elif isinstance(node.args[1].value, str) and node.args[1].value in _INTROSPECTION_ATTRS:
                     self.add("caller_introspection", node, f"getattr(..., {node.args[1].value!r})")
@@ -376,17 +654,34 @@ class _PyChecker(ast.NodeVisitor):
                 is_linalg = parts[1] in {"linalg", "fft", "special", "sparse"}
                 if is_func or is_torch_op or is_linalg:
                     self.add("torch_compute_op", node, ".".join(parts) + "() in forward")
-        elif self.in_forward and isinstance(node.func, ast.Attribute) and name in COMPUTE_METHODS and parts \
-                and parts[0] not in {"self", "math", "np", "numpy"} | self.ext_names and len(parts) >= 2:
+        elif (
+            self.in_forward
+            and isinstance(node.func, ast.Attribute)
+            and name in COMPUTE_METHODS
+            and parts
+            and parts[0] not in {"self", "math", "np", "numpy"} | self.ext_names
+            and len(parts) >= 2
+        ):
             # x.relu(), y.sum(): the runtime guard is authoritative; this names the line for the agent.
             self.add("torch_compute_op", node, f".{name}() in forward")
-        elif self.in_forward and isinstance(node.func, ast.Attribute) and name in COMPUTE_METHODS and \
-                isinstance(node.func.value, (ast.Call, ast.Subscript, ast.BinOp)):
+        elif (
+            self.in_forward
+            and isinstance(node.func, ast.Attribute)
+            and name in COMPUTE_METHODS
+            and isinstance(node.func.value, (ast.Call, ast.Subscript, ast.BinOp))
+        ):
             self.add("torch_compute_op", node, f".{name}() in forward")
-        if self.in_forward and isinstance(node.func, ast.Attribute) and (
-                name in {"cpu", "numpy", "tolist"} or (parts and parts[0] in {"np", "numpy"})):
+        if (
+            self.in_forward
+            and isinstance(node.func, ast.Attribute)
+            and (name in {"cpu", "numpy", "tolist"} or (parts and parts[0] in {"np", "numpy"}))
+        ):
             self.add("host_compute", node, f"{'.'.join(parts) or name}() in forward")
-        if parts[:3] == ["torch", "ops", "aten"] or parts[:2] == ["torch", "_refs"] or parts[:2] == ["torch", "_prims"]:
+        if (
+            parts[:3] == ["torch", "ops", "aten"]
+            or parts[:2] == ["torch", "_refs"]
+            or parts[:2] == ["torch", "_prims"]
+        ):
             self.add("torch_compute_op", node, ".".join(parts) + "()")
         if name in {"half", "bfloat16"} and isinstance(node.func, ast.Attribute):
             self.add("precision_cast", node, f".{name}()")
@@ -405,8 +700,14 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
-def check_python(code: str, file: str = "solution.py", *, reference_names: set[str] | None = None,
-                 allow_triton: bool = False, require_model_new: bool = True) -> list[Finding]:
+def check_python(
+    code: str,
+    file: str = "solution.py",
+    *,
+    reference_names: set[str] | None = None,
+    allow_triton: bool = False,
+    require_model_new: bool = True,
+) -> list[Finding]:
     """Findings for Python source, including the C++/CUDA found in its long string constants."""
     try:
         tree = ast.parse(code)
@@ -433,44 +734,89 @@ def check_python(code: str, file: str = "solution.py", *, reference_names: set[s
 # ---------------------------------------------------------------- C++ / CUDA
 
 _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
-    ("stream_creation", re.compile(r"\bcudaStreamCreate\w*|\bgetStreamFromPool\b|\bcudaStreamPerThread\b|"
-                                   r"\bcudaStreamNonBlocking\b|\bsetCurrentCUDAStream\b|\bgetStreamFromExternal\b|"
-                                   r"\bcudaStreamLegacy\b|\bcuStreamCreate\w*")),
+    (
+        "stream_creation",
+        re.compile(
+            r"\bcudaStreamCreate\w*|\bgetStreamFromPool\b|\bcudaStreamPerThread\b|"
+            r"\bcudaStreamNonBlocking\b|\bsetCurrentCUDAStream\b|\bgetStreamFromExternal\b|"
+            r"\bcudaStreamLegacy\b|\bcuStreamCreate\w*"
+        ),
+    ),
     ("cuda_graph", re.compile(r"\bcudaGraph\w*|\bcudaStreamBeginCapture\b|\bCUDAGraph\b|\bcuGraph\w*")),
-    ("threads_or_processes", re.compile(r"\bstd::thread\b|\bpthread_create\b|\bstd::async\b|\bfork\s*\(|"
-                                        r"\bstd::jthread\b|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b|"
-                                        r"#\s*pragma\s+omp\b|\bsystem\s*\(|\bpopen\s*\(")),
+    (
+        "threads_or_processes",
+        re.compile(
+            r"\bstd::thread\b|\bpthread_create\b|\bstd::async\b|\bfork\s*\(|"
+            r"\bstd::jthread\b|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b|"
+            r"#\s*pragma\s+omp\b|\bsystem\s*\(|\bpopen\s*\("
+        ),
+    ),
     ("try_except_fallback", re.compile(r"\btry\s*\{|\bcatch\s*\(")),
-    ("timer_patching", re.compile(r"\bcudaEventRecord\b|\bcudaEventElapsedTime\b|\bdlsym\b|\bLD_PRELOAD\b|"
-                                  r"\bcudaEventDestroy\b|\bcuEventRecord\b")),
-    ("caller_introspection", re.compile(r"\bPyEval_GetFrame\b|\bPyFrame_\w+|\bPyGC_\w+|\bPyImport_\w+|"
-                                        r"\bPyRun_\w+|\bpy::module_::import\b|\bpybind11::module_::import\b|"
-                                        r"\bpy::module::import\b|\bpy::eval\b|\bpy::exec\b|\bPyObject_GetAttr\w*|"
-                                        r"\bpy::globals\b|\bTorchDispatchModeTLS\b|\bExcludeDispatchKeyGuard\b|"
-                                        r"\btls_local_dispatch_key_set\b|\bIncludeDispatchKeyGuard\b|\bPythonTLSSnapshot\b")),
-    ("io_access", re.compile(r"\bfopen\s*\(|\bstd::[io]?fstream\b|\bopen\s*\(\s*\"|\bmmap\s*\(|\bsocket\s*\(|"
-                             r"\bcudaIpc\w+")),
-    ("torch_compute_op", re.compile(r"\b(?:torch|at)::(?:matmul|mm|bmm|addmm|relu|sigmoid|tanh|softmax|log_softmax|"
-                                    r"conv\w*|linear|sum|mean|exp|log|add|mul|sub|div|max|min|layer_norm|"
-                                    r"batch_norm|gelu|silu|where|clamp|pow|sqrt|einsum|cat|stack|norm|var|std|"
-                                    r"argmax|topk|sort|cumsum|baddbmm|dropout|embedding|abs)\s*\(|"
-                                    r"\.(?:matmul|mm|relu|sigmoid|softmax|sum|mean|exp|add|mul|sub|div)\s*\(")),
+    (
+        "timer_patching",
+        re.compile(
+            r"\bcudaEventRecord\b|\bcudaEventElapsedTime\b|\bdlsym\b|\bLD_PRELOAD\b|"
+            r"\bcudaEventDestroy\b|\bcuEventRecord\b"
+        ),
+    ),
+    (
+        "caller_introspection",
+        re.compile(
+            r"\bPyEval_GetFrame\b|\bPyFrame_\w+|\bPyGC_\w+|\bPyImport_\w+|"
+            r"\bPyRun_\w+|\bpy::module_::import\b|\bpybind11::module_::import\b|"
+            r"\bpy::module::import\b|\bpy::eval\b|\bpy::exec\b|\bPyObject_GetAttr\w*|"
+            r"\bpy::globals\b|\bTorchDispatchModeTLS\b|\bExcludeDispatchKeyGuard\b|"
+            r"\btls_local_dispatch_key_set\b|\bIncludeDispatchKeyGuard\b|\bPythonTLSSnapshot\b"
+        ),
+    ),
+    (
+        "io_access",
+        re.compile(
+            r"\bfopen\s*\(|\bstd::[io]?fstream\b|\bopen\s*\(\s*\"|\bmmap\s*\(|\bsocket\s*\(|"
+            r"\bcudaIpc\w+"
+        ),
+    ),
+    (
+        "torch_compute_op",
+        re.compile(
+            r"\b(?:torch|at)::(?:matmul|mm|bmm|addmm|relu|sigmoid|tanh|softmax|log_softmax|"
+            r"conv\w*|linear|sum|mean|exp|log|add|mul|sub|div|max|min|layer_norm|"
+            r"batch_norm|gelu|silu|where|clamp|pow|sqrt|einsum|cat|stack|norm|var|std|"
+            r"argmax|topk|sort|cumsum|baddbmm|dropout|embedding|abs)\s*\(|"
+            r"\.(?:matmul|mm|relu|sigmoid|softmax|sum|mean|exp|add|mul|sub|div)\s*\("
+        ),
+    ),
     # A persisting access-policy window (or L2 set-aside) keeps lines resident through the harness's L2 flush, so
     # timed calls read from a cache that a real first call would find cold. (Per-access hints such as evict_last do
     # not outlive a call's own traffic much and stay allowed.)
-    ("l2_persistence", re.compile(r"\b\w*AccessPolicyWindow\b|\baccessPolicyWindow\b|\bcudaAccessPropertyPersisting\b|"
-                                  r"\bcudaLimitPersistingL2CacheSize\b|\bcudaCtxResetPersistingL2Cache\b|"
-                                  r"\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|\bCU_ACCESS_PROPERTY_PERSISTING\b|"
-                                  r"\bCU_\w*ACCESS_POLICY_WINDOW\b|\baccess_property::persisting\b|"
-                                  r"\bpersistingL2CacheMaxSize\b")),
+    (
+        "l2_persistence",
+        re.compile(
+            r"\b\w*AccessPolicyWindow\b|\baccessPolicyWindow\b|\bcudaAccessPropertyPersisting\b|"
+            r"\bcudaLimitPersistingL2CacheSize\b|\bcudaCtxResetPersistingL2Cache\b|"
+            r"\bCU_LIMIT_PERSISTING_L2_CACHE_SIZE\b|\bCU_ACCESS_PROPERTY_PERSISTING\b|"
+            r"\bCU_\w*ACCESS_POLICY_WINDOW\b|\baccess_property::persisting\b|"
+            r"\bpersistingL2CacheMaxSize\b"
+        ),
+    ),
     # The same libraries the op guard closes at dispatch (`allow_libraries`), called directly instead of through
     # torch; check_solution_files drops the findings of the libraries allowed.
-    ("library_call", re.compile(r"\bcublas\w*\s*\(|\bgetCurrentCUDABlas\w*Handle\b|#\s*include\s*[<\"]cublas\w*|"
-                                r"\bcudnn\w*\s*\(|\bgetCudnnHandle\b|#\s*include\s*[<\"]cudnn\w*")),
+    (
+        "library_call",
+        re.compile(
+            r"\bcublas\w*\s*\(|\bgetCurrentCUDABlas\w*Handle\b|#\s*include\s*[<\"]cublas\w*|"
+            r"\bcudnn\w*\s*\(|\bgetCudnnHandle\b|#\s*include\s*[<\"]cudnn\w*"
+        ),
+    ),
     ("global_state", re.compile(r"\bcudaDeviceSetLimit\b|\bcudaDeviceReset\b|\bcudaSetDevice\b")),
-    ("precision_cast", re.compile(r"\b__half2?\b|\b__float2half\w*|\b__nv_bfloat16\w*|\b__float2bfloat16\w*|"
-                                  r"\bat::kHalf\b|\bat::kBFloat16\b|\btorch::kHalf\b|\btorch::kBFloat16\b|"
-                                  r"\bnvcuda::wmma\b|\bwmma::|\b__nv_fp8\w*|\bhalf2\b|\.half\(\)|tf32")),
+    (
+        "precision_cast",
+        re.compile(
+            r"\b__half2?\b|\b__float2half\w*|\b__nv_bfloat16\w*|\b__float2bfloat16\w*|"
+            r"\bat::kHalf\b|\bat::kBFloat16\b|\btorch::kHalf\b|\btorch::kBFloat16\b|"
+            r"\bnvcuda::wmma\b|\bwmma::|\b__nv_fp8\w*|\bhalf2\b|\.half\(\)|tf32"
+        ),
+    ),
 ]
 
 
@@ -483,6 +829,7 @@ def _strip_cpp_comments(src: str) -> str:
     def repl(m: re.Match) -> str:
         s = m.group(0)
         return s if s.startswith('"') else "\n" * s.count("\n")
+
     return re.sub(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', repl, src, flags=re.S)
 
 
@@ -498,6 +845,7 @@ def check_cpp(src: str, file: str = "kernel.cu") -> list[Finding]:
 
 
 # ---------------------------------------------------------------- summary
+
 
 def summarize(findings: list[Finding], warnings_reject: bool = False) -> tuple[list[str], list[str]]:
     """(violations, warnings): unique names, in first-seen order."""
@@ -515,16 +863,21 @@ def library_of(finding: Finding) -> str:
     return "cudnn" if "cudnn" in finding.detail.lower() else "cublas"
 
 
-def check_solution_files(files: dict[str, str], *, allow_triton: bool = False,
-                         reference_names: set[str] | None = None,
-                         allow_libraries: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+def check_solution_files(
+    files: dict[str, str],
+    *,
+    allow_triton: bool = False,
+    reference_names: set[str] | None = None,
+    allow_libraries: list[str] | tuple[str, ...] = (),
+) -> list[Finding]:
     """Check every file of a solution: `{relative path: source}`. The file holding ModelNew must be .py."""
     findings: list[Finding] = []
     for path, src in sorted(files.items()):
         if path.endswith(".py"):
             is_main = path.rsplit("/", 1)[-1] in {"model_new.py", "solution.py"} or "ModelNew" in src
-            findings += check_python(src, path, reference_names=reference_names, allow_triton=allow_triton,
-                                     require_model_new=is_main)
+            findings += check_python(
+                src, path, reference_names=reference_names, allow_triton=allow_triton, require_model_new=is_main
+            )
         elif path.endswith((".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".cxx")):
             findings += check_cpp(src, path)
     allowed = {str(x).lower() for x in allow_libraries}

@@ -53,6 +53,7 @@ def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base
                 return t
             f = torch.rand(t.shape, generator=g, device=device, dtype=torch.float32) + 0.5
             return (t.float() * f).to(t.dtype)
+
         xs = [tmap(x, perturb) for x in xs]
     return xs
 

@@ -25,8 +25,15 @@ def stats(times: list[float]) -> dict[str, float]:
         return {"n": 0}
     mean = statistics.fmean(times)
     std = statistics.pstdev(times) if len(times) > 1 else 0.0
-    return {"n": len(times), "median": statistics.median(times), "mean": mean, "std": std, "min": min(times),
-            "max": max(times), "cv": (std / mean) if mean > 0 else math.nan}
+    return {
+        "n": len(times),
+        "median": statistics.median(times),
+        "mean": mean,
+        "std": std,
+        "min": min(times),
+        "max": max(times),
+        "cv": (std / mean) if mean > 0 else math.nan,
+    }
 
 
 class Timer:
@@ -73,10 +80,20 @@ class Timer:
         self._ev_sync(end)
         return out, float(self._elapsed(start, end)), float(self._elapsed(start, end_stream))
 
-    def run(self, fn: Callable[..., Any], make_args: Callable[[int], list[Any]], *, warmup: int, trials: int,
-            after_call: Callable[[int, list[Any], Any], None] | None = None, warmup_ms: float = 0.0,
-            max_warmup_calls: int = 5000, min_timed_ms: float = 0.0, max_trials: int | None = None,
-            on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        fn: Callable[..., Any],
+        make_args: Callable[[int], list[Any]],
+        *,
+        warmup: int,
+        trials: int,
+        after_call: Callable[[int, list[Any], Any], None] | None = None,
+        warmup_ms: float = 0.0,
+        max_warmup_calls: int = 5000,
+        min_timed_ms: float = 0.0,
+        max_trials: int | None = None,
+        on_plan: Callable[[int], None] | None = None,
+    ) -> dict[str, Any]:
         """Warm up, then `n + 1` timed calls (the first discarded). `make_args(i)` builds call i's inputs;
         `after_call(i, args, out)` runs outside the timed region (output checks).
 
@@ -99,7 +116,7 @@ class Timer:
             n += 1
         del warm_args
         warmup_s = self._clock() - t0
-        estimate = statistics.median(warm_times[-min(len(warm_times), 50):])
+        estimate = statistics.median(warm_times[-min(len(warm_times), 50) :])
         planned = trials
         if min_timed_ms > 0 and estimate > 0:
             planned = max(trials, int(math.ceil(min_timed_ms / estimate)))
@@ -124,14 +141,26 @@ class Timer:
             stream_times.append(ts)
             at.append(round(t_call - t0, 4))
         del keep_alive
-        return {"times_ms": times, "stream_times_ms": stream_times, "stats": stats(times),
-                "stream_stats": stats(stream_times), "warmup": n, "warmup_s": round(warmup_s, 4),
-                "warmup_estimate_ms": estimate, "warmup_first_ms": statistics.median(warm_times[:20]),
-                "started_at": started,
-                "call_at_s": at, "trials": planned, "min_trials": trials, "discarded": 1}
+        return {
+            "times_ms": times,
+            "stream_times_ms": stream_times,
+            "stats": stats(times),
+            "stream_stats": stats(stream_times),
+            "warmup": n,
+            "warmup_s": round(warmup_s, 4),
+            "warmup_estimate_ms": estimate,
+            "warmup_first_ms": statistics.median(warm_times[:20]),
+            "started_at": started,
+            "call_at_s": at,
+            "trials": planned,
+            "min_trials": trials,
+            "discarded": 1,
+        }
 
 
-TIMING_METHOD = ("cuda_event: per call, fresh inputs (GPU RNG, new addresses), L2 flushed (2x L2 zeroed), start event, "
-                 "call, end event after a device-wide synchronize; warm-up (>= N calls and >= warmup_ms of wall time), "
-                 "then max(timing_trials, timing_min_ms / warm-up estimate) timed calls up to timing_max_trials, the "
-                 "first discarded; median ms")
+TIMING_METHOD = (
+    "cuda_event: per call, fresh inputs (GPU RNG, new addresses), L2 flushed (2x L2 zeroed), start event, "
+    "call, end event after a device-wide synchronize; warm-up (>= N calls and >= warmup_ms of wall time), "
+    "then max(timing_trials, timing_min_ms / warm-up estimate) timed calls up to timing_max_trials, the "
+    "first discarded; median ms"
+)

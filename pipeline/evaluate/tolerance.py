@@ -45,11 +45,28 @@ def scale_of(ref: torch.Tensor) -> float:
     return float(r.double().pow(2).mean().sqrt())
 
 
-def compare_tensor(ref: torch.Tensor, out: torch.Tensor, *, rtol: float, scale_atol: float, atol_floor: float,
-                   kb_atol: float = KB_ATOL, kb_rtol: float = KB_RTOL, scale: float | None = None) -> dict[str, Any]:
+def compare_tensor(
+    ref: torch.Tensor,
+    out: torch.Tensor,
+    *,
+    rtol: float,
+    scale_atol: float,
+    atol_floor: float,
+    kb_atol: float = KB_ATOL,
+    kb_rtol: float = KB_RTOL,
+    scale: float | None = None,
+) -> dict[str, Any]:
     """The rule above for one pair of same-shape, same-dtype tensors; `scale` defaults to the reference's own."""
-    res: dict[str, Any] = {"ok": True, "reason": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0,
-                           "kernelbench_ok": True, "scale": 0.0, "atol_eff": atol_floor}
+    res: dict[str, Any] = {
+        "ok": True,
+        "reason": "",
+        "max_abs_err": 0.0,
+        "max_rel_err": 0.0,
+        "max_tol_err": 0.0,
+        "kernelbench_ok": True,
+        "scale": 0.0,
+        "atol_eff": atol_floor,
+    }
     if ref.numel() == 0:
         return res
     if not (ref.is_floating_point() or ref.is_complex()):
@@ -75,14 +92,22 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, *, rtol: float, scale_a
     if bad_nonfinite:
         res.update(ok=False, reason="output_nonfinite: NaN/inf where the reference has none")
     elif not within:
-        res.update(ok=False, reason=f"output_mismatch: max_abs_err={mabs:.3g} max_rel_err={mrel:.3g} "
-                                    f"(scale {sc:.3g}, atol_eff {atol_eff:.3g})")
+        res.update(
+            ok=False,
+            reason=f"output_mismatch: max_abs_err={mabs:.3g} max_rel_err={mrel:.3g} "
+            f"(scale {sc:.3g}, atol_eff {atol_eff:.3g})",
+        )
     return res
 
 
 def tolerances(s: dict[str, Any]) -> dict[str, float]:
-    return {"rtol": float(s["rtol"]), "scale_atol": float(s["scale_atol"]), "atol_floor": float(s["atol_floor"]),
-            "kb_atol": float(s["atol"]), "kb_rtol": float(s["rtol"])}
+    return {
+        "rtol": float(s["rtol"]),
+        "scale_atol": float(s["scale_atol"]),
+        "atol_floor": float(s["atol_floor"]),
+        "kb_atol": float(s["atol"]),
+        "kb_rtol": float(s["rtol"]),
+    }
 
 
 def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
@@ -90,25 +115,53 @@ def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
     host tensors loaded by the trusted side."""
     tol = tolerances(s)
     r_items, o_items = flatten(ref), flatten(out)
-    res: dict[str, Any] = {"ok": True, "reason": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0,
-                           "kernelbench_ok": True, "scales": []}
+    res: dict[str, Any] = {
+        "ok": True,
+        "reason": "",
+        "max_abs_err": 0.0,
+        "max_rel_err": 0.0,
+        "max_tol_err": 0.0,
+        "kernelbench_ok": True,
+        "scales": [],
+    }
     if len(r_items) != len(o_items):
-        return {**res, "ok": False, "kernelbench_ok": False,
-                "reason": f"output_structure: expected {len(r_items)} outputs, got {len(o_items)}"}
+        return {
+            **res,
+            "ok": False,
+            "kernelbench_ok": False,
+            "reason": f"output_structure: expected {len(r_items)} outputs, got {len(o_items)}",
+        }
     for i, (r, o) in enumerate(zip(r_items, o_items)):
         if isinstance(r, torch.Tensor):
             if not isinstance(o, torch.Tensor):
-                return {**res, "ok": False, "kernelbench_ok": False,
-                        "reason": f"output_type: output {i} is {type(o).__name__}, not a tensor"}
+                return {
+                    **res,
+                    "ok": False,
+                    "kernelbench_ok": False,
+                    "reason": f"output_type: output {i} is {type(o).__name__}, not a tensor",
+                }
             if type(o) is not torch.Tensor:
-                return {**res, "ok": False, "kernelbench_ok": False, "violation": "lazy_tensor",
-                        "reason": f"tensor_subclass_output: {type(o).__name__}"}
+                return {
+                    **res,
+                    "ok": False,
+                    "kernelbench_ok": False,
+                    "violation": "lazy_tensor",
+                    "reason": f"tensor_subclass_output: {type(o).__name__}",
+                }
             if o.shape != r.shape:
-                return {**res, "ok": False, "kernelbench_ok": False,
-                        "reason": f"output_shape: output {i}: {tuple(o.shape)} != {tuple(r.shape)}"}
+                return {
+                    **res,
+                    "ok": False,
+                    "kernelbench_ok": False,
+                    "reason": f"output_shape: output {i}: {tuple(o.shape)} != {tuple(r.shape)}",
+                }
             if o.dtype != r.dtype:
-                return {**res, "ok": False, "kernelbench_ok": False,
-                        "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}"}
+                return {
+                    **res,
+                    "ok": False,
+                    "kernelbench_ok": False,
+                    "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}",
+                }
             c = compare_tensor(r, o, **tol)
             res["scales"].append(c["scale"])
             for k in ("max_abs_err", "max_rel_err", "max_tol_err"):
@@ -121,8 +174,12 @@ def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
                 o = o.item()
             if isinstance(r, (int, float)) and isinstance(o, (int, float)) and not isinstance(r, bool):
                 sc = abs(float(r))
-                ok = math.isclose(float(o), float(r), rel_tol=tol["rtol"],  # a number's scale is itself
-                                  abs_tol=max(tol["atol_floor"], tol["scale_atol"] * sc))
+                ok = math.isclose(
+                    float(o),
+                    float(r),
+                    rel_tol=tol["rtol"],  # a number's scale is itself
+                    abs_tol=max(tol["atol_floor"], tol["scale_atol"] * sc),
+                )
             else:
                 ok = r == o
             if not ok:
@@ -151,5 +208,6 @@ def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
                     return ""
             elif a != b:
                 return ""
-    return (f"the reference output is the same (within the scale-aware tolerance) for all {len(ref_outputs)} "
-            "inputs drawn")
+    return (
+        f"the reference output is the same (within the scale-aware tolerance) for all {len(ref_outputs)} inputs drawn"
+    )

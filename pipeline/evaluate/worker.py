@@ -46,8 +46,15 @@ class _Job:
         self._rng = random.Random(int(payload["seed"]))
         payload.clear()
         self.emit_fn = emit
-        self.res: dict[str, Any] = {"kind": self.kind, "stage": "start", "violations": [], "warnings": [],
-                                    "details": {}, "timing": {}, "phase_s": {}}
+        self.res: dict[str, Any] = {
+            "kind": self.kind,
+            "stage": "start",
+            "violations": [],
+            "warnings": [],
+            "details": {},
+            "timing": {},
+            "phase_s": {},
+        }
         self._last = time.perf_counter()
 
     def seed(self) -> int:
@@ -163,9 +170,13 @@ class _Seeds:
 
 def timing_args(s: dict) -> dict:
     """Timer.run's arguments from the evaluation options."""
-    return {"warmup": int(s["timing_warmup"]), "trials": int(s["timing_trials"]),
-            "warmup_ms": float(s["timing_warmup_ms"]), "min_timed_ms": float(s["timing_min_ms"]),
-            "max_trials": int(s["timing_max_trials"])}
+    return {
+        "warmup": int(s["timing_warmup"]),
+        "trials": int(s["timing_trials"]),
+        "warmup_ms": float(s["timing_warmup_ms"]),
+        "min_timed_ms": float(s["timing_min_ms"]),
+        "max_trials": int(s["timing_max_trials"]),
+    }
 
 
 def main(payload: dict, emit: Callable[[dict], None]) -> None:

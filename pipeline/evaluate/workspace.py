@@ -86,7 +86,7 @@ torch::Tensor identity_forward(torch::Tensor x) {
 REGISTER_BINDING(identity_forward, identity_forward)
 """
 
-MODEL_NEW_TEMPLATE = r'''import torch
+MODEL_NEW_TEMPLATE = r"""import torch
 import torch.nn as nn
 
 import cuda_extension  # built from kernels/ by the harness
@@ -98,14 +98,29 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return cuda_extension.identity_forward(x)
-'''
+"""
 
 # Files whose content the harness owns. model.py is compared with the task, the rest with the templates above.
 PROTECTED_FILES = ("model.py", "binding.cpp", "binding_registry.h", MANIFEST)
 # Names that would shadow modules the harness or torch imports if they sat next to model_new.py.
-SHADOWING_NAMES = {"torch.py", "torch", "numpy.py", "numpy", "sitecustomize.py", "usercustomize.py", "conftest.py",
-                   "typing.py", "os.py", "sys.py", "time.py", "random.py", "math.py", "cuda_extension.py",
-                   "pipeline", "model.py"}
+SHADOWING_NAMES = {
+    "torch.py",
+    "torch",
+    "numpy.py",
+    "numpy",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "conftest.py",
+    "typing.py",
+    "os.py",
+    "sys.py",
+    "time.py",
+    "random.py",
+    "math.py",
+    "cuda_extension.py",
+    "pipeline",
+    "model.py",
+}
 
 
 def _sha(text: str | bytes) -> str:

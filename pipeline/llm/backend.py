@@ -66,11 +66,18 @@ class ReplicaDiedError(BackendError):
 class ChatBackend(Protocol):
     model_name: str
 
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse: ...
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse: ...
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         """Prompt length in tokens of the next request of `session_id`, or None when the backend cannot tell."""
         ...
 
@@ -134,8 +141,14 @@ class StickyRouter:
             self._alive[i] = False
             self._forget(session_id)
 
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse:
         i = self.pick(session_id)
         try:
             resp = self.replicas[i].chat(messages, tools=tools, sampling=sampling, session_id=session_id)
@@ -145,8 +158,9 @@ class StickyRouter:
         resp.replica = i
         return resp
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         # The session's own replica counts (it holds the session's token record).
         i = self.pick(session_id)
         try:
@@ -197,8 +211,12 @@ def make_backend(settings: Any) -> ChatBackend:
         if not s.base_url:
             raise ValueError("the openai backend needs base_url, e.g. http://127.0.0.1:8000/v1")
         urls = [u.strip() for u in s.base_url.split(",") if u.strip()]
-        eps = [OpenAIBackend(u, model=s.model, api_key=reveal(s.api_key), timeout_s=s.request_timeout_s,
-                             retries=s.request_retries) for u in urls]
+        eps = [
+            OpenAIBackend(
+                u, model=s.model, api_key=reveal(s.api_key), timeout_s=s.request_timeout_s, retries=s.request_retries
+            )
+            for u in urls
+        ]
         return eps[0] if len(eps) == 1 else StickyRouter(eps)  # several servers: sticky sessions across them
     if s.backend == "vllm":
         if not s.model:

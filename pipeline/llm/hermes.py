@@ -41,8 +41,9 @@ def parse_tool_calls(text: str) -> tuple[str, list[dict[str, Any]], list[str]]:
             arg_text = args
         else:
             arg_text = json.dumps(args)
-        calls.append({"id": new_call_id(), "type": "function",
-                      "function": {"name": obj["name"], "arguments": arg_text}})
+        calls.append(
+            {"id": new_call_id(), "type": "function", "function": {"name": obj["name"], "arguments": arg_text}}
+        )
     content = _CALL_RE.sub("", text).strip()
     return content, calls, errors
 
@@ -54,9 +55,16 @@ def normalize_tool_calls(raw: list[Any] | None) -> list[dict[str, Any]]:
         d = tc if isinstance(tc, dict) else tc.model_dump()
         fn = d.get("function") or {}
         args = fn.get("arguments", "")
-        out.append({"id": d.get("id") or new_call_id(), "type": "function",
-                    "function": {"name": fn.get("name", ""),
-                                 "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        out.append(
+            {
+                "id": d.get("id") or new_call_id(),
+                "type": "function",
+                "function": {
+                    "name": fn.get("name", ""),
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+        )
     return out
 
 

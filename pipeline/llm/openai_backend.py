@@ -9,16 +9,30 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pipeline.llm.backend import BackendError, ChatResponse, ContextLengthError, Message, SamplingParams
-from pipeline.llm.backend import ReplicaDiedError, response_from_text
+from pipeline.llm.backend import (
+    BackendError,
+    ChatResponse,
+    ContextLengthError,
+    Message,
+    ReplicaDiedError,
+    SamplingParams,
+    response_from_text,
+)
 from pipeline.llm.hermes import normalize_tool_calls
 
 _CONTEXT_MARKERS = ("maximum context length", "context length", "max_model_len", "too long")
 
 
 class OpenAIBackend:
-    def __init__(self, base_url: str, *, model: str | None = None, api_key: str = "EMPTY", timeout_s: float = 600.0,
-                 retries: int = 3):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str = "EMPTY",
+        timeout_s: float = 600.0,
+        retries: int = 3,
+    ):
         import httpx
 
         self.base_url = base_url.rstrip("/")
@@ -54,8 +68,9 @@ class OpenAIBackend:
             delay *= 2
         raise AssertionError("unreachable")
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         if self._tokenize_ok is False:
             return None
         body: dict[str, Any] = {"model": self.model_name, "messages": messages, "add_generation_prompt": True}
@@ -68,10 +83,22 @@ class OpenAIBackend:
         self._tokenize_ok = True
         return int(r.json()["count"])
 
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
-        body: dict[str, Any] = {"model": self.model_name, "messages": messages, "temperature": sampling.temperature,
-                                "top_p": sampling.top_p, "n": sampling.n, "return_token_ids": True}
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "n": sampling.n,
+            "return_token_ids": True,
+        }
         if sampling.max_tokens is not None:
             body["max_tokens"] = sampling.max_tokens
         if sampling.seed is not None:
@@ -98,8 +125,12 @@ class OpenAIBackend:
             msg = ch.get("message") or {}
             calls = normalize_tool_calls(msg.get("tool_calls"))
             text = msg.get("content") or ""
-            kw = dict(finish_reason=ch.get("finish_reason"), prompt_token_ids=prompt_ids,
-                      completion_token_ids=ch.get("token_ids"), usage=usage)
+            kw = dict(
+                finish_reason=ch.get("finish_reason"),
+                prompt_token_ids=prompt_ids,
+                completion_token_ids=ch.get("token_ids"),
+                usage=usage,
+            )
             if calls:  # the server parsed the calls itself
                 choices.append(ChatResponse(text=text, tool_calls=calls, raw_text=text, **kw))
             else:

@@ -55,8 +55,10 @@ def plan_gpus(total_gpus: int, replicas: int, tensor_parallel_size: int = 1) -> 
     if tp == 1:  # one GPU per replica and no GPU to spare: share each GPU with an evaluator, taking turns
         n = min(replicas, total)
         return GpuPlan(total, n, 0.5, n, 0.5, True)
-    raise PlacementError(f"{replicas} replica(s) of tensor_parallel_size {tp} would hold all {total} GPUs and "
-                         f"leave none for kernel evaluation; use tensor_parallel_size <= {total - 1} or 1")
+    raise PlacementError(
+        f"{replicas} replica(s) of tensor_parallel_size {tp} would hold all {total} GPUs and "
+        f"leave none for kernel evaluation; use tensor_parallel_size <= {total - 1} or 1"
+    )
 
 
 def gpu_lock_path(gpu_ids: str | None = None) -> str:

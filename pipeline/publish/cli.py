@@ -10,8 +10,9 @@ import typer
 
 
 def latest_curation_run(cat) -> str | None:
-    t = cat.sql("SELECT run_id FROM stages WHERE stage = 'curate' AND status = 'completed' "
-                "ORDER BY finished_at DESC LIMIT 1")
+    t = cat.sql(
+        "SELECT run_id FROM stages WHERE stage = 'curate' AND status = 'completed' ORDER BY finished_at DESC LIMIT 1"
+    )
     return t.column("run_id")[0].as_py() if t.num_rows else None
 
 
@@ -24,12 +25,17 @@ def register(app: typer.Typer) -> None:
         set_: Optional[list[str]] = SetOpt,
         run_id: Optional[str] = typer.Option(None, "--run-id", help="Curation run to publish (default: the latest)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Local folder (default <data_root>/published/<run>)."),
-        repo: Optional[str] = typer.Option(None, "--repo", help="Hub dataset repo org/name (default publish.repo_id "
-                                                                "or publish.repo_prefix); none: local folder only."),
+        repo: Optional[str] = typer.Option(
+            None,
+            "--repo",
+            help="Hub dataset repo org/name (default publish.repo_id "
+            "or publish.repo_prefix); none: local folder only.",
+        ),
         tag: Optional[str] = typer.Option(None, "--tag", help="Release tag (default: the curation run id)."),
         public: bool = typer.Option(False, "--public", help="Create the Hub repo public (default private)."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Write the local folder, print the Hub plan, upload "
-                                                              "nothing."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Write the local folder, print the Hub plan, upload nothing."
+        ),
     ) -> None:
         """Write the curated datasets as a Hub-layout folder with a data card, then (with a repo) upload it to the
         Hugging Face Hub in one commit and tag it. The token comes from HF_TOKEN; HF_ENDPOINT picks the Hub."""
@@ -45,9 +51,19 @@ def register(app: typer.Typer) -> None:
         if not run:
             console.print("[red]no curation run found:[/red] run `opforge curate` first")
             raise typer.Exit(1)
-        ps = cfg.publish.model_copy(update={k: v for k, v in {
-            "out_dir": str(out) if out else None, "repo_id": repo, "tag": tag, "dry_run": dry_run or None,
-            "private": False if public else None}.items() if v is not None})
+        ps = cfg.publish.model_copy(
+            update={
+                k: v
+                for k, v in {
+                    "out_dir": str(out) if out else None,
+                    "repo_id": repo,
+                    "tag": tag,
+                    "dry_run": dry_run or None,
+                    "private": False if public else None,
+                }.items()
+                if v is not None
+            }
+        )
         cfg = runner.load(config, set_, run).model_copy(update={"publish": ps})
         try:
             with one_writer():
@@ -88,17 +104,23 @@ def register(app: typer.Typer) -> None:
         r, tr, task = info["row"], info["trajectory"], info["task"]
         console.print(f"[bold]{r['row_id']}[/bold] in {r['dataset']} (curation run {r['run_id']})")
         if tr:
-            console.print(f"  trajectory {tr['traj_id']}: model {tr['model']}, sample {tr['sample_idx']}, seed "
-                          f"{tr['seed']}, reward {tr['final_reward']}, rollout run {tr['run_id']}, contamination "
-                          f"at rollout {tr['contaminated_at_rollout']} (run {tr['contamination_run_id']})")
+            console.print(
+                f"  trajectory {tr['traj_id']}: model {tr['model']}, sample {tr['sample_idx']}, seed "
+                f"{tr['seed']}, reward {tr['final_reward']}, rollout run {tr['run_id']}, contamination "
+                f"at rollout {tr['contaminated_at_rollout']} (run {tr['contamination_run_id']})"
+            )
         if task:
-            console.print(f"  task {task['task_id']}: {task['data_source']}, composer {task['composer']} seed "
-                          f"{task['seed']}, run {task['run_id']}")
+            console.print(
+                f"  task {task['task_id']}: {task['data_source']}, composer {task['composer']} seed "
+                f"{task['seed']}, run {task['run_id']}"
+            )
         console.print(f"  seed operators: {', '.join(o['name'] for o in info['seed_operators']) or 'none recorded'}")
         for v in info["validation"]:
             console.print(f"  validation (run {v.get('run_id')}): valid={v.get('valid')} {v.get('reason') or ''}")
         for c in info["contamination"]:
-            console.print(f"  contamination (run {c.get('run_id')}): contaminated={c.get('contaminated')} nearest "
-                          f"{c.get('nearest_ref')} score {c.get('score')} {c.get('reason') or ''}")
+            console.print(
+                f"  contamination (run {c.get('run_id')}): contaminated={c.get('contaminated')} nearest "
+                f"{c.get('nearest_ref')} score {c.get('score')} {c.get('reason') or ''}"
+            )
         for run in info["runs"]:
             console.print(f"  run {run['run_id']}: {run['status']} (opforge {run['pipeline_version']})")

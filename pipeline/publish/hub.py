@@ -29,10 +29,12 @@ class PublishReport:
 
     def plan(self) -> str:
         total = sum(s for _, s in self.files)
-        lines = [f"{'[dry run] would publish' if self.dry_run else 'published'} {len(self.files)} files "
-                 f"({total / 1e6:.2f} MB) to dataset {self.repo_id} on {self.endpoint} "
-                 f"({'private' if self.private else 'public'}), in one commit"
-                 + (f", tagged {self.tag}" if self.tag else "")]
+        lines = [
+            f"{'[dry run] would publish' if self.dry_run else 'published'} {len(self.files)} files "
+            f"({total / 1e6:.2f} MB) to dataset {self.repo_id} on {self.endpoint} "
+            f"({'private' if self.private else 'public'}), in one commit"
+            + (f", tagged {self.tag}" if self.tag else "")
+        ]
         lines += [f"  add    {p}  ({s} bytes)" for p, s in self.files]
         lines += [f"  delete {p}  (not in this release)" for p in self.deletes]
         if self.already_published:
@@ -44,8 +46,11 @@ class PublishReport:
 
 def local_files(local_dir: Path) -> list[tuple[str, int]]:
     root = Path(local_dir)
-    return sorted((p.relative_to(root).as_posix(), p.stat().st_size) for p in root.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(
+        (p.relative_to(root).as_posix(), p.stat().st_size)
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
 
 
 class ReleaseConflict(RuntimeError):
@@ -60,13 +65,23 @@ def _blob_oid(path: Path) -> str:
 
 
 def _remote_oids(api, repo_id: str, revision: str) -> dict[str, str]:
-    return {f.path: f.blob_id for f in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision,
-                                                         recursive=True) if hasattr(f, "blob_id")}
+    return {
+        f.path: f.blob_id
+        for f in api.list_repo_tree(repo_id, repo_type="dataset", revision=revision, recursive=True)
+        if hasattr(f, "blob_id")
+    }
 
 
-def publish_hub(local_dir: Path | str, repo_id: str, token: str | None = None, private: bool = True,
-                tag: str | None = None, dry_run: bool = False, endpoint: str | None = None,
-                commit_message: str | None = None) -> PublishReport:
+def publish_hub(
+    local_dir: Path | str,
+    repo_id: str,
+    token: str | None = None,
+    private: bool = True,
+    tag: str | None = None,
+    dry_run: bool = False,
+    endpoint: str | None = None,
+    commit_message: str | None = None,
+) -> PublishReport:
     """Create the dataset repo if needed, then add every file of `local_dir` and delete remote files that are not
     in it, in ONE commit on top of the head we read (so a concurrent publish fails instead of interleaving), then
     tag that commit. The Hub validates the card's YAML before accepting the commit, so a bad card changes nothing.
@@ -98,28 +113,43 @@ def publish_hub(local_dir: Path | str, repo_id: str, token: str | None = None, p
         tags = {t.name: t.target_commit for t in api.list_repo_refs(repo_id, repo_type="dataset").tags}
         if tag in tags:
             remote = _remote_oids(api, repo_id, tags[tag])
-            same = {p: o for p, o in remote.items() if p not in KEEP_REMOTE} == \
-                {p: _blob_oid(local_dir / p) for p in local}
+            same = {p: o for p, o in remote.items() if p not in KEEP_REMOTE} == {
+                p: _blob_oid(local_dir / p) for p in local
+            }
             if not same:
-                raise ReleaseConflict(f"tag {tag} of {repo_id} already names commit {tags[tag]} with other "
-                                      "content; publish under a new tag")
+                raise ReleaseConflict(
+                    f"tag {tag} of {repo_id} already names commit {tags[tag]} with other "
+                    "content; publish under a new tag"
+                )
             report.already_published, report.commit_oid = True, tags[tag]
             return report
     remote_files = set(api.list_repo_files(repo_id, repo_type="dataset", revision=info.sha))
     report.deletes = sorted(remote_files - local - KEEP_REMOTE)
     ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local_dir / p)) for p in sorted(local)]
     ops += [CommitOperationDelete(path_in_repo=p) for p in report.deletes]
-    ci = api.create_commit(repo_id, operations=ops, repo_type="dataset", parent_commit=info.sha,
-                           commit_message=commit_message or f"opforge release {tag or ''}".strip())
+    ci = api.create_commit(
+        repo_id,
+        operations=ops,
+        repo_type="dataset",
+        parent_commit=info.sha,
+        commit_message=commit_message or f"opforge release {tag or ''}".strip(),
+    )
     report.commit_oid, report.commit_url = ci.oid, ci.commit_url
     if tag:
         try:
-            api.create_tag(repo_id, tag=tag, revision=ci.oid, repo_type="dataset",
-                           tag_message=commit_message or f"opforge release {tag}")
+            api.create_tag(
+                repo_id,
+                tag=tag,
+                revision=ci.oid,
+                repo_type="dataset",
+                tag_message=commit_message or f"opforge release {tag}",
+            )
         except Exception as e:
             restored = _roll_back(api, repo_id, info.sha, ci.oid, local, remote_files)
-            raise ReleaseConflict(f"tagging {repo_id}@{ci.oid} as {tag} failed ({type(e).__name__}: {e}); the "
-                                  f"release was rolled back (commit {restored} restores {info.sha})") from e
+            raise ReleaseConflict(
+                f"tagging {repo_id}@{ci.oid} as {tag} failed ({type(e).__name__}: {e}); the "
+                f"release was rolled back (commit {restored} restores {info.sha})"
+            ) from e
     return report
 
 
@@ -135,6 +165,11 @@ def _roll_back(api, repo_id: str, parent: str | None, ours: str, local: set[str]
         for p in sorted(before - KEEP_REMOTE):
             old = api.hf_hub_download(repo_id, p, repo_type="dataset", revision=parent, local_dir=tmp)
             ops.append(CommitOperationAdd(path_in_repo=p, path_or_fileobj=old))
-        ci = api.create_commit(repo_id, operations=ops, repo_type="dataset", parent_commit=ours,
-                               commit_message=f"opforge: roll back untagged release {ours[:12]}")
+        ci = api.create_commit(
+            repo_id,
+            operations=ops,
+            repo_type="dataset",
+            parent_commit=ours,
+            commit_message=f"opforge: roll back untagged release {ours[:12]}",
+        )
     return ci.oid

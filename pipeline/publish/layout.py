@@ -42,8 +42,15 @@ def configs_yaml(data_files: dict[str, list[dict[str, str]]], default: str) -> l
 
 def size_category(n: int) -> str:
     """The Hub's size_categories bucket for n rows."""
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                         (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")):
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+        (100_000_000, "10M<n<100M"),
+        (1_000_000_000, "100M<n<1B"),
+    ):
         if n < limit:
             return label
     return "1B<n<10B"

@@ -13,8 +13,18 @@ class PublishSettings(BaseModel):
     max_shard_rows: int = Field(50_000, description="Rows per Parquet shard.")
     license: str = Field("apache-2.0", description="License id for the data card.")
     pretty_name: str = Field("opforge CUDA kernel agent datasets", description="Card title.")
-    tags: list[str] = Field(default_factory=lambda: ["cuda", "gpu-kernels", "code", "agent", "tool-use",
-                                                     "reinforcement-learning", "synthetic"])
-    allow_unsafe: bool = Field(False, description="Publish tasks validated with sandbox.mode=unsafe (outside the "
-                                                   "jail); refused otherwise.")
+    tags: list[str] = Field(
+        default_factory=lambda: [
+            "cuda",
+            "gpu-kernels",
+            "code",
+            "agent",
+            "tool-use",
+            "reinforcement-learning",
+            "synthetic",
+        ]
+    )
+    allow_unsafe: bool = Field(
+        False, description="Publish tasks validated with sandbox.mode=unsafe (outside the jail); refused otherwise."
+    )
     card_template: str | None = Field(None, description="Path to a card template; default data_cards/dataset_card.md.")

@@ -20,8 +20,12 @@ __all__ = ["publish_local", "publish_hub", "PublishReport"]
 PLOT = "assets/speedup_vs_compile.png"
 
 
-def publish_local(result: CurationResult, out_dir: Path | str,
-                  card_context: CardContext | dict[str, Any] | None = None, max_shard_rows: int = 50_000) -> Path:
+def publish_local(
+    result: CurationResult,
+    out_dir: Path | str,
+    card_context: CardContext | dict[str, Any] | None = None,
+    max_shard_rows: int = 50_000,
+) -> Path:
     """Write data/<config>/<split>-NNNNN-of-NNNNN.parquet for each non-empty dataset, the speedup plot, the card
     and the curation summary. The folder is built beside `out_dir` and swapped in at the end, so a failed write
     never leaves a half-made release behind."""
@@ -45,7 +49,8 @@ def publish_local(result: CurationResult, out_dir: Path | str,
         (tmp / "README.md").write_text(card)
         (tmp / "assets").mkdir(exist_ok=True)
         (tmp / "assets" / "curation_summary.json").write_text(
-            json.dumps({"run_id": result.run_id, **result.summary}, indent=1, sort_keys=True, default=str))
+            json.dumps({"run_id": result.run_id, **result.summary}, indent=1, sort_keys=True, default=str)
+        )
         if out.exists():
             old = out.parent / f".{out.name}.old-{secrets.token_hex(3)}"
             out.rename(old)

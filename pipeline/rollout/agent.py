@@ -22,8 +22,15 @@ from pipeline.rollout.tools import TOOLS
 if TYPE_CHECKING:  # pydantic stays off the GPU-worker import path
     from pipeline.rollout.settings import RolloutSettings
 
-TERMINATIONS = ("finished", "max_turns", "context_exhausted", "malformed_output", "tool_error", "timeout",
-                "engine_error")
+TERMINATIONS = (
+    "finished",
+    "max_turns",
+    "context_exhausted",
+    "malformed_output",
+    "tool_error",
+    "timeout",
+    "engine_error",
+)
 _CHARS_PER_TOKEN = 3.0  # estimate when the backend cannot count tokens (replay, non-vLLM servers)
 
 
@@ -60,10 +67,27 @@ class AgentData:
 
 
 def _empty_turn(i: int) -> dict[str, Any]:
-    return {"turn": i, "action": "", "kernel_hash": None, "compiled": None, "correct": None, "eager_ms": None,
-            "compile_ms": None, "solution_ms": None, "speedup_vs_eager": None, "speedup_vs_compile": None,
-            "reward": None, "malformed": False, "tool_error": False, "prompt_tokens": None,
-            "completion_tokens": None, "completion_token_ids": None, "gen_s": 0.0, "tool_s": 0.0, "detail": ""}
+    return {
+        "turn": i,
+        "action": "",
+        "kernel_hash": None,
+        "compiled": None,
+        "correct": None,
+        "eager_ms": None,
+        "compile_ms": None,
+        "solution_ms": None,
+        "speedup_vs_eager": None,
+        "speedup_vs_compile": None,
+        "reward": None,
+        "malformed": False,
+        "tool_error": False,
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "completion_token_ids": None,
+        "gen_s": 0.0,
+        "tool_s": 0.0,
+        "detail": "",
+    }
 
 
 class KernelAgent:
@@ -78,8 +102,11 @@ class KernelAgent:
     def run(self, session_id: str, seed: int) -> AgentData:
         d = AgentData(session_id=session_id, seed=seed)
         state = AgentState.PENDING
-        handlers = {AgentState.PENDING: self._pending, AgentState.GENERATING: self._generating,
-                    AgentState.PROCESSING_TOOLS: self._processing_tools}
+        handlers = {
+            AgentState.PENDING: self._pending,
+            AgentState.GENERATING: self._generating,
+            AgentState.PROCESSING_TOOLS: self._processing_tools,
+        }
         try:
             while state != AgentState.TERMINATED:
                 state = handlers[state](d)
@@ -89,8 +116,10 @@ class KernelAgent:
 
     # -- states -------------------------------------------------------------------------------------------------
     def _pending(self, d: AgentData) -> AgentState:
-        d.messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                      {"role": "user", "content": task_prompt(self.env.task_code, sorted(self.env.files()))}]
+        d.messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": task_prompt(self.env.task_code, sorted(self.env.files()))},
+        ]
         return AgentState.GENERATING
 
     def _end(self, d: AgentData, reason: str, error: str = "") -> AgentState:
@@ -117,8 +146,9 @@ class KernelAgent:
         if budget < self.s.min_response_tokens:
             return self._end(d, "context_exhausted", f"prompt {prompt_len} tokens, context limit {limit}")
         max_tokens = min(self.s.max_tokens_per_turn, budget)
-        sampling = SamplingParams(temperature=self.s.temperature, top_p=self.s.top_p, max_tokens=max_tokens,
-                                  seed=d.seed + len(d.turns))
+        sampling = SamplingParams(
+            temperature=self.s.temperature, top_p=self.s.top_p, max_tokens=max_tokens, seed=d.seed + len(d.turns)
+        )
         turn = _empty_turn(len(d.turns))
         t0 = time.perf_counter()
         try:
@@ -131,10 +161,14 @@ class KernelAgent:
             return self._end(d, "engine_error", str(e)[:2000])
         turn["gen_s"] = time.perf_counter() - t0
         d.gen_s += turn["gen_s"]
-        turn["prompt_tokens"] = len(resp.prompt_token_ids) if resp.prompt_token_ids else resp.usage.get(
-            "prompt_tokens", prompt_len)
-        turn["completion_tokens"] = (len(resp.completion_token_ids) if resp.completion_token_ids is not None
-                                     else resp.usage.get("completion_tokens"))
+        turn["prompt_tokens"] = (
+            len(resp.prompt_token_ids) if resp.prompt_token_ids else resp.usage.get("prompt_tokens", prompt_len)
+        )
+        turn["completion_tokens"] = (
+            len(resp.completion_token_ids)
+            if resp.completion_token_ids is not None
+            else resp.usage.get("completion_tokens")
+        )
         turn["completion_token_ids"] = resp.completion_token_ids
         d.prompt_token_ids.append(resp.prompt_token_ids)
         chars_before = _chars(d.messages)
@@ -161,8 +195,9 @@ class KernelAgent:
         turn["detail"] = ("; ".join(resp.parse_errors) or f"finish_reason={resp.finish_reason}")[:300]
         d.consecutive_malformed += 1
         if d.consecutive_malformed >= self.s.max_consecutive_malformed:
-            return self._end(d, "malformed_output", f"{d.consecutive_malformed} turns in a row without a valid "
-                             "tool call")
+            return self._end(
+                d, "malformed_output", f"{d.consecutive_malformed} turns in a row without a valid tool call"
+            )
         detail = f" ({'; '.join(resp.parse_errors)[:300]})" if resp.parse_errors else ""
         d.messages.append({"role": "user", "content": NO_TOOL_CALL.format(detail=detail)})
         return AgentState.GENERATING
@@ -190,8 +225,13 @@ class KernelAgent:
                 break  # calls after finish (or a broken environment) are not run
         reverted = self.env.check_protected()
         if reverted:
-            d.messages.append({"role": "user", "content": "The workspace broke the harness rules and was repaired: "
-                               f"{', '.join(reverted)}. Task and harness files are read-only."})
+            d.messages.append(
+                {
+                    "role": "user",
+                    "content": "The workspace broke the harness rules and was repaired: "
+                    f"{', '.join(reverted)}. Task and harness files are read-only.",
+                }
+            )
             turn["detail"] = (turn["detail"] + f" protected_reverted={','.join(reverted)}").strip()
         turn["action"] = ",".join(names)
         turn["tool_error"] = errors > 0
@@ -204,8 +244,9 @@ class KernelAgent:
             return self._end(d, "finished")
         d.consecutive_tool_errors = d.consecutive_tool_errors + 1 if errors == len(names) else 0
         if d.consecutive_tool_errors >= self.s.max_consecutive_tool_errors:
-            return self._end(d, "tool_error", f"{d.consecutive_tool_errors} turns in a row whose every tool call "
-                             "failed")
+            return self._end(
+                d, "tool_error", f"{d.consecutive_tool_errors} turns in a row whose every tool call failed"
+            )
         return AgentState.GENERATING
 
 
@@ -222,5 +263,8 @@ def final_score(env: KernelEnv, d: AgentData, settings: RolloutSettings) -> dict
             res = {"reward": None, "reason": f"final_eval_failed: {type(e).__name__}: {str(e)[:300]}"}
         d.eval_s += time.perf_counter() - t0
     rec = eval_record(res) if res else {}
-    return {"final_reward": rec.get("reward") if rec.get("reward") is not None else -1,
-            "final_kernel_hash": h or None, "final_eval": res}
+    return {
+        "final_reward": rec.get("reward") if rec.get("reward") is not None else -1,
+        "final_kernel_hash": h or None,
+        "final_eval": res,
+    }

@@ -39,9 +39,19 @@ def register(app: typer.Typer) -> None:
         from pipeline.storage import DataStore, atomic_write_parquet, with_code_column
 
         cfg = load_cli_config(config, set_)
-        updates = {k: v for k, v in {"model": model, "backend": backend, "base_url": base_url,
-                                     "replay_path": str(replay) if replay else None, "samples_per_task": samples,
-                                     "max_turns": max_turns, "concurrency": concurrency}.items() if v is not None}
+        updates = {
+            k: v
+            for k, v in {
+                "model": model,
+                "backend": backend,
+                "base_url": base_url,
+                "replay_path": str(replay) if replay else None,
+                "samples_per_task": samples,
+                "max_turns": max_turns,
+                "concurrency": concurrency,
+            }.items()
+            if v is not None
+        }
         rs = cfg.rollout.model_copy(update=updates)
         if rs.backend == "vllm" and not rs.model:
             console.print("[red]--model is required for the vllm backend[/red]")
@@ -61,15 +71,31 @@ def register(app: typer.Typer) -> None:
 
         def progress(row: dict) -> None:
             counts[row["termination"]] += 1
-            console.print(f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
-                          f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}")
+            console.print(
+                f"{row['traj_id']} task={row['task_id']} sample={row['sample_idx']} "
+                f"turns={row['num_turns']} {row['termination']} reward={row['final_reward']}"
+            )
 
         # The agent runs in this process (its tools go to Ray with --ray); the runner resumes and records it.
         stage = registry.get("rollout")
         with one_writer():
-            runner.run_steps(cfg, [("rollout", lambda c: runner.run_stage(
-                stage, c, executor=runner.in_this_process, items=table, check_needs=False,
-                extra_args={"on_row": progress}))], note="opforge rollout")
+            runner.run_steps(
+                cfg,
+                [
+                    (
+                        "rollout",
+                        lambda c: runner.run_stage(
+                            stage,
+                            c,
+                            executor=runner.in_this_process,
+                            items=table,
+                            check_needs=False,
+                            extra_args={"on_row": progress},
+                        ),
+                    )
+                ],
+                note="opforge rollout",
+            )
         result = DataStore(root).read("trajectories", run)
         merged = atomic_write_parquet(result, root / "trajectories.parquet")
         terms = collections.Counter(result.column("termination").to_pylist())

@@ -47,12 +47,20 @@ def trim(text: str, limit: int) -> str:
         return text
     head = int(limit * 0.6)
     tail = max(0, limit - head - 60)
-    return f"{text[:head]}\n... [{len(text) - head - tail} characters trimmed] ...\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n... [{len(text) - head - tail} characters trimmed] ...\n{text[len(text) - tail :]}"
 
 
 class KernelEnv:
-    def __init__(self, task_code: str, workdir: Path, runner: ToolRunner, eval_settings: dict[str, Any] | None = None,
-                 *, max_output_chars: int = 8000, compile_cache_dir: str | None = None):
+    def __init__(
+        self,
+        task_code: str,
+        workdir: Path,
+        runner: ToolRunner,
+        eval_settings: dict[str, Any] | None = None,
+        *,
+        max_output_chars: int = 8000,
+        compile_cache_dir: str | None = None,
+    ):
         from pipeline.evaluate.workspace import PROTECTED_FILES, init_workspace
 
         self.task_code = task_code
@@ -145,8 +153,9 @@ class KernelEnv:
         except (ValueError, PermissionError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as e:
             return ToolResult(f"error: {e}", error=True)
         except Exception as e:  # HarnessError or a bug: the machine failed, not the model
-            return ToolResult(f"error: the {name} tool failed: {type(e).__name__}: {str(e)[:500]}", error=True,
-                              fatal=True)
+            return ToolResult(
+                f"error: the {name} tool failed: {type(e).__name__}: {str(e)[:500]}", error=True, fatal=True
+            )
         res.text = trim(res.text, self.max_output_chars)
         return res
 
@@ -164,10 +173,12 @@ class KernelEnv:
             raise FileNotFoundError(f"{path!r} does not exist; call list_files")
         text = p.read_text(errors="replace")
         offset = max(0, int(offset))
-        chunk = text[offset: offset + self.max_output_chars]
+        chunk = text[offset : offset + self.max_output_chars]
         more = len(text) - offset - len(chunk)
-        return ToolResult(chunk + (f"\n... [{more} more characters; read again with offset="
-                                   f"{offset + len(chunk)}]" if more > 0 else ""))
+        return ToolResult(
+            chunk
+            + (f"\n... [{more} more characters; read again with offset={offset + len(chunk)}]" if more > 0 else "")
+        )
 
     def _tool_write_file(self, path: str, content: str) -> ToolResult:
         p = self._resolve(path)
@@ -193,11 +204,16 @@ class KernelEnv:
         t0 = time.perf_counter()
         r = self._harness(self.runner.compile, self.files(), self.compile_cache_dir)
         dt = time.perf_counter() - t0
-        head = (f"compile {'succeeded' if r['ok'] else 'FAILED'} in {r['seconds']:.1f} s"
-                f"{' (cached)' if r.get('cached') else ''}")
+        head = (
+            f"compile {'succeeded' if r['ok'] else 'FAILED'} in {r['seconds']:.1f} s"
+            f"{' (cached)' if r.get('cached') else ''}"
+        )
         log = r.get("log", "").strip()
-        return ToolResult(head + (f"\n{log}" if log and (not r["ok"] or len(log) < 2000) else ""),
-                          record={"action_kind": "compile", "compiled": bool(r["ok"])}, compile_s=dt)
+        return ToolResult(
+            head + (f"\n{log}" if log and (not r["ok"] or len(log) < 2000) else ""),
+            record={"action_kind": "compile", "compiled": bool(r["ok"])},
+            compile_s=dt,
+        )
 
     @staticmethod
     def _harness(fn: Any, *args: Any) -> Any:
@@ -223,8 +239,11 @@ class KernelEnv:
             figs = " ".join(f"{k}={ref[k]:.4g}" for k in ("eager_ms", "compile_ms") if ref.get(k) is not None)
             text = "profile (reference only; no solution written yet): " + (figs or "no times")
             text += "".join(f"\n{k}: {ref[k]}" for k in ("device", "reason", "error") if ref.get(k))
-            return ToolResult(text, record={"eager_ms": ref.get("eager_ms"), "compile_ms": ref.get("compile_ms")},
-                              eval_s=time.perf_counter() - t0)
+            return ToolResult(
+                text,
+                record={"eager_ms": ref.get("eager_ms"), "compile_ms": ref.get("compile_ms")},
+                eval_s=time.perf_counter() - t0,
+            )
         res, dt = self.evaluate("full")
         return ToolResult(format_eval(res, "profile"), record=eval_record(res), eval_s=dt)
 
@@ -250,8 +269,11 @@ def format_eval(res: dict[str, Any], what: str) -> str:
     lines = [f"{what}: compiled={res.get('compiled')} correct={res.get('correct')} reward={res.get('reward')}"]
     if res.get("reason"):
         lines.append(f"reason: {res['reason']}")
-    figs = [f"{k}={res[k]:.4g}" for k in (*_NUM_KEYS, "max_abs_err", "max_rel_err")
-            if isinstance(res.get(k), (int, float)) and not isinstance(res.get(k), bool)]
+    figs = [
+        f"{k}={res[k]:.4g}"
+        for k in (*_NUM_KEYS, "max_abs_err", "max_rel_err")
+        if isinstance(res.get(k), (int, float)) and not isinstance(res.get(k), bool)
+    ]
     if figs:
         lines.append(" ".join(figs))
     if res.get("violations"):

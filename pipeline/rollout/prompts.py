@@ -65,5 +65,7 @@ def task_prompt(task_code: str, files: list[str]) -> str:
     )
 
 
-NO_TOOL_CALL = ("Your last message did not contain a valid tool call{detail}. Every turn must call at least one "
-                "tool (read_file, write_file, list_files, compile, verify, profile or finish).")
+NO_TOOL_CALL = (
+    "Your last message did not contain a valid tool call{detail}. Every turn must call at least one "
+    "tool (read_file, write_file, list_files, compile, verify, profile or finish)."
+)

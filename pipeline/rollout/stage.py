@@ -79,8 +79,9 @@ def contamination_decisions(data_root: str | Path) -> dict[str, tuple[str, bool 
     return out
 
 
-def make_jobs(tasks: pa.Table, settings: RolloutSettings,
-              decisions: dict[str, tuple[str, bool | None]] | None = None) -> list[Job]:
+def make_jobs(
+    tasks: pa.Table, settings: RolloutSettings, decisions: dict[str, tuple[str, bool | None]] | None = None
+) -> list[Job]:
     from pipeline.identity import task_id as compute_task_id
 
     cols = set(tasks.column_names)
@@ -114,7 +115,7 @@ def token_view(prompts: list[list[int] | None], turns: list[dict[str, Any]]) -> 
             p = prompts[k]
             if p is None or p[: len(seen)] != seen:
                 return list(prompts[0]), None, None, False
-            delta = p[len(seen):]
+            delta = p[len(seen) :]
             resp += delta
             mask += [0] * len(delta)
             seen = list(p)
@@ -125,15 +126,34 @@ def token_view(prompts: list[list[int] | None], turns: list[dict[str, Any]]) -> 
 
 
 def _message_row(m: dict[str, Any]) -> dict[str, Any]:
-    calls = [{"id": c.get("id"), "type": c.get("type", "function"),
-              "function": {"name": c["function"].get("name"), "arguments": c["function"].get("arguments")}}
-             for c in (m.get("tool_calls") or [])]
-    return {"role": m["role"], "content": m.get("content") or None, "tool_calls": calls or None,
-            "tool_call_id": m.get("tool_call_id"), "name": m.get("name")}
+    calls = [
+        {
+            "id": c.get("id"),
+            "type": c.get("type", "function"),
+            "function": {"name": c["function"].get("name"), "arguments": c["function"].get("arguments")},
+        }
+        for c in (m.get("tool_calls") or [])
+    ]
+    return {
+        "role": m["role"],
+        "content": m.get("content") or None,
+        "tool_calls": calls or None,
+        "tool_call_id": m.get("tool_call_id"),
+        "name": m.get("name"),
+    }
 
 
-def trajectory_row(job: Job, d: AgentData, score: dict[str, Any], env: KernelEnv | None, backend: ChatBackend,
-                   settings: RolloutSettings, run_id: str, attempts: int, total_s: float) -> dict[str, Any]:
+def trajectory_row(
+    job: Job,
+    d: AgentData,
+    score: dict[str, Any],
+    env: KernelEnv | None,
+    backend: ChatBackend,
+    settings: RolloutSettings,
+    run_id: str,
+    attempts: int,
+    total_s: float,
+) -> dict[str, Any]:
     correct = [t for t in d.turns if t["correct"]]
 
     def best(key: str) -> float | None:
@@ -141,29 +161,65 @@ def trajectory_row(job: Job, d: AgentData, score: dict[str, Any], env: KernelEnv
         return max(vals) if vals else None
 
     prompt_ids, resp_ids, mask, exact = token_view(d.prompt_token_ids, d.turns)
-    sampling = {"temperature": settings.temperature, "top_p": settings.top_p,
-                "max_tokens_per_turn": settings.max_tokens_per_turn, "seed": job.seed, "seed_per_turn": "seed+turn",
-                "n": 1, "max_context_tokens": settings.max_context_tokens, "max_turns": settings.max_turns}
+    sampling = {
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "max_tokens_per_turn": settings.max_tokens_per_turn,
+        "seed": job.seed,
+        "seed_per_turn": "seed+turn",
+        "n": 1,
+        "max_context_tokens": settings.max_context_tokens,
+        "max_turns": settings.max_turns,
+    }
     driver_s = max(0.0, total_s - d.gen_s - d.compile_s - d.eval_s)
-    timings = {"total_s": total_s, "gen_s": d.gen_s, "tool_s": d.tool_s, "compile_s": d.compile_s,
-               "eval_s": d.eval_s, "driver_s": driver_s}
+    timings = {
+        "total_s": total_s,
+        "gen_s": d.gen_s,
+        "tool_s": d.tool_s,
+        "compile_s": d.compile_s,
+        "eval_s": d.eval_s,
+        "driver_s": driver_s,
+    }
     final_kernel = json.dumps(env.solution_files()) if env is not None else None
     return {
-        "traj_id": job.traj_id, "task_id": job.task_id, "sample_idx": job.sample_idx, "seed": job.seed,
-        "model": backend.model_name, "run_id": run_id, "messages": [_message_row(m) for m in d.messages],
-        "tools": json.dumps(TOOLS), "turns": d.turns, "final_reward": int(score["final_reward"]),
-        "best_speedup_vs_eager": best("speedup_vs_eager"), "best_speedup_vs_compile": best("speedup_vs_compile"),
-        "num_turns": len(d.turns), "termination": d.termination or "engine_error", "sampling": json.dumps(sampling),
-        "prompt_token_ids": prompt_ids, "response_token_ids": resp_ids, "response_mask": mask,
-        "token_view_exact": exact, "final_kernel_hash": score.get("final_kernel_hash"),
-        "final_kernel": final_kernel, "timings": json.dumps(timings), "attempts": attempts,
-        "contamination_run_id": job.contamination_run_id, "contaminated_at_rollout": job.contaminated,
+        "traj_id": job.traj_id,
+        "task_id": job.task_id,
+        "sample_idx": job.sample_idx,
+        "seed": job.seed,
+        "model": backend.model_name,
+        "run_id": run_id,
+        "messages": [_message_row(m) for m in d.messages],
+        "tools": json.dumps(TOOLS),
+        "turns": d.turns,
+        "final_reward": int(score["final_reward"]),
+        "best_speedup_vs_eager": best("speedup_vs_eager"),
+        "best_speedup_vs_compile": best("speedup_vs_compile"),
+        "num_turns": len(d.turns),
+        "termination": d.termination or "engine_error",
+        "sampling": json.dumps(sampling),
+        "prompt_token_ids": prompt_ids,
+        "response_token_ids": resp_ids,
+        "response_mask": mask,
+        "token_view_exact": exact,
+        "final_kernel_hash": score.get("final_kernel_hash"),
+        "final_kernel": final_kernel,
+        "timings": json.dumps(timings),
+        "attempts": attempts,
+        "contamination_run_id": job.contamination_run_id,
+        "contaminated_at_rollout": job.contaminated,
         "error": d.error or "",
     }
 
 
-def run_job(job: Job, backend: ChatBackend, runner: ToolRunner, settings: RolloutSettings,
-            eval_settings: dict[str, Any], run_id: str, workroot: Path) -> dict[str, Any]:
+def run_job(
+    job: Job,
+    backend: ChatBackend,
+    runner: ToolRunner,
+    settings: RolloutSettings,
+    eval_settings: dict[str, Any],
+    run_id: str,
+    workroot: Path,
+) -> dict[str, Any]:
     """One trajectory, restarted from scratch (same seed) when its replica dies, up to max_attempts."""
     t0 = time.perf_counter()
     last_error = ""
@@ -171,8 +227,14 @@ def run_job(job: Job, backend: ChatBackend, runner: ToolRunner, settings: Rollou
         wd = workroot / f"{job.traj_id}-{attempt}"
         env = None
         try:
-            env = KernelEnv(job.code, wd, runner, eval_settings, max_output_chars=settings.tool_output_chars,
-                            compile_cache_dir=settings.compile_cache_dir)
+            env = KernelEnv(
+                job.code,
+                wd,
+                runner,
+                eval_settings,
+                max_output_chars=settings.tool_output_chars,
+                compile_cache_dir=settings.compile_cache_dir,
+            )
             d = KernelAgent(backend, env, settings).run(job.session_id, job.seed)
             score = final_score(env, d, settings)
             return trajectory_row(job, d, score, env, backend, settings, run_id, attempt, time.perf_counter() - t0)
@@ -180,16 +242,26 @@ def run_job(job: Job, backend: ChatBackend, runner: ToolRunner, settings: Rollou
             last_error = f"attempt {attempt}: {e}"
             log.warning("trajectory %s: replica died, restarting (%s)", job.traj_id, e)
         except Exception as e:  # never lose the item: it gets a row with the reason
-            d = AgentData(session_id=job.session_id, seed=job.seed, termination="engine_error",
-                          error=f"{type(e).__name__}: {str(e)[:2000]}")
-            return trajectory_row(job, d, {"final_reward": -1}, None, backend, settings, run_id, attempt,
-                                  time.perf_counter() - t0)
+            d = AgentData(
+                session_id=job.session_id,
+                seed=job.seed,
+                termination="engine_error",
+                error=f"{type(e).__name__}: {str(e)[:2000]}",
+            )
+            return trajectory_row(
+                job, d, {"final_reward": -1}, None, backend, settings, run_id, attempt, time.perf_counter() - t0
+            )
         finally:
             shutil.rmtree(wd, ignore_errors=True)
-    d = AgentData(session_id=job.session_id, seed=job.seed, termination="engine_error",
-                  error=f"replica died on every attempt: {last_error}")
-    return trajectory_row(job, d, {"final_reward": -1}, None, backend, settings, run_id, settings.max_attempts,
-                          time.perf_counter() - t0)
+    d = AgentData(
+        session_id=job.session_id,
+        seed=job.seed,
+        termination="engine_error",
+        error=f"replica died on every attempt: {last_error}",
+    )
+    return trajectory_row(
+        job, d, {"final_reward": -1}, None, backend, settings, run_id, settings.max_attempts, time.perf_counter() - t0
+    )
 
 
 def harness_settings(eval_settings: dict[str, Any] | None) -> dict[str, Any]:
@@ -213,9 +285,18 @@ def _default_runner(settings: RolloutSettings, eval_settings: dict[str, Any], di
     return LocalRunner()
 
 
-def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, eval_settings: dict[str, Any] | None,
-            run_id: str, *, out_dir: str | Path | None = None, runner: ToolRunner | None = None,
-            on_row: Callable[[dict[str, Any]], None] | None = None, executor: Any = None) -> pa.Table:
+def rollout(
+    tasks: pa.Table,
+    settings: RolloutSettings,
+    backend: ChatBackend,
+    eval_settings: dict[str, Any] | None,
+    run_id: str,
+    *,
+    out_dir: str | Path | None = None,
+    runner: ToolRunner | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    executor: Any = None,
+) -> pa.Table:
     """Roll out `settings.samples_per_task` trajectories per task; returns the rows as a `trajectories` table.
 
     With `out_dir` (a data root), each trajectory is written as its own shard as soon as it ends, trajectories
@@ -241,8 +322,9 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
     workroot = Path(tempfile.mkdtemp(prefix="opforge-rollout-"))
     try:
         with ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="traj") as pool:
-            futs = {pool.submit(run_job, j, backend, runner, settings, eval_settings, run_id, workroot): j
-                    for j in todo}
+            futs = {
+                pool.submit(run_job, j, backend, runner, settings, eval_settings, run_id, workroot): j for j in todo
+            }
             for fut in as_completed(futs):
                 row = fut.result()
                 if store is not None:
@@ -261,8 +343,14 @@ def rollout(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, ev
     return conform("trajectories", ordered)
 
 
-def single_turn(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend, eval_settings: dict[str, Any],
-                run_id: str, store: Any | None) -> list[dict[str, Any]]:
+def single_turn(
+    tasks: pa.Table,
+    settings: RolloutSettings,
+    backend: ChatBackend,
+    eval_settings: dict[str, Any],
+    run_id: str,
+    store: Any | None,
+) -> list[dict[str, Any]]:
     """k scored single-turn answers per task on the warm-up prompt (the rejection-sampled dataset's input); with a
     store, written as the run's `single_turn` table, and tasks already sampled (any run) are not sampled again."""
     from pipeline.rollout.single_turn import sample_single_turn
@@ -270,10 +358,14 @@ def single_turn(tasks: pa.Table, settings: RolloutSettings, backend: ChatBackend
     done = set()
     if store is not None:
         done = set(store.read("single_turn").column("task_id").to_pylist())
-    todo = [r for r in tasks.select([c for c in ("task_id", "code", "ops") if c in tasks.column_names]).to_pylist()
-            if r["task_id"] not in done]
+    todo = [
+        r
+        for r in tasks.select([c for c in ("task_id", "code", "ops") if c in tasks.column_names]).to_pylist()
+        if r["task_id"] not in done
+    ]
     rows = sample_single_turn(todo, backend, settings, run_id, eval_settings=eval_settings) if todo else []
     if store is not None and rows:
-        store.write("single_turn", rows, run_id, shard=content_hash("single_turn", run_id, *sorted(
-            r["task_id"] for r in todo)))
+        store.write(
+            "single_turn", rows, run_id, shard=content_hash("single_turn", run_id, *sorted(r["task_id"] for r in todo))
+        )
     return rows

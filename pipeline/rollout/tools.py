@@ -16,27 +16,53 @@ from typing import Any, Protocol
 
 
 def _fn(name: str, description: str, props: dict[str, Any] | None = None, required: list[str] | None = None) -> dict:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": props or {}, "required": required or []}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": props or {}, "required": required or []},
+        },
+    }
 
 
 TOOLS: list[dict[str, Any]] = [
     _fn("list_files", "List the files of the workspace with their sizes and whether they are read-only."),
-    _fn("read_file", "Read a workspace file (long files are trimmed; use offset to page).",
-        {"path": {"type": "string", "description": "path relative to the workspace"},
-         "offset": {"type": "integer", "description": "first character to return (default 0)"}}, ["path"]),
-    _fn("write_file", "Create or overwrite a workspace file with the given content. Read-only files are refused.",
-        {"path": {"type": "string", "description": "path relative to the workspace"},
-         "content": {"type": "string", "description": "the complete new file content"}}, ["path", "content"]),
+    _fn(
+        "read_file",
+        "Read a workspace file (long files are trimmed; use offset to page).",
+        {
+            "path": {"type": "string", "description": "path relative to the workspace"},
+            "offset": {"type": "integer", "description": "first character to return (default 0)"},
+        },
+        ["path"],
+    ),
+    _fn(
+        "write_file",
+        "Create or overwrite a workspace file with the given content. Read-only files are refused.",
+        {
+            "path": {"type": "string", "description": "path relative to the workspace"},
+            "content": {"type": "string", "description": "the complete new file content"},
+        },
+        ["path", "content"],
+    ),
     _fn("compile", "Build the solution (CUDA kernels and bindings); returns success and the trimmed compiler log."),
-    _fn("verify", "Compile if needed, then check the solution's outputs against the reference on fresh random "
-        "inputs; returns correctness, max errors and any rule violations."),
-    _fn("profile", "Verify, then time the solution against the reference in eager mode and under torch.compile; "
+    _fn(
+        "verify",
+        "Compile if needed, then check the solution's outputs against the reference on fresh random "
+        "inputs; returns correctness, max errors and any rule violations.",
+    ),
+    _fn(
+        "profile",
+        "Verify, then time the solution against the reference in eager mode and under torch.compile; "
         "returns times, speedups and the reward (-1 incorrect, 1 correct, 2 faster than eager, 3 faster than "
-        "both). Before you have a solution it reports the reference times only."),
-    _fn("finish", "End the session. The current solution is evaluated and scored.",
-        {"summary": {"type": "string", "description": "one or two sentences on what you did"}}),
+        "both). Before you have a solution it reports the reference times only.",
+    ),
+    _fn(
+        "finish",
+        "End the session. The current solution is evaluated and scored.",
+        {"summary": {"type": "string", "description": "one or two sentences on what you did"}},
+    ),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 
@@ -87,8 +113,13 @@ def reference_times(task_code: str, settings: dict[str, Any]) -> dict[str, Any]:
     if device is None:
         return {"eager_ms": None, "compile_ms": None, "device": "", "reason": "no_gpu"}
     b = get_baselines(task_code, device, s, resolve_arch_list(s["arch_list"]))
-    return {"eager_ms": b.get("eager_ms"), "compile_ms": b.get("compile_ms"), "device": device,
-            "reason": b.get("reason", ""), "error": b.get("compile_error", "")}
+    return {
+        "eager_ms": b.get("eager_ms"),
+        "compile_ms": b.get("compile_ms"),
+        "device": device,
+        "reason": b.get("reason", ""),
+        "error": b.get("compile_error", ""),
+    }
 
 
 class ToolRunner(Protocol):
@@ -116,8 +147,15 @@ class RayRunner:
     Ray retries a task whose worker died (max_retries); an error raised by the harness is not retried.
     Without GPUs in the cluster, one actor without a GPU answers (the harness then reports no_gpu)."""
 
-    def __init__(self, compile_cpus: float = 1.0, eval_cpus: float = 1.0, max_retries: int = 2,
-                 num_gpus: int | None = None, eval_settings: dict[str, Any] | None = None, plan: Any = None):
+    def __init__(
+        self,
+        compile_cpus: float = 1.0,
+        eval_cpus: float = 1.0,
+        max_retries: int = 2,
+        num_gpus: int | None = None,
+        eval_settings: dict[str, Any] | None = None,
+        plan: Any = None,
+    ):
         import ray
 
         from pipeline.llm.placement import plan_gpus
@@ -129,8 +167,9 @@ class RayRunner:
         gpus = plan.gpus_per_evaluator
         self.plan = plan
         self._compile = ray.remote(compile_files).options(num_cpus=compile_cpus, max_retries=max_retries)
-        actor = ray.remote(WorkspaceEvaluator).options(num_gpus=gpus, num_cpus=0 if gpus else eval_cpus,
-                                                        max_concurrency=2, max_restarts=2, max_task_retries=2)
+        actor = ray.remote(WorkspaceEvaluator).options(
+            num_gpus=gpus, num_cpus=0 if gpus else eval_cpus, max_concurrency=2, max_restarts=2, max_task_retries=2
+        )
         self._actors = [actor.remote(eval_settings) for _ in range(n)]
         self._load = [0] * n
         self._lock = __import__("threading").Lock()
@@ -174,8 +213,14 @@ class WorkspaceEvaluator:
 
         self.inner = GPUEvaluator(settings)
 
-    def evaluate_files(self, task_code: str, files: dict[str, str], mode: str, settings: dict[str, Any],
-                       compile_result: dict[str, Any] | None) -> dict[str, Any]:
+    def evaluate_files(
+        self,
+        task_code: str,
+        files: dict[str, str],
+        mode: str,
+        settings: dict[str, Any],
+        compile_result: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         import os
 
         if compile_result and not (compile_result.get("ok") and os.path.exists(compile_result.get("artifact", ""))):
@@ -195,5 +240,7 @@ class WorkspaceEvaluator:
         """Where this evaluator runs: its GPU(s) and the lock its timed regions take."""
         import os
 
-        return {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                "gpu_lock": self.inner.settings.get("gpu_lock")}
+        return {
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu_lock": self.inner.settings.get("gpu_lock"),
+        }

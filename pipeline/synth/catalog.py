@@ -22,43 +22,196 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 # Trial input shapes by rank (distinct sizes so that a wrong axis shows). Square ones serve linear algebra.
-TRIAL_SHAPES: dict[int, tuple[int, ...]] = {1: (16,), 2: (4, 16), 3: (2, 8, 16), 4: (2, 8, 12, 12),
-                                           5: (2, 8, 6, 6, 6)}
+TRIAL_SHAPES: dict[int, tuple[int, ...]] = {1: (16,), 2: (4, 16), 3: (2, 8, 16), 4: (2, 8, 12, 12), 5: (2, 8, 6, 6, 6)}
 SQUARE_SHAPES: dict[int, tuple[int, ...]] = {2: (8, 8), 3: (2, 8, 8)}
 TRIAL_SYMBOLS = {"$COUT": 12, "$FOUT": 12, "$G": 4, "$HEADS": 2}
 
 # How to fill a required argument, by parameter name: a list of alternatives tried in order.
 _ARG_RULES: dict[str, list[Any]] = {
-    "in_channels": ["$C"], "out_channels": ["$COUT"], "in_features": ["$LAST"], "out_features": ["$FOUT"],
-    "in1_features": ["$LAST"], "in2_features": ["$LAST"], "num_features": ["$C"], "num_channels": ["$C"],
-    "normalized_shape": [["$LAST"]], "num_groups": ["$G"], "embed_dim": ["$LAST"], "num_heads": ["$HEADS"],
-    "d_model": ["$LAST"], "nhead": ["$HEADS"], "kernel_size": [3, 2], "output_size": [4, [4, 4], [2, 2, 2]],
-    "scale_factor": [2], "upscale_factor": [2], "downscale_factor": [2], "size": [None], "dim": [1, -1, 0],
-    "dims": [[-1], [0]], "shifts": [1], "p": [2], "min": [-0.5], "max": [0.5], "lambd": [0.5], "threshold": [0.5],
-    "value": [0.0], "diagonal": [0], "k": [2], "exponent": [2.0], "padding": [1], "pad": [[1, 1]],
-    "groups": [1], "start_dim": [1], "end_dim": [-1], "repeats": [2], "chunks": [2], "q": [0.5],
-    "ord": [2], "alpha": [1.0], "beta": [1.0], "eps": [1e-5], "negative_slope": [0.01], "input_size": ["$LAST"],
-    "hidden_size": ["$LAST"], "n": [2], "decimals": [2], "beta1": [0.5], "weight": ["$PARAM_C"],
+    "in_channels": ["$C"],
+    "out_channels": ["$COUT"],
+    "in_features": ["$LAST"],
+    "out_features": ["$FOUT"],
+    "in1_features": ["$LAST"],
+    "in2_features": ["$LAST"],
+    "num_features": ["$C"],
+    "num_channels": ["$C"],
+    "normalized_shape": [["$LAST"]],
+    "num_groups": ["$G"],
+    "embed_dim": ["$LAST"],
+    "num_heads": ["$HEADS"],
+    "d_model": ["$LAST"],
+    "nhead": ["$HEADS"],
+    "kernel_size": [3, 2],
+    "output_size": [4, [4, 4], [2, 2, 2]],
+    "scale_factor": [2],
+    "upscale_factor": [2],
+    "downscale_factor": [2],
+    "size": [None],
+    "dim": [1, -1, 0],
+    "dims": [[-1], [0]],
+    "shifts": [1],
+    "p": [2],
+    "min": [-0.5],
+    "max": [0.5],
+    "lambd": [0.5],
+    "threshold": [0.5],
+    "value": [0.0],
+    "diagonal": [0],
+    "k": [2],
+    "exponent": [2.0],
+    "padding": [1],
+    "pad": [[1, 1]],
+    "groups": [1],
+    "start_dim": [1],
+    "end_dim": [-1],
+    "repeats": [2],
+    "chunks": [2],
+    "q": [0.5],
+    "ord": [2],
+    "alpha": [1.0],
+    "beta": [1.0],
+    "eps": [1e-5],
+    "negative_slope": [0.01],
+    "input_size": ["$LAST"],
+    "hidden_size": ["$LAST"],
+    "n": [2],
+    "decimals": [2],
+    "beta1": [0.5],
+    "weight": ["$PARAM_C"],
 }
 # Names under which a function takes a second tensor (arity 2).
 _OTHER_NAMES = {"other", "input2", "x2", "tensor2", "mat2", "target", "end", "y", "b", "B", "vec2", "tensor1"}
 # Torch names that are not operators on a tensor (creation, distributed, utilities) or not composable by design.
-_SKIP_PREFIXES = ("_", "is_", "can_", "set_", "get_", "use_", "empty", "zeros", "ones", "full", "rand", "arange",
-                  "linspace", "logspace", "eye", "tensor", "from_", "as_", "save", "load", "manual_seed", "seed",
-                  "sparse", "quantize", "fake_quantize", "q_", "fbgemm", "mkldnn", "miopen", "cudnn", "native_",
-                  "result_type", "promote_types", "numel", "broadcast_", "align_", "detach", "resize", "split",
-                  "unbind", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid", "block_diag",
-                  "cartesian_prod", "combinations", "nonzero", "unique", "where", "masked", "index_put", "scatter",
-                  "bincount", "histc", "histogram", "bucketize", "searchsorted", "stft", "istft", "allclose",
-                  "equal", "nested", "sym_", "segment", "embedding", "ctc", "lstm", "gru", "rnn", "quantized",
-                  "choose_qparams", "dequantize", "constant_pad", "conv_tbc", "affine_grid", "grid_sampler",
-                  "batch_norm_", "cdist", "pdist", "tril_indices", "triu_indices", "clone", "complex", "polar",
-                  "view_as_", "frombuffer", "asarray", "typename", "hamming", "hann", "bartlett", "blackman",
-                  "kaiser", "normal", "poisson", "bernoulli", "multinomial", "cov", "corrcoef", "cat", "stack",
-                  "concat", "hstack", "vstack", "dstack", "column_stack", "row_stack", "einsum", "tensordot",
-                  "chain_matmul", "multi_dot", "broadcast", "atleast_", "promote")
-_NN_SKIP_CLASSES = {"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-                    "Container", "Identity"}
+_SKIP_PREFIXES = (
+    "_",
+    "is_",
+    "can_",
+    "set_",
+    "get_",
+    "use_",
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "rand",
+    "arange",
+    "linspace",
+    "logspace",
+    "eye",
+    "tensor",
+    "from_",
+    "as_",
+    "save",
+    "load",
+    "manual_seed",
+    "seed",
+    "sparse",
+    "quantize",
+    "fake_quantize",
+    "q_",
+    "fbgemm",
+    "mkldnn",
+    "miopen",
+    "cudnn",
+    "native_",
+    "result_type",
+    "promote_types",
+    "numel",
+    "broadcast_",
+    "align_",
+    "detach",
+    "resize",
+    "split",
+    "unbind",
+    "chunk",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "meshgrid",
+    "block_diag",
+    "cartesian_prod",
+    "combinations",
+    "nonzero",
+    "unique",
+    "where",
+    "masked",
+    "index_put",
+    "scatter",
+    "bincount",
+    "histc",
+    "histogram",
+    "bucketize",
+    "searchsorted",
+    "stft",
+    "istft",
+    "allclose",
+    "equal",
+    "nested",
+    "sym_",
+    "segment",
+    "embedding",
+    "ctc",
+    "lstm",
+    "gru",
+    "rnn",
+    "quantized",
+    "choose_qparams",
+    "dequantize",
+    "constant_pad",
+    "conv_tbc",
+    "affine_grid",
+    "grid_sampler",
+    "batch_norm_",
+    "cdist",
+    "pdist",
+    "tril_indices",
+    "triu_indices",
+    "clone",
+    "complex",
+    "polar",
+    "view_as_",
+    "frombuffer",
+    "asarray",
+    "typename",
+    "hamming",
+    "hann",
+    "bartlett",
+    "blackman",
+    "kaiser",
+    "normal",
+    "poisson",
+    "bernoulli",
+    "multinomial",
+    "cov",
+    "corrcoef",
+    "cat",
+    "stack",
+    "concat",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+    "row_stack",
+    "einsum",
+    "tensordot",
+    "chain_matmul",
+    "multi_dot",
+    "broadcast",
+    "atleast_",
+    "promote",
+)
+_NN_SKIP_CLASSES = {
+    "Module",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "Container",
+    "Identity",
+}
 
 
 @dataclass
@@ -160,8 +313,9 @@ def _functional_candidates() -> list[tuple[str, Any]]:
         obj = getattr(F, name)
         if name.startswith("_") or not callable(obj) or inspect.isclass(obj) or inspect.ismodule(obj):
             continue
-        if getattr(obj, "__module__", "") not in ("torch.nn.functional", "torch._C._nn", None) and \
-                not type(obj).__name__.startswith("builtin"):
+        if getattr(obj, "__module__", "") not in ("torch.nn.functional", "torch._C._nn", None) and not type(
+            obj
+        ).__name__.startswith("builtin"):
             continue
         out.append((f"torch.nn.functional.{name}", obj))
     return out
@@ -266,13 +420,22 @@ def _other_for(x, rule: str, gen):
     if rule == "same":
         return torch.randn(x.shape, generator=gen)
     if rule == "matmul":
-        return torch.randn(tuple(x.shape[:-2]) + (x.shape[-1], TRIAL_SYMBOLS["$FOUT"]) if x.dim() >= 2
-                           else (x.shape[-1], TRIAL_SYMBOLS["$FOUT"]), generator=gen)
+        return torch.randn(
+            tuple(x.shape[:-2]) + (x.shape[-1], TRIAL_SYMBOLS["$FOUT"])
+            if x.dim() >= 2
+            else (x.shape[-1], TRIAL_SYMBOLS["$FOUT"]),
+            generator=gen,
+        )
     raise ValueError(rule)
 
 
-def _probe(make_call: Callable[[dict, dict], Callable], options: list[dict], ctor_options: list[dict],
-           arity_rules: list[str], is_module: bool) -> dict[str, Any] | None:
+def _probe(
+    make_call: Callable[[dict, dict], Callable],
+    options: list[dict],
+    ctor_options: list[dict],
+    arity_rules: list[str],
+    is_module: bool,
+) -> dict[str, Any] | None:
     """Find argument choices and input ranks on which the op runs; None if it never does."""
     import torch
 
@@ -284,7 +447,7 @@ def _probe(make_call: Callable[[dict, dict], Callable], options: list[dict], cto
                 for square in (False, True):
                     for domain in ("any", "positive", "unit"):
                         ranks, out_idx, last_fn, last_x = [], None, None, None
-                        for rank in (SQUARE_SHAPES if square else TRIAL_SHAPES):
+                        for rank in SQUARE_SHAPES if square else TRIAL_SHAPES:
                             x = _inputs_for(rank, square, domain, gen)
                             try:
                                 fn = make_call(_resolved(ctor, x), _resolved(call, x))
@@ -292,17 +455,31 @@ def _probe(make_call: Callable[[dict, dict], Callable], options: list[dict], cto
                                 y, idx = _tensor_out(fn(*args))
                             except Exception:
                                 continue
-                            if y is None or not torch.is_floating_point(y) and y.dtype != torch.bool and \
-                                    y.dtype not in (torch.int64, torch.int32) and not y.is_complex():
+                            if (
+                                y is None
+                                or not torch.is_floating_point(y)
+                                and y.dtype != torch.bool
+                                and y.dtype not in (torch.int64, torch.int32)
+                                and not y.is_complex()
+                            ):
                                 continue
                             if y.is_floating_point() and y.numel() and not torch.isfinite(y).all():
                                 continue
                             ranks.append(rank)
                             out_idx, last_fn, last_x = idx, fn, args
                         if ranks:
-                            cand = {"ctor": ctor, "call": call, "other": other_rule, "square": square,
-                                    "domain": domain, "ranks": ranks, "out_idx": out_idx, "fn": last_fn,
-                                    "args": last_x, "make": make_call}
+                            cand = {
+                                "ctor": ctor,
+                                "call": call,
+                                "other": other_rule,
+                                "square": square,
+                                "domain": domain,
+                                "ranks": ranks,
+                                "out_idx": out_idx,
+                                "fn": last_fn,
+                                "args": last_x,
+                                "make": make_call,
+                            }
                             if best is None or len(ranks) > len(best["ranks"]):
                                 best = cand
                             if len(ranks) >= 3 or best is not None:
@@ -361,8 +538,19 @@ def _characterise(name: str, source: str, found: dict, is_module: bool, sig: str
             out_range = "unit" if bool((finite < 1).all()) else "positive"
     kind = kind_hint
     if not is_module:
-        if source == "torch.linalg" or name.split(".")[-1] in ("mm", "bmm", "matmul", "mv", "inner", "outer",
-                                                                 "addmm", "baddbmm", "addbmm", "kron", "det"):
+        if source == "torch.linalg" or name.split(".")[-1] in (
+            "mm",
+            "bmm",
+            "matmul",
+            "mv",
+            "inner",
+            "outer",
+            "addmm",
+            "baddbmm",
+            "addbmm",
+            "kron",
+            "det",
+        ):
             kind = "linalg"
         elif pointwise:
             kind = "binary_pointwise" if found["other"] else "pointwise"
@@ -395,30 +583,62 @@ def _characterise(name: str, source: str, found: dict, is_module: bool, sig: str
     except Exception:
         pass
     return SeedOp(
-        name=name, source=source, kind=kind, is_module=is_module, arity=1 if not found["other"] else 2,
-        other_shape=found["other"], ctor_args=found["ctor"], call_args=found["call"], input_ranks=found["ranks"],
-        square=found["square"], dtypes=dtypes, output_index=found["out_idx"], domain=found["domain"],
-        out_range=out_range, pointwise=pointwise, stochastic=stochastic, mode_dependent=mode_dependent,
-        composable=composable, signature=sig[:300], note=note,
+        name=name,
+        source=source,
+        kind=kind,
+        is_module=is_module,
+        arity=1 if not found["other"] else 2,
+        other_shape=found["other"],
+        ctor_args=found["ctor"],
+        call_args=found["call"],
+        input_ranks=found["ranks"],
+        square=found["square"],
+        dtypes=dtypes,
+        output_index=found["out_idx"],
+        domain=found["domain"],
+        out_range=out_range,
+        pointwise=pointwise,
+        stochastic=stochastic,
+        mode_dependent=mode_dependent,
+        composable=composable,
+        signature=sig[:300],
+        note=note,
     )
 
 
 def _same(a, b) -> bool:
     import torch
 
-    return a.shape == b.shape and bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(
-        a, b, rtol=1e-5, atol=1e-6, equal_nan=True)))
+    return a.shape == b.shape and bool(
+        torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
+    )
 
 
 def _module_kind(cls) -> str:
     mod = getattr(cls, "__module__", "")
     last = mod.rsplit(".", 1)[-1]
-    return {"conv": "convolution", "pooling": "pooling", "batchnorm": "normalization", "instancenorm":
-            "normalization", "normalization": "normalization", "activation": "activation", "linear": "linear",
-            "loss": "loss", "padding": "padding", "pixelshuffle": "shape", "upsampling": "upsampling",
-            "distance": "distance", "dropout": "dropout", "flatten": "shape", "channelshuffle": "shape",
-            "fold": "shape", "sparse": "embedding", "rnn": "recurrent", "transformer": "attention",
-            "activations": "activation"}.get(last, last or "module")
+    return {
+        "conv": "convolution",
+        "pooling": "pooling",
+        "batchnorm": "normalization",
+        "instancenorm": "normalization",
+        "normalization": "normalization",
+        "activation": "activation",
+        "linear": "linear",
+        "loss": "loss",
+        "padding": "padding",
+        "pixelshuffle": "shape",
+        "upsampling": "upsampling",
+        "distance": "distance",
+        "dropout": "dropout",
+        "flatten": "shape",
+        "channelshuffle": "shape",
+        "fold": "shape",
+        "sparse": "embedding",
+        "rnn": "recurrent",
+        "transformer": "attention",
+        "activations": "activation",
+    }.get(last, last or "module")
 
 
 def _mine_module(name: str, cls, source: str) -> SeedOp | None:
@@ -486,8 +706,11 @@ def _mine_function(name: str, fn, sig_fn: Callable | None, source: str) -> SeedO
     return _characterise(name, source, found, False, f"{name.rsplit('.', 1)[-1]}{sig}", "function")
 
 
-def build_catalog(sources: Iterable[str] = ("torch.nn", "torch.nn.functional", "torch", "transformers"),
-                  limit: int | None = None, report: MiningReport | None = None) -> list[SeedOp]:
+def build_catalog(
+    sources: Iterable[str] = ("torch.nn", "torch.nn.functional", "torch", "transformers"),
+    limit: int | None = None,
+    report: MiningReport | None = None,
+) -> list[SeedOp]:
     """Mine runnable seed operators. `sources` picks namespaces ("torch" covers torch/linalg/special/fft);
     `limit` caps the candidates tried per source (for quick tests). Every returned op ran at least once."""
     import torch

@@ -38,10 +38,18 @@ def register(app: typer.Typer) -> None:
         from pipeline.storage import DataStore
 
         cfg = load_cli_config(config, set_)
-        s = cfg.synth.model_copy(update={k: v for k, v in {"n": n, "composer": composer, "seed": seed,
-                                                            "size_profile": profile}.items() if v is not None})
-        llm = s.llm.model_copy(update={k: v for k, v in {"model": model, "backend": backend,
-                                                          "base_url": base_url}.items() if v is not None})
+        s = cfg.synth.model_copy(
+            update={
+                k: v
+                for k, v in {"n": n, "composer": composer, "seed": seed, "size_profile": profile}.items()
+                if v is not None
+            }
+        )
+        llm = s.llm.model_copy(
+            update={
+                k: v for k, v in {"model": model, "backend": backend, "base_url": base_url}.items() if v is not None
+            }
+        )
         s = s.model_copy(update={"llm": llm})
         dev = device or cfg.device
         if s.size_profile == "auto":
@@ -54,13 +62,18 @@ def register(app: typer.Typer) -> None:
         t0 = time.time()
         stages = [registry.get("synthesize")] + ([registry.get("validate")] if validate_ else [])
         with one_writer():
-            result = runner.run_steps(cfg, runner.steps(stages, observer=runner.ConsoleObserver(console)),
-                                      note=f"synth --n {s.n} --composer {s.composer}")
+            result = runner.run_steps(
+                cfg,
+                runner.steps(stages, observer=runner.ConsoleObserver(console)),
+                note=f"synth --n {s.n} --composer {s.composer}",
+            )
         by = {r["stage"]: r for r in result["stages"]}
         syn = by["synthesize"]
         store = DataStore(cfg.data_root)
-        console.print(f"composed {syn['rows_in']} candidates ({syn['rows_in'] - syn['rows_out']} failed) in "
-                      f"{time.time() - t0:.1f}s -> {store.table_dir('tasks', cfg.run_id)}")
+        console.print(
+            f"composed {syn['rows_in']} candidates ({syn['rows_in'] - syn['rows_out']} failed) in "
+            f"{time.time() - t0:.1f}s -> {store.table_dir('tasks', cfg.run_id)}"
+        )
         if validate_:
             from pipeline.validate.cli import print_summary
 
@@ -69,8 +82,10 @@ def register(app: typer.Typer) -> None:
                 v = store.read("validation", cfg.run_id)
                 print_summary(v, console)
                 where = store.table_dir("validation", cfg.run_id)
-                console.print(f"validated {v.num_rows} in {val['seconds'] / 60:.1f} min "
-                              f"({val['shards_skipped']} shards reused) -> {where}")
+                console.print(
+                    f"validated {v.num_rows} in {val['seconds'] / 60:.1f} min "
+                    f"({val['shards_skipped']} shards reused) -> {where}"
+                )
             else:
                 console.print(f"validate {val['status']}: {val.get('detail', '')}")
         console.print(f"run {cfg.run_id}")
@@ -90,19 +105,31 @@ def ops_list(
     from pipeline.synth.catalog import load_catalog
 
     ops = load_catalog(catalog)
-    sel = [o for o in ops if (all_ or o.composable) and (not kind or o.kind == kind)
-           and (not source or o.source == source)]
+    sel = [
+        o
+        for o in ops
+        if (all_ or o.composable) and (not kind or o.kind == kind) and (not source or o.source == source)
+    ]
     import pyarrow as pa
 
-    tbl = pa.table({"name": [o.name for o in sel], "kind": [o.kind for o in sel], "arity": [o.arity for o in sel],
-                    "ranks": [",".join(map(str, o.input_ranks)) for o in sel],
-                    "composable": [o.composable for o in sel], "note": [o.note for o in sel]})
+    tbl = pa.table(
+        {
+            "name": [o.name for o in sel],
+            "kind": [o.kind for o in sel],
+            "arity": [o.arity for o in sel],
+            "ranks": [",".join(map(str, o.input_ranks)) for o in sel],
+            "composable": [o.composable for o in sel],
+            "note": [o.note for o in sel],
+        }
+    )
     print_table(tbl, title=f"{len(sel)} of {len(ops)} seed operators", max_rows=10_000)
 
 
 @ops_app.command("show")
-def ops_show(name: str = typer.Argument(..., help="Operator name, e.g. torch.nn.Conv2d or cumsum."),
-             catalog: Optional[Path] = typer.Option(None, "--catalog")) -> None:
+def ops_show(
+    name: str = typer.Argument(..., help="Operator name, e.g. torch.nn.Conv2d or cumsum."),
+    catalog: Optional[Path] = typer.Option(None, "--catalog"),
+) -> None:
     """Every field of one seed operator."""
     import json
 
@@ -119,8 +146,10 @@ def ops_show(name: str = typer.Argument(..., help="Operator name, e.g. torch.nn.
 
 
 @ops_app.command("mine")
-def ops_mine(out: Optional[Path] = typer.Option(None, "--out", help="Parquet path (default: the cache)."),
-             source: Optional[list[str]] = typer.Option(None, "--source", help="Sources to mine (repeatable).")) -> None:
+def ops_mine(
+    out: Optional[Path] = typer.Option(None, "--out", help="Parquet path (default: the cache)."),
+    source: Optional[list[str]] = typer.Option(None, "--source", help="Sources to mine (repeatable)."),
+) -> None:
     """Re-mine the catalog from the installed torch (and transformers) and write it."""
     from pipeline.cli import console
     from pipeline.synth.catalog import MiningReport, build_catalog, default_cache_path, write_catalog
@@ -129,5 +158,7 @@ def ops_mine(out: Optional[Path] = typer.Option(None, "--out", help="Parquet pat
     t = time.time()
     ops = build_catalog(sources=source or ("torch.nn", "torch.nn.functional", "torch", "transformers"), report=rep)
     path = write_catalog(ops, out or default_cache_path())
-    console.print(f"tried {rep.tried}, runnable {rep.runnable}, composable {sum(o.composable for o in ops)} "
-                  f"in {time.time() - t:.0f}s -> {path}")
+    console.print(
+        f"tried {rep.tried}, runnable {rep.runnable}, composable {sum(o.composable for o in ops)} "
+        f"in {time.time() - t:.0f}s -> {path}"
+    )

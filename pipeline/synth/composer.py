@@ -40,19 +40,30 @@ def profile(name: str, target_ms: tuple[float, float] = (2.0, 40.0)) -> SizeProf
     if name == "small":
         return SizeProfile(
             name="small",
-            dims={1: [()], 2: [(16,), (24,), (32,)], 3: [(8, 16), (4, 32), (6, 20)], 4: [(4, 8, 8), (3, 10, 12),
-                                                                                       (8, 6, 6)],
-                  5: [(4, 4, 6, 6), (2, 6, 4, 8)]},
-            batch=(2, 8), new_features=(8, 12, 16), max_elements=2**15,
+            dims={
+                1: [()],
+                2: [(16,), (24,), (32,)],
+                3: [(8, 16), (4, 32), (6, 20)],
+                4: [(4, 8, 8), (3, 10, 12), (8, 6, 6)],
+                5: [(4, 4, 6, 6), (2, 6, 4, 8)],
+            },
+            batch=(2, 8),
+            new_features=(8, 12, 16),
+            max_elements=2**15,
         )
     if name == "gpu":
         return SizeProfile(
             name="gpu",
-            dims={1: [()], 2: [(1024,), (2048,), (4096,), (8192,), (16384,)],
-                  3: [(64, 4096), (128, 2048), (256, 1024), (32, 8192), (512, 512)],
-                  4: [(16, 128, 128), (32, 64, 64), (64, 64, 64), (3, 256, 256), (128, 32, 32), (8, 512, 512)],
-                  5: [(16, 16, 64, 64), (8, 32, 32, 32), (32, 8, 32, 32)]},
-            batch=(1, 1 << 20), new_features=(64, 128, 256, 512, 1024), max_elements=2**30,
+            dims={
+                1: [()],
+                2: [(1024,), (2048,), (4096,), (8192,), (16384,)],
+                3: [(64, 4096), (128, 2048), (256, 1024), (32, 8192), (512, 512)],
+                4: [(16, 128, 128), (32, 64, 64), (64, 64, 64), (3, 256, 256), (128, 32, 32), (8, 512, 512)],
+                5: [(16, 16, 64, 64), (8, 32, 32, 32), (32, 8, 32, 32)],
+            },
+            batch=(1, 1 << 20),
+            new_features=(64, 128, 256, 512, 1024),
+            max_elements=2**30,
             target_ms=target_ms,
         )
     raise ValueError(f"unknown size profile {name!r}: small | gpu")
@@ -98,8 +109,12 @@ def _callable_for(op: SeedOp):
 def _symbols(rng: random.Random, prof: SizeProfile, shape: tuple[int, ...]) -> dict[str, int]:
     c = shape[1] if len(shape) > 1 else shape[0]
     last = shape[-1]
-    return {"$COUT": rng.choice(prof.new_features), "$FOUT": rng.choice(prof.new_features),
-            "$G": next(g for g in (8, 4, 2, 1) if c % g == 0), "$HEADS": next(h for h in (8, 4, 2, 1) if last % h == 0)}
+    return {
+        "$COUT": rng.choice(prof.new_features),
+        "$FOUT": rng.choice(prof.new_features),
+        "$G": next(g for g in (8, 4, 2, 1) if c % g == 0),
+        "$HEADS": next(h for h in (8, 4, 2, 1) if last % h == 0),
+    }
 
 
 def _apply_meta(step_op: SeedOp, ctor: dict, call: dict, x, other):
@@ -146,8 +161,14 @@ def _domain_ok(op: SeedOp, current_range: str) -> bool:
     return current_range == "unit"
 
 
-def _build_chain(ops: list[SeedOp], rng: random.Random, prof: SizeProfile, shape: tuple[int, ...],
-                 in_range: str, fixed: list[tuple[SeedOp, dict, dict, dict]] | None = None) -> list[Step]:
+def _build_chain(
+    ops: list[SeedOp],
+    rng: random.Random,
+    prof: SizeProfile,
+    shape: tuple[int, ...],
+    in_range: str,
+    fixed: list[tuple[SeedOp, dict, dict, dict]] | None = None,
+) -> list[Step]:
     """Run the chain on meta at `shape`; `fixed` replays earlier choices (when resizing)."""
     import torch
 
@@ -164,7 +185,12 @@ def _build_chain(ops: list[SeedOp], rng: random.Random, prof: SizeProfile, shape
         oshape = _other_shape(op, cur, syms)
         other = torch.empty(oshape, device="meta") if oshape else None
         y = _apply_meta(op, ctor, call, x, other)
-        if not isinstance(y, torch.Tensor) or not y.is_floating_point() or y.numel() < 2 or y.numel() > prof.max_elements:
+        if (
+            not isinstance(y, torch.Tensor)
+            or not y.is_floating_point()
+            or y.numel() < 2
+            or y.numel() > prof.max_elements
+        ):
             raise CompositionError(f"{op.name}: output {getattr(y, 'shape', None)} unusable")
         steps.append(Step(op, ctor, call, cur, tuple(y.shape), oshape, False))
         steps[-1].syms = syms  # type: ignore[attr-defined]
@@ -248,13 +274,25 @@ def _pick_chain(pool: list[SeedOp], n_ops: int, rng: random.Random, prof: SizePr
         while len(chosen) < n_ops:
             out_shape = steps[-1].out_shape
             n_shape = sum(o.kind in _SHAPE_KINDS for o in chosen)
-            cands = [o for o in pool if len(out_shape) in o.input_ranks and _domain_ok(o, cur_range)
-                     and (not o.square or (len(out_shape) >= 2 and out_shape[-1] == out_shape[-2]))
-                     and (n_shape == 0 or o.kind not in _SHAPE_KINDS) and o.name not in {c.name for c in chosen}]
+            cands = [
+                o
+                for o in pool
+                if len(out_shape) in o.input_ranks
+                and _domain_ok(o, cur_range)
+                and (not o.square or (len(out_shape) >= 2 and out_shape[-1] == out_shape[-2]))
+                and (n_shape == 0 or o.kind not in _SHAPE_KINDS)
+                and o.name not in {c.name for c in chosen}
+            ]
             for cand in _by_kind(cands, rng, 25):
                 try:
-                    steps = _build_chain(chosen + [cand], rng, prof, shape, in_range,
-                                         fixed=[(s.op, s.ctor, s.call, s.syms) for s in steps] + [None])  # type: ignore
+                    steps = _build_chain(
+                        chosen + [cand],
+                        rng,
+                        prof,
+                        shape,
+                        in_range,
+                        fixed=[(s.op, s.ctor, s.call, s.syms) for s in steps] + [None],
+                    )  # type: ignore
                 except Exception:
                     continue
                 chosen.append(cand)
@@ -318,18 +356,21 @@ def _lit(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_lit(a) for a in v) + "]" if isinstance(v, list) else "(" + ", ".join(
-            _lit(a) for a in v) + ("," if len(v) == 1 else "") + ")"
+        return (
+            "[" + ", ".join(_lit(a) for a in v) + "]"
+            if isinstance(v, list)
+            else "(" + ", ".join(_lit(a) for a in v) + ("," if len(v) == 1 else "") + ")"
+        )
     return repr(v)
 
 
 def _expr_path(name: str) -> str:
     if name.startswith("torch.nn.functional."):
-        return "F." + name[len("torch.nn.functional."):]
+        return "F." + name[len("torch.nn.functional.") :]
     if name.startswith("torch.nn.") and name.count(".") == 2:
-        return "nn." + name[len("torch.nn."):]
+        return "nn." + name[len("torch.nn.") :]
     if name.startswith("transformers.activations."):
-        return name[len("transformers.activations."):]
+        return name[len("transformers.activations.") :]
     return name
 
 
@@ -349,8 +390,11 @@ def emit_code(steps: list[Step], rng: random.Random, est_ms: float | None) -> st
     used_attr: set[str] = set()
 
     def attr_name(step_i: int, op: SeedOp) -> str:
-        base = {"kind": op.kind.split("_")[0] if op.is_module else "w", "indexed": f"op{step_i}",
-                "descriptive": _snake(op.name)}[scheme]
+        base = {
+            "kind": op.kind.split("_")[0] if op.is_module else "w",
+            "indexed": f"op{step_i}",
+            "descriptive": _snake(op.name),
+        }[scheme]
         if scheme == "kind" and op.is_module:
             base = _snake(op.name)[:12].rstrip("_")
         n = base
@@ -405,8 +449,12 @@ def emit_code(steps: list[Step], rng: random.Random, est_ms: float | None) -> st
             call = f"self.{name}({var}{', ' + other_expr if other_expr else ''})"
         else:
             short = op.name.rsplit(".", 1)[-1]
-            if use_methods and op.source == "torch" and hasattr(torch.Tensor, short) and not any(
-                    isinstance(v, torch.Tensor) for v in s.call.values()):
+            if (
+                use_methods
+                and op.source == "torch"
+                and hasattr(torch.Tensor, short)
+                and not any(isinstance(v, torch.Tensor) for v in s.call.values())
+            ):
                 args = ([other_expr] if other_expr else []) + call_parts
                 call = f"{var}.{short}({', '.join(args)})"
             else:
@@ -418,8 +466,9 @@ def emit_code(steps: list[Step], rng: random.Random, est_ms: float | None) -> st
 
     n = len(steps)
     names = ", ".join(s.op.name.rsplit(".", 1)[-1] for s in steps)
-    doc = rng.choice([f"Fused {n}-operator model: {names}.", f"Applies {names} in sequence.",
-                      f"A small model that chains {names}."])
+    doc = rng.choice(
+        [f"Fused {n}-operator model: {names}.", f"Applies {names} in sequence.", f"A small model that chains {names}."]
+    )
     fwd_args = ", ".join([var] + [nm for nm, _ in extra_inputs])
     lines = sorted(imports, key=lambda s: (not s.startswith("import torch\n") and s != "import torch", s))
     out = ["\n".join(lines), "", "", "class Model(nn.Module):", f'    """{doc}"""', ""]
@@ -434,15 +483,18 @@ def emit_code(steps: list[Step], rng: random.Random, est_ms: float | None) -> st
     out += ["", ""]
     # Module-level sizes, as KernelBench writes them.
     in_shape = steps[0].in_shape
-    dim_names = ["batch_size", "channels", "dim1", "dim2", "dim3"] if len(in_shape) > 2 else (
-        ["batch_size", "features"] if len(in_shape) == 2 else ["length"])
+    dim_names = (
+        ["batch_size", "channels", "dim1", "dim2", "dim3"]
+        if len(in_shape) > 2
+        else (["batch_size", "features"] if len(in_shape) == 2 else ["length"])
+    )
     for dn, dv in zip(dim_names, in_shape):
         out.append(f"{dn} = {dv}")
     for nm, v in init_params:
         out.append(f"{nm} = {v}")
     out += ["", ""]
     gen = "torch.rand" if steps[0].op.domain != "any" else "torch.randn"
-    inputs = [f"{gen}({', '.join(dim_names[:len(in_shape)])})"]
+    inputs = [f"{gen}({', '.join(dim_names[: len(in_shape)])})"]
     for _nm, shp in extra_inputs:
         inputs.append(f"torch.randn({', '.join(map(str, shp))})")
     out.append("def get_inputs():")
@@ -466,12 +518,19 @@ def usable_pool(catalog: list[SeedOp]) -> list[SeedOp]:
     tf = _has_transformers()
     # Names the static stochastic filter rejects (e.g. torch.rrelu, deterministic only with training=False) are
     # left out, or the composer would produce tasks that cannot pass.
-    return [o for o in catalog if o.composable and o.kind not in EXCLUDED_KINDS and (tf or o.source != "transformers")
-            and o.name.rsplit(".", 1)[-1] not in STOCHASTIC_NAMES]
+    return [
+        o
+        for o in catalog
+        if o.composable
+        and o.kind not in EXCLUDED_KINDS
+        and (tf or o.source != "transformers")
+        and o.name.rsplit(".", 1)[-1] not in STOCHASTIC_NAMES
+    ]
 
 
-def compose_task(catalog: list[SeedOp], seed: int, op_mix: dict[int, float], prof: SizeProfile,
-                 n_ops: int | None = None) -> Composed:
+def compose_task(
+    catalog: list[SeedOp], seed: int, op_mix: dict[int, float], prof: SizeProfile, n_ops: int | None = None
+) -> Composed:
     """One task from `seed` (same seed, same catalog: same code)."""
     import warnings
 
@@ -488,8 +547,14 @@ def compose_task(catalog: list[SeedOp], seed: int, op_mix: dict[int, float], pro
             steps, est = _rescale(steps, rng, prof, in_range)
             code = emit_code(steps, rng, est)
             src = "transformers" if any(s.op.source == "transformers" for s in steps) else "torch"
-            return Composed(code=code, ops=[s.op.name for s in steps], data_source=f"{src}#{len(steps)}", seed=seed,
-                            est_ms=est if prof.target_ms else None, input_shape=steps[0].in_shape)
+            return Composed(
+                code=code,
+                ops=[s.op.name for s in steps],
+                data_source=f"{src}#{len(steps)}",
+                seed=seed,
+                est_ms=est if prof.target_ms else None,
+                input_shape=steps[0].in_shape,
+            )
         except CompositionError as e:
             last_err = e
             k = max(1, k - 1) if _ >= 2 else k

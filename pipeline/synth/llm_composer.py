@@ -50,8 +50,7 @@ def parse_reply(text: str | None) -> tuple[str, str]:
 
 
 RETRY = "Your answer could not be used: {problem}. Answer again with the complete file in one ```python block."
-FEEDBACK = {"empty_response": "the answer was empty",
-            "no_code_block": "it has no ```python code block with the file"}
+FEEDBACK = {"empty_response": "the answer was empty", "no_code_block": "it has no ```python code block with the file"}
 
 
 def check_code(code: str, asked: list[str], known: frozenset[str]) -> str:
@@ -80,18 +79,21 @@ def describe(op: SeedOp) -> str:
     if op.ctor_args:
         extra.append(f"e.g. constructor kwargs {op.ctor_args} ($C: channels, $LAST: last dim)")
     return f"- `{op.name}` [{op.kind}, {how}; inputs of rank {op.input_ranks}] {op.signature[:160]} " + "; ".join(
-        extra)
+        extra
+    )
 
 
 def build_messages(ops: list[SeedOp], examples: list[str]) -> list[dict[str, str]]:
     ex = "\n\n".join(f"Example {i + 1}:\n```python\n{e.strip()}\n```" for i, e in enumerate(examples))
-    user = (f"{FORMAT_SPEC}\n\n{ex}\n\nNow fuse these {len(ops)} operators into one Model:\n"
-            + "\n".join(describe(o) for o in ops))
+    user = f"{FORMAT_SPEC}\n\n{ex}\n\nNow fuse these {len(ops)} operators into one Model:\n" + "\n".join(
+        describe(o) for o in ops
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def compose_with_llm(settings, run_id: str, catalog: list[SeedOp], backend, prof_name: str,
-                     max_workers: int = 8) -> list[dict[str, Any]]:
+def compose_with_llm(
+    settings, run_id: str, catalog: list[SeedOp], backend, prof_name: str, max_workers: int = 8
+) -> list[dict[str, Any]]:
     """`settings.n` rows of `tasks`; one chat per task, concurrent (the engine batches them)."""
     from pipeline.llm.backend import SamplingParams
     from pipeline.synth.composer import CompositionError, _by_kind, compose_task, profile, sample_n_ops, usable_pool
@@ -122,8 +124,11 @@ def compose_with_llm(settings, run_id: str, catalog: list[SeedOp], backend, prof
         msgs = build_messages(ops, examples)
         code, reason, raw, used = "", "llm_error", "", []
         for attempt in range(1 + max(0, settings.llm_retries)):
-            sp = SamplingParams(temperature=settings.llm_temperature, max_tokens=settings.llm_max_tokens,
-                                seed=(seed + attempt) % (2**31))
+            sp = SamplingParams(
+                temperature=settings.llm_temperature,
+                max_tokens=settings.llm_max_tokens,
+                seed=(seed + attempt) % (2**31),
+            )
             try:
                 resp = backend.chat(msgs, sampling=sp, session_id=f"synth-{run_id}-{i}-{attempt}")
             except Exception as e:  # backend failures are rows, not crashes (and not retried: the engine is down)
@@ -137,13 +142,25 @@ def compose_with_llm(settings, run_id: str, catalog: list[SeedOp], backend, prof
                 break
             reason = reason or problem.split(":")[0]
             # Feed the error back and ask again (bounded by llm_retries).
-            msgs = [*msgs, {"role": "assistant", "content": raw[:4000]},
-                    {"role": "user", "content": RETRY.format(problem=FEEDBACK.get(problem, problem))}]
+            msgs = [
+                *msgs,
+                {"role": "assistant", "content": raw[:4000]},
+                {"role": "user", "content": RETRY.format(problem=FEEDBACK.get(problem, problem))},
+            ]
         body = code if not reason else raw
         tid = compute_task_id(code) if not reason else compute_task_id(f"{raw}\n# llm compose failure {seed}")
-        return {"task_id": tid, "code": body, "ops": used,
-                "data_source": f"torch#{len(used)}", "composer": "llm", "seed": seed, "run_id": run_id,
-                "compose_reason": reason, "size_profile": prof.name, "est_ms": None}
+        return {
+            "task_id": tid,
+            "code": body,
+            "ops": used,
+            "data_source": f"torch#{len(used)}",
+            "composer": "llm",
+            "seed": seed,
+            "run_id": run_id,
+            "compose_reason": reason,
+            "size_profile": prof.name,
+            "est_ms": None,
+        }
 
     with ThreadPoolExecutor(max_workers=max_workers) as ex:
         return list(ex.map(one, jobs))

@@ -5,8 +5,14 @@ from __future__ import annotations
 import ast
 
 # Python operators on tensors and the torch functions they are.
-_BINOPS = {ast.Add: "torch.add", ast.Sub: "torch.sub", ast.Mult: "torch.mul", ast.Div: "torch.div",
-           ast.MatMult: "torch.matmul", ast.Pow: "torch.pow"}
+_BINOPS = {
+    ast.Add: "torch.add",
+    ast.Sub: "torch.sub",
+    ast.Mult: "torch.mul",
+    ast.Div: "torch.div",
+    ast.MatMult: "torch.matmul",
+    ast.Pow: "torch.pow",
+}
 _SETUP = {"get_inputs", "get_init_inputs"}  # input construction is not the task's computation
 
 

@@ -7,10 +7,19 @@ from typing import Any
 from pipeline.stage import Plan, Resources, Stage
 
 STAGE = Stage(
-    name="synthesize", inputs=(), outputs=("tasks",), settings="synth",
-    fn="pipeline.synth.spec:compose", plan="pipeline.synth.spec:plan", shard_key=None,
-    resources=Resources(cpus=1), command="synth", flow="synthesize_flow", docs="synthesize",
-    doc="Compose candidate operator tasks (KernelBench format) into the run's `tasks` table.")
+    name="synthesize",
+    inputs=(),
+    outputs=("tasks",),
+    settings="synth",
+    fn="pipeline.synth.spec:compose",
+    plan="pipeline.synth.spec:plan",
+    shard_key=None,
+    resources=Resources(cpus=1),
+    command="synth",
+    flow="synthesize_flow",
+    docs="synthesize",
+    doc="Compose candidate operator tasks (KernelBench format) into the run's `tasks` table.",
+)
 
 
 def plan(cfg: Any) -> Plan:

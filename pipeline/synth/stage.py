@@ -79,13 +79,34 @@ def _programmatic(settings: SynthSettings, run_id: str, catalog, prof_name: str)
             if tid in seen:
                 continue
             seen.add(tid)
-            rows.append({"task_id": tid, "code": c.code, "ops": c.ops, "data_source": c.data_source,
-                         "composer": "programmatic", "seed": seed, "run_id": run_id, "compose_reason": "",
-                         "size_profile": prof.name, "est_ms": c.est_ms})
+            rows.append(
+                {
+                    "task_id": tid,
+                    "code": c.code,
+                    "ops": c.ops,
+                    "data_source": c.data_source,
+                    "composer": "programmatic",
+                    "seed": seed,
+                    "run_id": run_id,
+                    "compose_reason": "",
+                    "size_profile": prof.name,
+                    "est_ms": c.est_ms,
+                }
+            )
             break
         else:
-            rows.append({"task_id": compute_task_id(f"compose_failed:{settings.seed}:{i}"), "code": "", "ops": [],
-                         "data_source": "torch#0", "composer": "programmatic", "seed": task_seed(settings.seed, i),
-                         "run_id": run_id, "compose_reason": "composition_failed", "size_profile": prof.name,
-                         "est_ms": None})
+            rows.append(
+                {
+                    "task_id": compute_task_id(f"compose_failed:{settings.seed}:{i}"),
+                    "code": "",
+                    "ops": [],
+                    "data_source": "torch#0",
+                    "composer": "programmatic",
+                    "seed": task_seed(settings.seed, i),
+                    "run_id": run_id,
+                    "compose_reason": "composition_failed",
+                    "size_profile": prof.name,
+                    "est_ms": None,
+                }
+            )
     return rows

@@ -32,8 +32,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("validate")
     def validate_cmd(
-        candidates: Path = typer.Argument(..., help="Parquet file with a `code` column (task_id optional); "
-                                                    "e.g. our tasks table or CUDA-Agent-Ops-6K."),
+        candidates: Path = typer.Argument(
+            ...,
+            help="Parquet file with a `code` column (task_id optional); e.g. our tasks table or CUDA-Agent-Ops-6K.",
+        ),
         out: Path = typer.Option(..., "--out", help="Output dir: writes DIR/validation.parquet."),
         device: Optional[str] = typer.Option(None, "--device", help="cpu | cuda | auto (default: config.device)."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Validate only the first N rows."),

@@ -16,18 +16,51 @@ from pipeline.patchwatch import replaced, watched
 
 # Runtime filters, in the order their reasons take precedence.
 RUNTIME_CHECKS = (
-    "patching", "init", "inputs", "forward", "inputs_unchanged", "output_type", "finite", "output_size", "fresh_inputs",
-    "runtime_stochastic", "deterministic", "non_constant", "not_identity", "input_dependent", "weight_dependent",
-    "unused_parameters", "unused_modules", "train_eval", "compile_runs", "compile_agree", "memory", "runtime_window",
+    "patching",
+    "init",
+    "inputs",
+    "forward",
+    "inputs_unchanged",
+    "output_type",
+    "finite",
+    "output_size",
+    "fresh_inputs",
+    "runtime_stochastic",
+    "deterministic",
+    "non_constant",
+    "not_identity",
+    "input_dependent",
+    "weight_dependent",
+    "unused_parameters",
+    "unused_modules",
+    "train_eval",
+    "compile_runs",
+    "compile_agree",
+    "memory",
+    "runtime_window",
 )
 REASON_OF = {
-    "patching": "monkey_patching", "init": "init_error", "inputs": "bad_inputs", "forward": "forward_error", "output_type": "bad_output",
-    "finite": "nan_or_inf", "output_size": "output_too_large", "fresh_inputs": "fixed_inputs",
-    "inputs_unchanged": "mutates_inputs", "not_identity": "identity_output",
-    "runtime_stochastic": "stochastic_op", "deterministic": "nondeterministic", "non_constant": "constant_output",
-    "input_dependent": "input_independent", "weight_dependent": "weight_independent",
-    "unused_parameters": "unused_parameters", "unused_modules": "unused_modules", "train_eval": "train_eval_mismatch",
-    "compile_runs": "compile_error", "compile_agree": "compile_mismatch", "memory": "memory_too_large",
+    "patching": "monkey_patching",
+    "init": "init_error",
+    "inputs": "bad_inputs",
+    "forward": "forward_error",
+    "output_type": "bad_output",
+    "finite": "nan_or_inf",
+    "output_size": "output_too_large",
+    "fresh_inputs": "fixed_inputs",
+    "inputs_unchanged": "mutates_inputs",
+    "not_identity": "identity_output",
+    "runtime_stochastic": "stochastic_op",
+    "deterministic": "nondeterministic",
+    "non_constant": "constant_output",
+    "input_dependent": "input_independent",
+    "weight_dependent": "weight_independent",
+    "unused_parameters": "unused_parameters",
+    "unused_modules": "unused_modules",
+    "train_eval": "train_eval_mismatch",
+    "compile_runs": "compile_error",
+    "compile_agree": "compile_mismatch",
+    "memory": "memory_too_large",
     "runtime_window": "runtime_out_of_window",
 }
 _OOM = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc", "failed to allocate")
@@ -64,7 +97,7 @@ def _chunks(x: Any, y: Any, n: int = 1 << 24):
         x, y = torch.view_as_real(x.to(ct)), torch.view_as_real(y.to(ct))
     x, y = x.reshape(-1), y.reshape(-1)
     for i in range(0, x.numel(), n):
-        yield x[i:i + n].double(), y[i:i + n].to(x.device).double()
+        yield x[i : i + n].double(), y[i : i + n].to(x.device).double()
 
 
 def _errors(a: list, b: list) -> tuple[float, float, bool]:
@@ -148,16 +181,30 @@ def _sample(out: list) -> list:
         flat = t.detach().reshape(-1)
         if flat.numel() > SEAL_ELEMS:
             # Integer arithmetic: a float32 linspace rounds the last index of a 2**28-element output past the end.
-            idx = torch.arange(SEAL_ELEMS, device=flat.device, dtype=torch.int64) * (flat.numel() - 1) // (
-                SEAL_ELEMS - 1)
+            idx = (
+                torch.arange(SEAL_ELEMS, device=flat.device, dtype=torch.int64)
+                * (flat.numel() - 1)
+                // (SEAL_ELEMS - 1)
+            )
             flat = flat[idx]
         res.append(flat.to("cpu", copy=True))
     return res
 
 
 # torch functions the filters compute with: a candidate that replaces them could pass any filter.
-_WATCHED = ("allclose", "equal", "isfinite", "isnan", "get_rng_state", "manual_seed", "randn", "ones_like",
-            "compile", "no_grad", "save")
+_WATCHED = (
+    "allclose",
+    "equal",
+    "isfinite",
+    "isnan",
+    "get_rng_state",
+    "manual_seed",
+    "randn",
+    "ones_like",
+    "compile",
+    "no_grad",
+    "save",
+)
 
 
 def _integrity(torch: Any) -> dict[str, Any]:
@@ -234,11 +281,23 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
     det_atol = float(p.get("det_atol", 1e-6))
     run_all = bool(p.get("run_all", False))
     m: dict[str, Any] = {
-        "checks": {}, "details": {}, "device": device,
+        "checks": {},
+        "details": {},
+        "device": device,
         "device_name": torch.cuda.get_device_name(dev) if device.startswith("cuda") else "cpu",
-        "eager_ms": None, "compile_ms": None, "compile_s": None, "max_abs_err": None, "max_rel_err": None,
-        "train_eval_max_abs_err": None, "det_max_abs_err": None, "output_bytes": None, "output_shape": None,
-        "peak_memory_mb": None, "n_params": None, "unused": [], "runtime_window_checked": False,
+        "eager_ms": None,
+        "compile_ms": None,
+        "compile_s": None,
+        "max_abs_err": None,
+        "max_rel_err": None,
+        "train_eval_max_abs_err": None,
+        "det_max_abs_err": None,
+        "output_bytes": None,
+        "output_shape": None,
+        "peak_memory_mb": None,
+        "n_params": None,
+        "unused": [],
+        "runtime_window_checked": False,
     }
     checks, details = m["checks"], m["details"]
 
@@ -346,7 +405,8 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             fail("inputs_unchanged", f"forward changed input(s) {mutated} in place", stop=True)
         ok("inputs_unchanged")
         rng_used = not torch.equal(cpu_state, torch.get_rng_state()) or (
-            cuda_state is not None and not torch.equal(cuda_state, torch.cuda.get_rng_state(dev)))
+            cuda_state is not None and not torch.equal(cuda_state, torch.cuda.get_rng_state(dev))
+        )
         try:
             out = _flat(raw)
             if not all(t.is_floating_point() or t.is_complex() for t in out):
@@ -365,20 +425,24 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             ok("output_size")
         # Fresh inputs: two seeds must give different tensors.
         xs_b = make_inputs(seed + 2)
-        same_inputs = all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
-                          for a, b in zip(xs, xs_b))
+        same_inputs = all(
+            not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b)) for a, b in zip(xs, xs_b)
+        )
         fail("fresh_inputs", "get_inputs() gave identical tensors under two seeds") if same_inputs else ok(
-            "fresh_inputs")
+            "fresh_inputs"
+        )
         fail("runtime_stochastic", "forward consumed the random number generator") if rng_used else ok(
-            "runtime_stochastic")
+            "runtime_stochastic"
+        )
         # Determinism: a second model built and run from the same seeds.
         model2 = build(seed)
         out2 = run(model2, make_inputs(seed + 1))
         sealed["a2"] = _sample(out2)
         dabs, _, same_shape = _errors(out, out2)
         m["det_max_abs_err"] = dabs
-        fail("deterministic", f"max abs diff {dabs}") if not (same_shape and _close(out, out2, det_atol, 1e-5)) \
-            else ok("deterministic")
+        fail("deterministic", f"max abs diff {dabs}") if not (
+            same_shape and _close(out, out2, det_atol, 1e-5)
+        ) else ok("deterministic")
         del model2, out2
         # Non-degenerate, judged ACROSS inputs and weights at the outputs' own scale (never element against element
         # within one output: a loss is a scalar, a softmax row is tiny): the output must move when the inputs or
@@ -425,7 +489,8 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
             ok("input_dependent")
         if params:
             fail("weight_dependent", "perturbed weights give the same output") if not moved_weights else ok(
-                "weight_dependent")
+                "weight_dependent"
+            )
             # Unused parameters: perturbing each one must change the output.
             unused = []
             for n, t in params:
@@ -455,7 +520,8 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         te_abs, _, _ = _errors(out_train, out_eval)
         m["train_eval_max_abs_err"] = te_abs
         fail("train_eval", f"max abs diff {te_abs}") if not _close(out_train, out_eval, atol, rtol) else ok(
-            "train_eval")
+            "train_eval"
+        )
         del out_eval, out_train, out_b
         # Checked again before torch.compile (which wraps nn.Module.__init__ and torch.manual_seed itself): the
         # eager filters above ran forward several times, so a replacement made inside forward is in place now.
@@ -488,8 +554,9 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
                 sealed["c"] = _sample(cout)
                 mabs, mrel, _ = _errors(cout, out)
                 m["max_abs_err"], m["max_rel_err"] = mabs, mrel
-                fail("compile_agree", f"max abs {mabs}, max rel {mrel}") if not _close(cout, out, atol, rtol) \
-                    else ok("compile_agree")
+                fail("compile_agree", f"max abs {mabs}, max rel {mrel}") if not _close(cout, out, atol, rtol) else ok(
+                    "compile_agree"
+                )
         else:
             checks["compile_runs"] = checks["compile_agree"] = None
             cmodel = None

@@ -6,8 +6,11 @@ class ValidateSettings(BaseModel):
 
     timeout_s: float = Field(120.0, description="Wall-clock limit per candidate process.")
     memory_mb: int = Field(6144, description="Address-space limit (RLIMIT_AS) per candidate process, CPU runs.")
-    gpu_memory_mb: int = Field(0, description="Address-space limit on GPU workers (0: none; CUDA maps huge "
-                                              "virtual ranges, so RLIMIT_AS cannot be used there).")
+    gpu_memory_mb: int = Field(
+        0,
+        description="Address-space limit on GPU workers (0: none; CUDA maps huge "
+        "virtual ranges, so RLIMIT_AS cannot be used there).",
+    )
     check_compile: bool = Field(True, description="Run torch.compile and compare with eager.")
     runtime_window_ms: tuple[float, float] = Field((1.0, 100.0), description="Eager runtime window on the GPU.")
     atol: float = Field(1e-3, description="Absolute tolerance: compiled vs eager, train vs eval.")
@@ -18,13 +21,32 @@ class ValidateSettings(BaseModel):
     max_memory_mb: float | None = Field(None, description="Largest allowed peak memory, MiB (None: no check).")
     timing_trials: int = Field(10, description="Timed eager (and compiled) runs; the median is kept.")
     allowed_imports: list[str] = Field(
-        default_factory=lambda: ["torch", "math", "numpy", "typing", "functools", "itertools", "collections",
-                                 "operator", "dataclasses", "__future__", "transformers.activations"],
-        description="Modules a candidate may import.")
+        default_factory=lambda: [
+            "torch",
+            "math",
+            "numpy",
+            "typing",
+            "functools",
+            "itertools",
+            "collections",
+            "operator",
+            "dataclasses",
+            "__future__",
+            "transformers.activations",
+        ],
+        description="Modules a candidate may import.",
+    )
     enforce_imports: bool = Field(True, description="Reject disallowed imports statically (off: sandbox only).")
     run_all: bool = Field(False, description="Run compile and timing even after a filter failed (slower).")
-    inductor_cache_dir: str | None = Field(None, description="TORCHINDUCTOR_CACHE_DIR for candidates; None: "
-                                                             "$TORCHINDUCTOR_CACHE_DIR or ~/.cache/opforge/inductor.")
+    inductor_cache_dir: str | None = Field(
+        None,
+        description="TORCHINDUCTOR_CACHE_DIR for candidates; None: "
+        "$TORCHINDUCTOR_CACHE_DIR or ~/.cache/opforge/inductor.",
+    )
     threads: int = Field(1, description="Intra-op threads per candidate process.")
-    jobs_per_gpu: int = Field(4, ge=1, description="Candidates validated at once on one GPU (compilation and checks "
-                                                   "overlap; their timed regions take turns through a lock).")
+    jobs_per_gpu: int = Field(
+        4,
+        ge=1,
+        description="Candidates validated at once on one GPU (compilation and checks "
+        "overlap; their timed regions take turns through a lock).",
+    )

@@ -45,8 +45,11 @@ def resolve_device(device: str) -> str:
 
 
 def _inductor_dir(settings: dict[str, Any]) -> str:
-    d = settings.get("inductor_cache_dir") or os.environ.get("TORCHINDUCTOR_CACHE_DIR") or str(
-        Path.home() / ".cache" / "opforge" / "inductor")
+    d = (
+        settings.get("inductor_cache_dir")
+        or os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        or str(Path.home() / ".cache" / "opforge" / "inductor")
+    )
     Path(d).mkdir(parents=True, exist_ok=True)
     return d
 
@@ -78,8 +81,13 @@ def warm_inductor(cache_dir: str, timeout_s: float = 300.0) -> str:
         _VEC_ISA[cache_dir] = marker.read_text().strip() or "0"
         return _VEC_ISA[cache_dir]
     # Trusted code, still jailed; the only job that writes the shared cache (candidates get private copies).
-    res = run_sandboxed(_WARMUP_CODE, timeout_s=timeout_s, memory_mb=None, exec_dirs=[cache_dir],
-                        env={"TORCHINDUCTOR_CACHE_DIR": cache_dir})
+    res = run_sandboxed(
+        _WARMUP_CODE,
+        timeout_s=timeout_s,
+        memory_mb=None,
+        exec_dirs=[cache_dir],
+        env={"TORCHINDUCTOR_CACHE_DIR": cache_dir},
+    )
     ok = str(res.result) if res.ok and res.result in ("0", "1") else "0"
     if res.ok:
         marker.write_text(ok + "\n")
@@ -114,8 +122,12 @@ def private_cache(shared: str, dest: Path) -> str:
             if f.is_dir():
                 if "locks" not in rel.parts:
                     target.mkdir(parents=True, exist_ok=True)
-            elif f.is_file() and not f.name.startswith(".opforge") and not f.name.endswith(".lock") \
-                    and "locks" not in rel.parts:  # lock files are opened for writing
+            elif (
+                f.is_file()
+                and not f.name.startswith(".opforge")
+                and not f.name.endswith(".lock")
+                and "locks" not in rel.parts
+            ):  # lock files are opened for writing
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.link(f, target)
         except OSError:
@@ -127,12 +139,33 @@ def private_cache(shared: str, dest: Path) -> str:
 
 def _empty_row(tid: str, device: str) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "task_id": tid, "valid": False, "reason": "", "detail": "", "device": device, "device_name": "",
-        "runtime_window_checked": False, "eager_ms": None, "compile_ms": None, "compile_s": None,
-        "max_abs_err": None, "max_rel_err": None, "det_max_abs_err": None, "train_eval_max_abs_err": None,
-        "output_bytes": None, "output_shape": None, "peak_memory_mb": None, "n_params": None, "unused": [],
-        "sandbox_reason": "", "sandbox_returncode": None, "sandbox_signal": None, "sandbox_wall_s": None,
-        "sandbox_max_rss_mb": None, "stdout_bytes": 0, "netns": False, "jail": "",
+        "task_id": tid,
+        "valid": False,
+        "reason": "",
+        "detail": "",
+        "device": device,
+        "device_name": "",
+        "runtime_window_checked": False,
+        "eager_ms": None,
+        "compile_ms": None,
+        "compile_s": None,
+        "max_abs_err": None,
+        "max_rel_err": None,
+        "det_max_abs_err": None,
+        "train_eval_max_abs_err": None,
+        "output_bytes": None,
+        "output_shape": None,
+        "peak_memory_mb": None,
+        "n_params": None,
+        "unused": [],
+        "sandbox_reason": "",
+        "sandbox_returncode": None,
+        "sandbox_signal": None,
+        "sandbox_wall_s": None,
+        "sandbox_max_rss_mb": None,
+        "stdout_bytes": 0,
+        "netns": False,
+        "jail": "",
     }
     for name, _ in FILTERS:
         row[f"check_{name}"] = None
@@ -163,10 +196,20 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
             row["reason"], row["detail"] = reason, detail
     if row["reason"]:
         return row
-    payload = {"code": code, "device": device, "seed": s["seed"], "atol": s["atol"], "rtol": s["rtol"],
-               "det_atol": s["det_atol"], "check_compile": s["check_compile"],
-               "runtime_window_ms": list(s["runtime_window_ms"]), "max_output_mb": s["max_output_mb"],
-               "max_memory_mb": s["max_memory_mb"], "timing_trials": s["timing_trials"], "run_all": s["run_all"]}
+    payload = {
+        "code": code,
+        "device": device,
+        "seed": s["seed"],
+        "atol": s["atol"],
+        "rtol": s["rtol"],
+        "det_atol": s["det_atol"],
+        "check_compile": s["check_compile"],
+        "runtime_window_ms": list(s["runtime_window_ms"]),
+        "max_output_mb": s["max_output_mb"],
+        "max_memory_mb": s["max_memory_mb"],
+        "timing_trials": s["timing_trials"],
+        "run_all": s["run_all"],
+    }
     shared = _inductor_dir(s)
     env = {"OMP_NUM_THREADS": str(s.get("threads", 1))}
     if s["check_compile"] and device == "cpu":
@@ -184,23 +227,46 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
             lock = gpu_lock_file()
             payload["gpu_lock"] = lock
             reads.append(str(Path(lock).parent))
-        res = run_sandboxed(harness_source(), payload=payload, timeout_s=s["timeout_s"], memory_mb=mem,
-                            workdir=work, exec_dirs=[inductor], read_dirs=reads, env=env,
-                            gpu=device.startswith("cuda"))
+        res = run_sandboxed(
+            harness_source(),
+            payload=payload,
+            timeout_s=s["timeout_s"],
+            memory_mb=mem,
+            workdir=work,
+            exec_dirs=[inductor],
+            read_dirs=reads,
+            env=env,
+            gpu=device.startswith("cuda"),
+        )
         sealed = load_sealed(work / "sealed.pt")
     finally:
         shutil.rmtree(job, ignore_errors=True)
-    row.update(sandbox_reason=res.reason, sandbox_returncode=res.returncode, sandbox_signal=res.signal,
-               sandbox_wall_s=res.wall_s, sandbox_max_rss_mb=res.max_rss_mb, stdout_bytes=res.stdout_bytes,
-               netns=res.netns, jail=res.jail)
+    row.update(
+        sandbox_reason=res.reason,
+        sandbox_returncode=res.returncode,
+        sandbox_signal=res.signal,
+        sandbox_wall_s=res.wall_s,
+        sandbox_max_rss_mb=res.max_rss_mb,
+        stdout_bytes=res.stdout_bytes,
+        netns=res.netns,
+        jail=res.jail,
+    )
     h = res.result if isinstance(res.result, dict) else None
     if h is not None:
         for name, val in h.get("checks", {}).items():
             row[f"check_{name}"] = val
         row["device_name"] = str(h.get("device_name", ""))
         row["runtime_window_checked"] = bool(h.get("runtime_window_checked"))
-        for k in ("eager_ms", "compile_ms", "compile_s", "max_abs_err", "max_rel_err", "det_max_abs_err",
-                  "train_eval_max_abs_err", "peak_memory_mb"):
+        for k in (
+            "eager_ms",
+            "compile_ms",
+            "compile_s",
+            "max_abs_err",
+            "max_rel_err",
+            "det_max_abs_err",
+            "train_eval_max_abs_err",
+            "peak_memory_mb",
+        ):
             row[k] = _finite(h.get(k))
         for k in ("output_bytes", "n_params"):
             row[k] = int(h[k]) if h.get(k) is not None else None
@@ -243,7 +309,8 @@ def load_sealed(path: Path) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - whatever is in the file, it is not evidence
         return None
     if not isinstance(data, dict) or not all(
-            isinstance(v, list) and all(isinstance(t, __import__("torch").Tensor) for t in v) for v in data.values()):
+        isinstance(v, list) and all(isinstance(t, __import__("torch").Tensor) for t in v) for v in data.values()
+    ):
         return None
     return data
 
@@ -281,8 +348,9 @@ def settings_dict(settings: ValidateSettings) -> dict[str, Any]:
     return settings.model_dump(mode="json")
 
 
-def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *,
-             on_result=None, executor: Any = None) -> pa.Table:
+def validate(
+    tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *, on_result=None, executor: Any = None
+) -> pa.Table:
     """One `validation` row per candidate row of `tasks` (which needs at least `code`), each candidate on
     `executor` (pipeline.executor's, from the runner or the CLI; default: here, one after another)."""
     from pipeline.stage import InProcess, Resources
@@ -293,11 +361,20 @@ def validate(tasks: pa.Table, settings: ValidateSettings, device: str = "cpu", *
         raise ValueError(f"candidates need a 'code' column; got {tasks.column_names}")
     codes = tasks.column("code").to_pylist()
     ids = tasks.column("task_id").to_pylist() if "task_id" in tasks.column_names else [None] * len(codes)
-    compose = tasks.column("compose_reason").to_pylist() if "compose_reason" in tasks.column_names else [""] * len(
-        codes)
+    compose = (
+        tasks.column("compose_reason").to_pylist() if "compose_reason" in tasks.column_names else [""] * len(codes)
+    )
     s = settings_dict(settings)
-    items = [{"task_id": tid or compute_task_id(code or ""), "code": code, "settings": s, "device": device,
-              "compose_reason": cr or ""} for code, tid, cr in zip(codes, ids, compose)]
+    items = [
+        {
+            "task_id": tid or compute_task_id(code or ""),
+            "code": code,
+            "settings": s,
+            "device": device,
+            "compose_reason": cr or "",
+        }
+        for code, tid, cr in zip(codes, ids, compose)
+    ]
     # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
     res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
     rows = (executor or InProcess()).map(check_candidate, items, res, on_result=on_result)
@@ -319,7 +396,14 @@ def filter_yield(table: pa.Table) -> list[dict[str, Any]]:
     for name, doc in FILTERS:
         col = [r[f"check_{name}"] for r in rows]
         code = doc.split(":")[0] if ":" in doc and not doc.startswith("the ") else name
-        out.append({"filter": name, "reason": code, "ran": sum(v is not None for v in col),
-                    "passed": sum(v is True for v in col), "failed": sum(v is False for v in col),
-                    "dropped_first": sum(1 for r in rows if r["reason"] == code)})
+        out.append(
+            {
+                "filter": name,
+                "reason": code,
+                "ran": sum(v is not None for v in col),
+                "passed": sum(v is True for v in col),
+                "failed": sum(v is False for v in col),
+                "dropped_first": sum(1 for r in rows if r["reason"] == code),
+            }
+        )
     return out

@@ -7,35 +7,166 @@ from __future__ import annotations
 
 import ast
 
-DEFAULT_ALLOWED_IMPORTS = ("torch", "math", "numpy", "typing", "functools", "itertools", "collections",
-                           "operator", "dataclasses", "__future__", "transformers.activations")
+DEFAULT_ALLOWED_IMPORTS = (
+    "torch",
+    "math",
+    "numpy",
+    "typing",
+    "functools",
+    "itertools",
+    "collections",
+    "operator",
+    "dataclasses",
+    "__future__",
+    "transformers.activations",
+)
 # Builtins that reach the file system, the interpreter or dynamic code; no operator task needs them.
-DISALLOWED_BUILTINS = {"open", "exec", "eval", "compile", "__import__", "globals", "breakpoint", "input",
-                       "memoryview", "vars", "setattr", "delattr"}
+DISALLOWED_BUILTINS = {
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "globals",
+    "breakpoint",
+    "input",
+    "memoryview",
+    "vars",
+    "setattr",
+    "delattr",
+}
 # Random-sampling APIs (torch's "Random sampling" section and Tensor's in-place samplers) and stochastic layers.
 STOCHASTIC_NAMES = {
-    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli", "multinomial",
-    "normal", "poisson", "normal_", "uniform_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "random_", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "feature_alpha_dropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-    "FeatureAlphaDropout", "rrelu", "rrelu_", "RReLU", "gumbel_softmax", "fractional_max_pool2d",
-    "fractional_max_pool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+    "rand",
+    "rand_like",
+    "randn",
+    "randn_like",
+    "randint",
+    "randint_like",
+    "randperm",
+    "bernoulli",
+    "multinomial",
+    "normal",
+    "poisson",
+    "normal_",
+    "uniform_",
+    "bernoulli_",
+    "exponential_",
+    "geometric_",
+    "cauchy_",
+    "log_normal_",
+    "random_",
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+    "rrelu",
+    "rrelu_",
+    "RReLU",
+    "gumbel_softmax",
+    "fractional_max_pool2d",
+    "fractional_max_pool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
 }
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 # Attribute names that lead out of the computation whatever object they hang from (`torch.os`, `np.ctypeslib`,
 # `torch.utils.cpp_extension.subprocess`, `torch.save`): modules re-exported by torch and numpy, file and process
 # I/O, native code loaders, interpreter internals. No operator task needs any of them.
 DENIED_ATTRIBUTES = {
-    "os", "sys", "ctypes", "ctypeslib", "subprocess", "importlib", "builtins", "socket", "shutil", "pathlib", "io",
-    "gc", "inspect", "pickle", "marshal", "multiprocessing", "threading", "signal", "mmap", "resource", "fcntl",
-    "pty", "tempfile", "glob", "runpy", "code", "codeop", "pdb", "atexit", "weakref", "faulthandler", "platform",
-    "sysconfig", "site", "posix", "environ", "system", "popen", "spawn", "fork", "execv", "execve", "cdll", "CDLL",
-    "dlopen", "pythonapi", "cpp_extension", "load_inline", "load_library", "library", "classes", "hub", "jit",
-    "save", "load", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "tofile", "memmap",
-    "from_file", "serialization", "untyped_storage", "settrace", "setprofile", "addaudithook",
-    "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "tb_frame", "co_code", "mro",
-    "register_forward_pre_hook", "register_module_forward_hook", "register_module_forward_pre_hook",
-    "_apply", "compiler", "_dynamo", "_inductor",
+    "os",
+    "sys",
+    "ctypes",
+    "ctypeslib",
+    "subprocess",
+    "importlib",
+    "builtins",
+    "socket",
+    "shutil",
+    "pathlib",
+    "io",
+    "gc",
+    "inspect",
+    "pickle",
+    "marshal",
+    "multiprocessing",
+    "threading",
+    "signal",
+    "mmap",
+    "resource",
+    "fcntl",
+    "pty",
+    "tempfile",
+    "glob",
+    "runpy",
+    "code",
+    "codeop",
+    "pdb",
+    "atexit",
+    "weakref",
+    "faulthandler",
+    "platform",
+    "sysconfig",
+    "site",
+    "posix",
+    "environ",
+    "system",
+    "popen",
+    "spawn",
+    "fork",
+    "execv",
+    "execve",
+    "cdll",
+    "CDLL",
+    "dlopen",
+    "pythonapi",
+    "cpp_extension",
+    "load_inline",
+    "load_library",
+    "library",
+    "classes",
+    "hub",
+    "jit",
+    "save",
+    "load",
+    "savez",
+    "savez_compressed",
+    "savetxt",
+    "loadtxt",
+    "genfromtxt",
+    "fromfile",
+    "tofile",
+    "memmap",
+    "from_file",
+    "serialization",
+    "untyped_storage",
+    "settrace",
+    "setprofile",
+    "addaudithook",
+    "f_back",
+    "f_globals",
+    "f_locals",
+    "f_builtins",
+    "gi_frame",
+    "cr_frame",
+    "tb_frame",
+    "co_code",
+    "mro",
+    "register_forward_pre_hook",
+    "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+    "_apply",
+    "compiler",
+    "_dynamo",
+    "_inductor",
 }
 # Attribute names a task may use although they start with an underscore.
 ALLOWED_PRIVATE = {"__init__", "__class__", "__name__"}
@@ -79,8 +210,9 @@ def check_imports(tree: ast.Module, allowed: tuple[str, ...] = DEFAULT_ALLOWED_I
                     return "disallowed_import", f"import {a.name}"
         elif isinstance(node, ast.ImportFrom):
             mod = ("." * node.level) + (node.module or "")
-            if node.level or not (_module_allowed(mod, allowed) or any(
-                    _module_allowed(f"{mod}.{a.name}", allowed) for a in node.names)):
+            if node.level or not (
+                _module_allowed(mod, allowed) or any(_module_allowed(f"{mod}.{a.name}", allowed) for a in node.names)
+            ):
                 return "disallowed_import", f"from {mod} import ..."
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DISALLOWED_BUILTINS:
             return "disallowed_import", f"call to builtin {node.func.id}()"
@@ -90,14 +222,20 @@ def check_imports(tree: ast.Module, allowed: tuple[str, ...] = DEFAULT_ALLOWED_I
             return "disallowed_import", f"dunder attribute .{node.attr}"
         elif isinstance(node, ast.Attribute) and node.attr in DENIED_ATTRIBUTES:
             return "disallowed_import", f"attribute .{node.attr} (leads out of the computation)"
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and node.attr not in ALLOWED_PRIVATE \
-                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and node.attr not in ALLOWED_PRIVATE
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ):
             return "disallowed_import", f"private attribute .{node.attr}"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
-                "getattr", "hasattr"):
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
             name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)) or name.value.startswith("_") \
-                    or name.value in DENIED_ATTRIBUTES:
+            if (
+                not (isinstance(name, ast.Constant) and isinstance(name.value, str))
+                or name.value.startswith("_")
+                or name.value in DENIED_ATTRIBUTES
+            ):
                 return "disallowed_import", f"{node.func.id}() with a computed or forbidden name"
         elif isinstance(node, ast.Name) and node.id in ("getattr", "type", "super") and not _called(node, tree):
             return "disallowed_import", f"{node.id} used as a value"
@@ -143,8 +281,11 @@ def check_patching(tree: ast.Module) -> tuple[str, str]:
             continue
         for t in targets:
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)) and \
-                        _root_name(sub) in imported:
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.ctx, (ast.Store, ast.Del))
+                    and _root_name(sub) in imported
+                ):
                     return "monkey_patching", f"assigns {ast.unparse(sub)}"[:300]
     return "", ""
 
@@ -168,8 +309,9 @@ def check_stochastic(tree: ast.Module, names: set[str] = STOCHASTIC_NAMES) -> tu
     return "", ""
 
 
-def static_checks(code: str, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED_IMPORTS,
-                  enforce_imports: bool = True) -> list[tuple[str, str, str]]:
+def static_checks(
+    code: str, allowed_imports: tuple[str, ...] = DEFAULT_ALLOWED_IMPORTS, enforce_imports: bool = True
+) -> list[tuple[str, str, str]]:
     """[(check name, reason code or "", detail)] in filter order; stops after a syntax error."""
     tree, reason, detail = parse(code)
     out = [("syntax", reason, detail)]

@@ -37,8 +37,9 @@ def _value(v: Any) -> str:
     return str(v)
 
 
-def verl_overrides(release: str | Path | None = None, config: str | Path = CONFIG,
-                   extra: dict[str, Any] | None = None) -> list[str]:
+def verl_overrides(
+    release: str | Path | None = None, config: str | Path = CONFIG, extra: dict[str, Any] | None = None
+) -> list[str]:
     """`key=value` overrides for `python -m verl.trainer.main_ppo`. With `release` (a published folder in the
     Hub layout), train/val files are its warm-up shards; the reward path is always this package's file."""
     cfg = load_config(config)

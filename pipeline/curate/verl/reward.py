@@ -56,31 +56,45 @@ def _gpu_cluster() -> bool:
     return ray.is_initialized() and ray.cluster_resources().get("GPU", 0) > 0
 
 
-def score_answer(task_code: str, solution_str: str, settings: dict[str, Any] | None = None,
-                 use_ray: bool | None = None) -> dict[str, Any]:
+def score_answer(
+    task_code: str, solution_str: str, settings: dict[str, Any] | None = None, use_ray: bool | None = None
+) -> dict[str, Any]:
     """Score one answer: {"score", "reward", "correct", "compiled", "format_ok", "speedup_vs_eager",
     "speedup_vs_compile", "no_gpu"}, every value a number (verl aggregates the extra keys as metrics)."""
     code = extract_code(solution_str)
     if code is None:
-        return {"score": NO_ANSWER, "reward": -1, "correct": 0, "compiled": 0, "format_ok": 0,
-                "speedup_vs_eager": 0.0, "speedup_vs_compile": 0.0, "no_gpu": 0}
+        return {
+            "score": NO_ANSWER,
+            "reward": -1,
+            "correct": 0,
+            "compiled": 0,
+            "format_ok": 0,
+            "speedup_vs_eager": 0.0,
+            "speedup_vs_compile": 0.0,
+            "no_gpu": 0,
+        }
     if use_ray if use_ray is not None else _gpu_cluster():
         import ray
 
-        res = ray.get(ray.remote(evaluate_answer).options(num_gpus=1, max_retries=1).remote(task_code, code,
-                                                                                            settings))
+        res = ray.get(ray.remote(evaluate_answer).options(num_gpus=1, max_retries=1).remote(task_code, code, settings))
     else:
         res = evaluate_answer(task_code, code, settings)
     r = int(res.get("reward", -1))
-    return {"score": float(r), "reward": r, "correct": int(bool(res.get("correct"))),
-            "compiled": int(bool(res.get("compiled"))), "format_ok": 1,
-            "speedup_vs_eager": float(res.get("speedup_vs_eager") or 0.0),
-            "speedup_vs_compile": float(res.get("speedup_vs_compile") or 0.0),
-            "no_gpu": int(res.get("reason") == "no_gpu")}
+    return {
+        "score": float(r),
+        "reward": r,
+        "correct": int(bool(res.get("correct"))),
+        "compiled": int(bool(res.get("compiled"))),
+        "format_ok": 1,
+        "speedup_vs_eager": float(res.get("speedup_vs_eager") or 0.0),
+        "speedup_vs_compile": float(res.get("speedup_vs_compile") or 0.0),
+        "no_gpu": int(res.get("reason") == "no_gpu"),
+    }
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                  **reward_kwargs: Any) -> dict[str, Any]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **reward_kwargs: Any
+) -> dict[str, Any]:
     """verl's entry point. `reward_kwargs` (verl's custom_reward_function.reward_kwargs): `eval_settings`, the
     harness options (e.g. {"n_trials": 5}), and `use_ray` (None: when Ray is up with GPUs)."""
     return score_answer(ground_truth, solution_str, reward_kwargs.get("eval_settings"), reward_kwargs.get("use_ray"))

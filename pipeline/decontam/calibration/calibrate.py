@@ -32,18 +32,23 @@ HELD_OUT_TRANSFORMS = ("api_swap", "noop_lines", "class_rename", "inline_constan
 class Example:
     example_id: str
     code: str
-    label: bool            # True: a disguised copy of `source`
-    source: str            # reference problem it came from ("" for fresh compositions)
-    kind: str              # transform names joined by '+', or composition / mutant_keep1 / mutant_keep2
-    split: str             # train | test
+    label: bool  # True: a disguised copy of `source`
+    source: str  # reference problem it came from ("" for fresh compositions)
+    kind: str  # transform names joined by '+', or composition / mutant_keep1 / mutant_keep2
+    split: str  # train | test
 
 
 def _split_of(ref_id: str) -> str:
     return "test" if int(hashlib.sha256(ref_id.encode()).hexdigest(), 16) % 2 else "train"
 
 
-def build_set(reference: list[RefProblem], seed: int = 0, max_refs: int | None = None, n_compositions: int = 600,
-              combos_per_ref: int = 3) -> list[Example]:
+def build_set(
+    reference: list[RefProblem],
+    seed: int = 0,
+    max_refs: int | None = None,
+    n_compositions: int = 600,
+    combos_per_ref: int = 3,
+) -> list[Example]:
     """The labelled set. `max_refs` samples that many reference problems (deterministically) for a quick run."""
     from pipeline.decontam.canon import canonicalize
 
@@ -100,8 +105,9 @@ def examples_table(examples: list[Example]) -> pa.Table:
     return pa.Table.from_pylist([e.__dict__ for e in examples])
 
 
-def decisions(result: pa.Table, threshold: float, raw_threshold: float,
-              settings: DecontamSettings | None = None) -> np.ndarray:
+def decisions(
+    result: pa.Table, threshold: float, raw_threshold: float, settings: DecontamSettings | None = None
+) -> np.ndarray:
     """Re-apply the decision rule at other thresholds from the scores `decontaminate` recorded."""
     settings = settings or DecontamSettings()
     canon = np.array(result.column("nearest_canon").to_pylist())
@@ -127,19 +133,27 @@ def equivalent_refs(reference: list[RefProblem], settings: DecontamSettings) -> 
     return {rid: set(group) for group in key.values() for rid in group}
 
 
-def metrics(examples: list[Example], result: pa.Table, flagged: np.ndarray,
-            equiv: dict[str, set[str]] | None = None) -> dict[str, float]:
+def metrics(
+    examples: list[Example], result: pa.Table, flagged: np.ndarray, equiv: dict[str, set[str]] | None = None
+) -> dict[str, float]:
     labels = np.array([e.label for e in examples])
     nearest = result.column("nearest_ref").to_pylist()
     pos, neg = labels.sum(), (~labels).sum()
     tp = int((flagged & labels).sum())
     fp = int((flagged & ~labels).sum())
     strict = [n == e.source for n, e in zip(nearest, examples) if e.label]
-    equiv_ok = [n == e.source or (equiv is not None and n in equiv.get(e.source, set()))
-                for n, e in zip(nearest, examples) if e.label]
+    equiv_ok = [
+        n == e.source or (equiv is not None and n in equiv.get(e.source, set()))
+        for n, e in zip(nearest, examples)
+        if e.label
+    ]
     return {
-        "positives": int(pos), "negatives": int(neg), "true_positives": tp, "false_positives": fp,
-        "recall": tp / pos if pos else float("nan"), "fpr": fp / neg if neg else float("nan"),
+        "positives": int(pos),
+        "negatives": int(neg),
+        "true_positives": tp,
+        "false_positives": fp,
+        "recall": tp / pos if pos else float("nan"),
+        "fpr": fp / neg if neg else float("nan"),
         "nearest_accuracy": float(np.mean(strict)) if strict else float("nan"),
         "nearest_accuracy_equiv": float(np.mean(equiv_ok)) if equiv_ok else float("nan"),
     }
@@ -165,8 +179,13 @@ def choose_thresholds(examples: list[Example], result: pa.Table) -> tuple[float,
     return round((min(ts) + max(ts)) / 2, 3), tr
 
 
-def run_calibration(reference: list[RefProblem], settings: DecontamSettings | None = None, seed: int = 0,
-                    max_refs: int | None = None, n_compositions: int = 600) -> dict:
+def run_calibration(
+    reference: list[RefProblem],
+    settings: DecontamSettings | None = None,
+    seed: int = 0,
+    max_refs: int | None = None,
+    n_compositions: int = 600,
+) -> dict:
     """Build the set, score it, choose thresholds on train, report train and test metrics."""
     from pipeline.decontam.index import ReferenceIndex
     from pipeline.decontam.stage import decontaminate
@@ -180,8 +199,12 @@ def run_calibration(reference: list[RefProblem], settings: DecontamSettings | No
     train = [i for i, s in enumerate(split) if s == "train"]
     test = [i for i, s in enumerate(split) if s == "test"]
     t, tr = choose_thresholds([examples[i] for i in train], result.take(train))
-    out = {"chosen_threshold": t, "chosen_raw_threshold": tr, "configured_threshold": settings.threshold,
-           "configured_raw_threshold": settings.raw_threshold}
+    out = {
+        "chosen_threshold": t,
+        "chosen_raw_threshold": tr,
+        "configured_threshold": settings.threshold,
+        "configured_raw_threshold": settings.raw_threshold,
+    }
     for name, idx in (("train", train), ("test", test)):
         ex = [examples[i] for i in idx]
         res = result.take(idx)
@@ -190,13 +213,18 @@ def run_calibration(reference: list[RefProblem], settings: DecontamSettings | No
     flagged = decisions(result, settings.threshold, settings.raw_threshold, settings)
     kinds: dict[str, list[bool]] = {}
     for e, f in zip(examples, flagged):
-        for k in (e.kind.split("+") if e.label and "+" not in e.kind else [e.kind if not e.label else "combined"]):
+        for k in e.kind.split("+") if e.label and "+" not in e.kind else [e.kind if not e.label else "combined"]:
             kinds.setdefault(("pos:" if e.label else "neg:") + k, []).append(bool(f) == e.label)
     out["accuracy_by_kind"] = {k: (float(np.mean(v)), len(v)) for k, v in sorted(kinds.items())}
     out["errors"] = [
         {"example": e.example_id, "kind": e.kind, "label": e.label, "nearest": n, "canon": c, "ops": o}
-        for e, f, n, c, o in zip(examples, flagged, result.column("nearest_ref").to_pylist(),
-                                 result.column("nearest_canon").to_pylist(), result.column("nearest_ops").to_pylist())
+        for e, f, n, c, o in zip(
+            examples,
+            flagged,
+            result.column("nearest_ref").to_pylist(),
+            result.column("nearest_canon").to_pylist(),
+            result.column("nearest_ops").to_pylist(),
+        )
         if bool(f) != e.label
     ]
     out["_examples"], out["_result"] = examples, result

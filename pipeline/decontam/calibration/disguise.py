@@ -19,8 +19,36 @@ import tokenize
 import warnings
 from typing import Callable
 
-_WORDS = ["feat", "hidden", "tmp", "buf", "act", "val", "inp", "out", "res", "layer", "blk", "proj", "data", "z",
-          "node", "sig", "tensor", "state", "acc", "item", "mid", "core", "op", "part", "unit", "stage", "h", "q"]
+_WORDS = [
+    "feat",
+    "hidden",
+    "tmp",
+    "buf",
+    "act",
+    "val",
+    "inp",
+    "out",
+    "res",
+    "layer",
+    "blk",
+    "proj",
+    "data",
+    "z",
+    "node",
+    "sig",
+    "tensor",
+    "state",
+    "acc",
+    "item",
+    "mid",
+    "core",
+    "op",
+    "part",
+    "unit",
+    "stage",
+    "h",
+    "q",
+]
 _CLASS_WORDS = ["Fused", "Custom", "My", "Simple", "Net", "Block", "Kernel", "Op", "Task", "Module", "Layer"]
 _KEEP = {"get_inputs", "get_init_inputs", "forward", "__init__", "self", "super"} | set(dir(builtins))
 
@@ -78,6 +106,7 @@ def _replace_names(code: str, mapping: dict[str, str], attr_mapping: dict[str, s
             def fields(m: re.Match) -> str:
                 text = re.sub(r"(?<=\.)([A-Za-z_]\w*)", lambda k: attr_mapping.get(k.group(1), k.group(1)), m.group(0))
                 return re.sub(r"(?<![.\w])([A-Za-z_]\w*)", lambda k: mapping.get(k.group(1), k.group(1)), text)
+
             new_s = re.sub(r"\{[^{}]*\}", fields, t.string)
             if new_s != t.string:
                 edits.setdefault(t.start[0], []).append((t.start[1], t.end[1], new_s))
@@ -112,8 +141,12 @@ def rename_identifiers(code: str, rng: random.Random, classes: bool = True, othe
             mapping.setdefault(n.arg, _new_name(rng, used))
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in _KEEP | imported:
             mapping.setdefault(n.id, _new_name(rng, used))
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
-                and n.value.id == "self":
+        elif (
+            isinstance(n, ast.Attribute)
+            and isinstance(n.ctx, ast.Store)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+        ):
             attr_mapping.setdefault(n.attr, _new_name(rng, used))
     # keyword arguments at call sites name parameters of torch APIs; only rename those of our own functions
     return _replace_names(code, mapping, attr_mapping)
@@ -147,10 +180,25 @@ def change_constants(code: str, rng: random.Random) -> str:
     return _apply_edits(lines, edits)
 
 
-_COMMENTS = ["# fused operator", "# compute the result", "# TODO: tune", "# apply the transform", "# shapes below",
-             "# NOTE: reference semantics", "# main computation", "# helper", "# input generation"]
-_DOCS = ["A fused operator for benchmarking.", "Applies a sequence of tensor operations.", "Custom module.",
-         "Implements the model used in our experiments.", "Forward computation.", "Builds the inputs."]
+_COMMENTS = [
+    "# fused operator",
+    "# compute the result",
+    "# TODO: tune",
+    "# apply the transform",
+    "# shapes below",
+    "# NOTE: reference semantics",
+    "# main computation",
+    "# helper",
+    "# input generation",
+]
+_DOCS = [
+    "A fused operator for benchmarking.",
+    "Applies a sequence of tensor operations.",
+    "Custom module.",
+    "Implements the model used in our experiments.",
+    "Forward computation.",
+    "Builds the inputs.",
+]
 
 
 def restyle_docs(code: str, rng: random.Random) -> str:
@@ -158,8 +206,13 @@ def restyle_docs(code: str, rng: random.Random) -> str:
     tree = ast.parse(code)
     for n in ast.walk(tree):
         if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)):
-            body = [s for s in n.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                               and isinstance(s.value.value, str))]
+            body = [
+                s
+                for s in n.body
+                if not (
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+                )
+            ]
             if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and rng.random() < 0.6:
                 body.insert(0, ast.Expr(ast.Constant(rng.choice(_DOCS))))
             n.body = body or [ast.Pass()]
@@ -221,8 +274,12 @@ def _spellings() -> dict[str, dict[str, str]]:
         for n in dir(nn):
             obj = getattr(nn, n, None)
             # activation modules: the ones that are drop-ins for a one-argument function call
-            if isinstance(obj, type) and issubclass(obj, nn.Module) and n[:1].isupper() and \
-                    obj.__module__ == "torch.nn.modules.activation":
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, nn.Module)
+                and n[:1].isupper()
+                and obj.__module__ == "torch.nn.modules.activation"
+            ):
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
@@ -230,8 +287,13 @@ def _spellings() -> dict[str, dict[str, str]]:
                 except Exception:  # needs arguments
                     continue
                 table.setdefault(key(n), {})["module"] = n
-        for extra, target in (("mm", "matmul"), ("multiply", "mul"), ("divide", "div"), ("subtract", "sub"),
-                              ("clip", "clamp")):
+        for extra, target in (
+            ("mm", "matmul"),
+            ("multiply", "mul"),
+            ("divide", "div"),
+            ("subtract", "sub"),
+            ("clip", "clamp"),
+        ):
             if extra in table and target in table:
                 table[target].setdefault("alias", extra)
         _SPELLINGS = table
@@ -262,8 +324,9 @@ def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 class _SwapApi(ast.NodeTransformer):
-    def __init__(self, rng: random.Random, aliases: dict[str, str], p: float = 0.7,
-                 allow_modules: bool = True) -> None:
+    def __init__(
+        self, rng: random.Random, aliases: dict[str, str], p: float = 0.7, allow_modules: bool = True
+    ) -> None:
         self.rng, self.aliases, self.p, self.allow_modules = rng, aliases, p, allow_modules
         self.new_modules: list[tuple[str, str]] = []  # (attr, ClassName) to add to __init__
         self.in_forward = False
@@ -301,8 +364,11 @@ class _SwapApi(ast.NodeTransformer):
             leaf = path.rsplit(".", 1)[1]
             k = leaf.lower().replace("_", "")
             sp = table.get(k, {})
-            choices = [c for c in ("torch", "F", "method", "module", "alias") if c in sp
-                       and (c != "module" or self.allow_modules)]
+            choices = [
+                c
+                for c in ("torch", "F", "method", "module", "alias")
+                if c in sp and (c != "module" or self.allow_modules)
+            ]
             if isinstance(node.args[0], (ast.List, ast.Tuple)) and "method" in choices:
                 choices.remove("method")  # torch.cat([a, b]) has no method spelling
             if not choices:
@@ -367,14 +433,20 @@ def reorder_statements(code: str, rng: random.Random) -> str:
     def self_assign(s: ast.stmt) -> bool:
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute)):
             return False
-        return not any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
-                       for n in ast.walk(s.value))
+        return not any(
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+            for n in ast.walk(s.value)
+        )
 
     def literal_assign(s: ast.stmt) -> bool:
-        return isinstance(s, ast.Assign) and all(isinstance(n, (ast.Constant, ast.Tuple, ast.Load, ast.UnaryOp,
-                                                                ast.USub, ast.Name, ast.Store))
-                                                 for n in ast.walk(s.value)) and not any(
-            isinstance(n, ast.Name) for n in ast.walk(s.value))
+        return (
+            isinstance(s, ast.Assign)
+            and all(
+                isinstance(n, (ast.Constant, ast.Tuple, ast.Load, ast.UnaryOp, ast.USub, ast.Name, ast.Store))
+                for n in ast.walk(s.value)
+            )
+            and not any(isinstance(n, ast.Name) for n in ast.walk(s.value))
+        )
 
     for n in ast.walk(tree):
         if isinstance(n, ast.FunctionDef) and n.name == "__init__":
@@ -383,8 +455,16 @@ def reorder_statements(code: str, rng: random.Random) -> str:
     return ast.unparse(tree) + "\n"
 
 
-_NOOPS = ["{x} = {x}.contiguous()", "_unused_{i} = {x}.shape", "{x} = {x} * 1.0", "{x} = {x} + 0",
-          "assert {x} is not None", "pass", "_dbg_{i} = None", "{x} = {x}.clone()"]
+_NOOPS = [
+    "{x} = {x}.contiguous()",
+    "_unused_{i} = {x}.shape",
+    "{x} = {x} * 1.0",
+    "{x} = {x} + 0",
+    "assert {x} is not None",
+    "pass",
+    "_dbg_{i} = None",
+    "{x} = {x}.clone()",
+]
 
 
 def add_noops(code: str, rng: random.Random) -> str:
@@ -426,8 +506,11 @@ def inline_constants(code: str, rng: random.Random) -> str:
                     bound[n.id] = bound.get(n.id, 0) + 1
     consts: dict[str, ast.expr] = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and bound.get(t.id) == 1
-                                                for t in stmt.targets) and _const_value(stmt.value, set(consts)):
+        if (
+            isinstance(stmt, ast.Assign)
+            and all(isinstance(t, ast.Name) and bound.get(t.id) == 1 for t in stmt.targets)
+            and _const_value(stmt.value, set(consts))
+        ):
             for t in stmt.targets:
                 consts[t.id] = stmt.value
     if not consts:
@@ -448,14 +531,28 @@ def inline_constants(code: str, rng: random.Random) -> str:
         shadow = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
         shadow |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
         fn.body = [Subst(shadow).visit(st) for st in fn.body]
-        still |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                  and n.id in consts and n.id not in shadow}
+        still |= {
+            n.id
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in consts and n.id not in shadow
+        }
     for st in tree.body:  # class-level statements outside methods
         if isinstance(st, ast.ClassDef):
-            still |= {n.id for b in st.body if not isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      for n in ast.walk(b) if isinstance(n, ast.Name) and n.id in consts}
-    tree.body = [st for st in tree.body if not (isinstance(st, ast.Assign) and all(
-        isinstance(t, ast.Name) and t.id in consts and t.id not in still for t in st.targets))]
+            still |= {
+                n.id
+                for b in st.body
+                if not isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                for n in ast.walk(b)
+                if isinstance(n, ast.Name) and n.id in consts
+            }
+    tree.body = [
+        st
+        for st in tree.body
+        if not (
+            isinstance(st, ast.Assign)
+            and all(isinstance(t, ast.Name) and t.id in consts and t.id not in still for t in st.targets)
+        )
+    ]
     return ast.unparse(tree) + "\n"
 
 
@@ -463,23 +560,38 @@ def extract_helper(code: str, rng: random.Random) -> str:
     """Move one step of forward into a new helper method (`y = self._step(x, w)` with `def _step(self, x, w):
     return ...`)."""
     tree = ast.parse(code)
-    fwd = [(c, f) for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
-           if isinstance(f, ast.FunctionDef) and f.name == "forward" and f.args.args]
+    fwd = [
+        (c, f)
+        for c in tree.body
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "forward" and f.args.args
+    ]
     if not fwd:
         return code
     cls, fn = rng.choice(fwd)
     me = fn.args.args[0].arg
-    steps = [i for i, st in enumerate(fn.body) if isinstance(st, (ast.Assign, ast.Return)) and
-             isinstance(st.value, (ast.Call, ast.BinOp)) and not any(isinstance(n, ast.Starred) for n in
-                                                                       ast.walk(st.value))]
+    steps = [
+        i
+        for i, st in enumerate(fn.body)
+        if isinstance(st, (ast.Assign, ast.Return))
+        and isinstance(st.value, (ast.Call, ast.BinOp))
+        and not any(isinstance(n, ast.Starred) for n in ast.walk(st.value))
+    ]
     if not steps:
         return code
     i = rng.choice(steps)
     st = fn.body[i]
-    local = {a.arg for a in fn.args.args[1:]} | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
-                                                  and isinstance(n.ctx, ast.Store)}
-    free = list(dict.fromkeys(n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)
-                              and isinstance(n.ctx, ast.Load) and n.id in local))
+    local = {a.arg for a in fn.args.args[1:]} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    free = list(
+        dict.fromkeys(
+            n.id
+            for n in ast.walk(st.value)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local
+        )
+    )
     name = "_" + rng.choice(["step", "apply", "block", "stage", "compute", "op"]) + str(rng.randint(0, 99))
     helper = ast.parse(f"def {name}({me}{''.join(', ' + v for v in free)}):\n    return 0").body[0]
     helper.body[0].value = st.value
@@ -493,16 +605,19 @@ def extract_helper(code: str, rng: random.Random) -> str:
 _FORMULAS: dict[str, list[str]] = {
     "sigmoid": ["1.0 / (1.0 + torch.exp(-{x}))", "torch.reciprocal(1 + torch.exp(-{x}))"],
     "silu": ["{x} * torch.sigmoid({x})", "{x} / (1.0 + torch.exp(-{x}))"],
-    "gelu": ["0.5 * {x} * (1.0 + torch.erf({x} * 0.7071067811865476))",
-             "{x} * 0.5 * (1.0 + torch.tanh(0.7978845608 * ({x} + 0.044715 * torch.pow({x}, 3))))"],
+    "gelu": [
+        "0.5 * {x} * (1.0 + torch.erf({x} * 0.7071067811865476))",
+        "{x} * 0.5 * (1.0 + torch.tanh(0.7978845608 * ({x} + 0.044715 * torch.pow({x}, 3))))",
+    ],
     "softplus": ["torch.log(1.0 + torch.exp({x}))", "torch.log1p(torch.exp({x}))"],
     "mish": ["{x} * torch.tanh(torch.nn.functional.softplus({x}))"],
-    "hardswish": ["{x} * torch.nn.functional.relu6({x} + 3.0) / 6.0",
-                  "{x} * torch.clamp({x} + 3, 0, 6) / 6"],
+    "hardswish": ["{x} * torch.nn.functional.relu6({x} + 3.0) / 6.0", "{x} * torch.clamp({x} + 3, 0, 6) / 6"],
     "hardsigmoid": ["torch.nn.functional.relu6({x} + 3.0) / 6.0"],
-    "softmax": ["torch.exp({x} - {x}.amax(dim={d}, keepdim=True)) / "
-                "torch.exp({x} - {x}.amax(dim={d}, keepdim=True)).sum(dim={d}, keepdim=True)",
-                "torch.exp({x}) / torch.exp({x}).sum(dim={d}, keepdim=True)"],
+    "softmax": [
+        "torch.exp({x} - {x}.amax(dim={d}, keepdim=True)) / "
+        "torch.exp({x} - {x}.amax(dim={d}, keepdim=True)).sum(dim={d}, keepdim=True)",
+        "torch.exp({x}) / torch.exp({x}).sum(dim={d}, keepdim=True)",
+    ],
     "logsoftmax": ["{x} - torch.logsumexp({x}, dim={d}, keepdim=True)"],
     "leakyrelu": ["torch.where({x} > 0, {x}, {s} * {x})"],
     "mean": ["torch.sum({x}, dim={d}) / {x}.shape[{d}]", "{x}.sum({d}) / {x}.size({d})"],
@@ -522,10 +637,16 @@ class _SpellOut(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         # x * torch.sigmoid(x) -> F.silu(x)
-        if self.in_forward and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Name) and \
-                isinstance(node.right, ast.Call) and len(node.right.args) == 1 and \
-                isinstance(node.right.args[0], ast.Name) and node.right.args[0].id == node.left.id and \
-                (_resolve(node.right.func, self.aliases) or "").rsplit(".", 1)[-1] == "sigmoid":
+        if (
+            self.in_forward
+            and isinstance(node.op, ast.Mult)
+            and isinstance(node.left, ast.Name)
+            and isinstance(node.right, ast.Call)
+            and len(node.right.args) == 1
+            and isinstance(node.right.args[0], ast.Name)
+            and node.right.args[0].id == node.left.id
+            and (_resolve(node.right.func, self.aliases) or "").rsplit(".", 1)[-1] == "sigmoid"
+        ):
             return ast.parse(f"torch.nn.functional.silu({node.left.id})", mode="eval").body
         return node
 
@@ -549,11 +670,18 @@ class _SpellOut(ast.NodeTransformer):
             return node  # sum / shape[d] needs one integer dimension
         slope = kws.pop("negative_slope", rest[0] if op == "leakyrelu" and rest else ast.Constant(0.01))
         kws.pop("inplace", None)
-        if op in ("softmax", "logsoftmax") and d is None or kws or len(rest) > 1 or \
-                rest and op not in ("softmax", "logsoftmax", "leakyrelu", "mean"):
+        if (
+            op in ("softmax", "logsoftmax")
+            and d is None
+            or kws
+            or len(rest) > 1
+            or rest
+            and op not in ("softmax", "logsoftmax", "leakyrelu", "mean")
+        ):
             return node  # a form the formulas do not cover (beta, approximate=..., dtype=...)
-        text = self.rng.choice(_FORMULAS[op]).format(x=x.id, d=ast.unparse(d) if d is not None else "",
-                                                     s=ast.unparse(slope))
+        text = self.rng.choice(_FORMULAS[op]).format(
+            x=x.id, d=ast.unparse(d) if d is not None else "", s=ast.unparse(slope)
+        )
         return ast.parse(text, mode="eval").body
 
 

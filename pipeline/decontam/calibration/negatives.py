@@ -79,16 +79,25 @@ def compose(ops: list[str], base: str, rng: random.Random) -> str:
     if "groupnorm" in ops:
         params.append("groups")
     spatial = {3: ["length"], 4: ["height", "width"], 5: ["depth", "height", "width"]}.get(rank, [])
-    lines = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", "",
-             "class Model(nn.Module):"]
+    lines = [
+        "import torch",
+        "import torch.nn as nn",
+        "import torch.nn.functional as F",
+        "",
+        "",
+        "class Model(nn.Module):",
+    ]
     if doc:
         lines.append(f'    """{doc}"""')
     lines.append(f"    def __init__(self, {', '.join(params)}):")
     lines.append("        super().__init__()")
     lines += ["        " + s for s in init]
     lines += ["", f"    def forward(self, {x}):"] + ["        " + s for s in body] + [f"        return {x}", "", ""]
-    dims = {"batch_size": rng.choice([16, 32, 64, 128, 256]), "groups": rng.choice([4, 8]),
-            "kernel_size": rng.choice([3, 5])}
+    dims = {
+        "batch_size": rng.choice([16, 32, 64, 128, 256]),
+        "groups": rng.choice([4, 8]),
+        "kernel_size": rng.choice([3, 5]),
+    }
     if linear:
         dims.update(in_features=rng.choice([256, 512, 1024, 4096]), out_features=rng.choice([256, 512, 2048]))
     else:
@@ -99,11 +108,21 @@ def compose(ops: list[str], base: str, rng: random.Random) -> str:
         if k in params or k == "batch_size" or k in spatial:
             lines.append(f"{k} = {v}")
     if "add" in ops:
-        lines.append("bias_shape = (out_features,)" if linear else
-                     "bias_shape = (out_channels," + " 1," * len(spatial) + ")")
+        lines.append(
+            "bias_shape = (out_features,)" if linear else "bias_shape = (out_channels," + " 1," * len(spatial) + ")"
+        )
     shape = ["batch_size", "in_features"] if linear else ["batch_size", "in_channels", *spatial]
-    lines += ["", "", "def get_inputs():", f"    return [torch.rand({', '.join(shape)})]", "", "",
-              "def get_init_inputs():", f"    return [{', '.join(params)}]", ""]
+    lines += [
+        "",
+        "",
+        "def get_inputs():",
+        f"    return [torch.rand({', '.join(shape)})]",
+        "",
+        "",
+        "def get_init_inputs():",
+        f"    return [{', '.join(params)}]",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -113,15 +132,33 @@ def random_composition(rng: random.Random) -> str:
     return compose(ops, base, rng)
 
 
-_UNARY = ["relu", "gelu", "sigmoid", "tanh", "mish", "hardswish", "softplus", "elu", "selu", "silu", "softsign",
-          "hardsigmoid", "logsigmoid", "tanhshrink", "relu6"]
+_UNARY = [
+    "relu",
+    "gelu",
+    "sigmoid",
+    "tanh",
+    "mish",
+    "hardswish",
+    "softplus",
+    "elu",
+    "selu",
+    "silu",
+    "softsign",
+    "hardsigmoid",
+    "logsigmoid",
+    "tanhshrink",
+    "relu6",
+]
 
 
 def _is_site(n: ast.AST) -> bool:
     if isinstance(n, ast.BinOp):
         return True
-    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and bool(n.args or
-                                                                                    isinstance(n.func.value, ast.Name))
+    return (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and bool(n.args or isinstance(n.func.value, ast.Name))
+    )
 
 
 class _Mutate(ast.NodeTransformer):

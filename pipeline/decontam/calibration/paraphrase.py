@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 KINDS = ("functional", "formula", "matmul", "conv_unfold", "reduction", "algebra", "helpers")
 
-HELPERS = '''
+HELPERS = """
 def _p_ln(x, w, b, shape, eps):
     dims = tuple(range(-len(shape), 0))
     mu = x.sum(dim=dims, keepdim=True) / float(torch.tensor(shape).prod())
@@ -90,7 +90,7 @@ def _p_conv2d_unfold(x, w, b, stride, padding, dilation):
     ow = (wd + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     out = torch.matmul(w.reshape(oc, -1), cols).reshape(n, oc, oh, ow)
     return out + b.view(1, -1, 1, 1) if b is not None else out
-'''
+"""
 
 # Activation calls -> formulas ({0} the argument source).
 _FORMULAS = {
@@ -105,8 +105,18 @@ _FORMULAS = {
     "hardswish": "({0}) * torch.clamp(({0}) + 3.0, 0.0, 6.0) / 6.0",
     "elu": "torch.where(({0}) > 0, {0}, torch.exp({0}) - 1.0)",
 }
-_ACT_MODULES = {"ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "GELU": "gelu", "SiLU": "silu", "Mish": "mish",
-                "Softplus": "softplus", "Hardsigmoid": "hardsigmoid", "Hardswish": "hardswish", "ELU": "elu"}
+_ACT_MODULES = {
+    "ReLU": "relu",
+    "Sigmoid": "sigmoid",
+    "Tanh": "tanh",
+    "GELU": "gelu",
+    "SiLU": "silu",
+    "Mish": "mish",
+    "Softplus": "softplus",
+    "Hardsigmoid": "hardsigmoid",
+    "Hardswish": "hardswish",
+    "ELU": "elu",
+}
 
 
 def _func_name(call: ast.Call) -> tuple[str, str]:
@@ -142,8 +152,14 @@ class _Rewriter(ast.NodeTransformer):
 
     def _self_call(self, node: ast.Call):
         f = node.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
-                and f.attr in self.mods and len(node.args) == 1 and not node.keywords:
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "self"
+            and f.attr in self.mods
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             return f.attr, self.mods[f.attr]
         return None, None
 
@@ -164,15 +180,23 @@ class _Rewriter(ast.NodeTransformer):
                 if mod.bias is not None and self.rng.random() < 0.5:
                     out = f"torch.tensordot({arg}, {w}, dims=([-1], [1])) + {b}"
                 elif mod.bias is not None:
-                    out = (f"torch.addmm({b}, {arg}.reshape(-1, {arg}.shape[-1]), {w}.t())"
-                           f".reshape(*{arg}.shape[:-1], -1)")
+                    out = (
+                        f"torch.addmm({b}, {arg}.reshape(-1, {arg}.shape[-1]), {w}.t()).reshape(*{arg}.shape[:-1], -1)"
+                    )
                 else:
                     out = f"torch.einsum('...i,oi->...o', {arg}, {w})"
-            elif k == "conv_unfold" and t == "Conv2d" and mod.groups == 1 and isinstance(mod.padding, tuple) \
-                    and mod.padding_mode == "zeros":
+            elif (
+                k == "conv_unfold"
+                and t == "Conv2d"
+                and mod.groups == 1
+                and isinstance(mod.padding, tuple)
+                and mod.padding_mode == "zeros"
+            ):
                 b = f"self.{attr}.bias" if mod.bias is not None else "None"
-                out = (f"_p_conv2d_unfold({arg}, self.{attr}.weight, {b}, {tuple(mod.stride)}, {tuple(mod.padding)}, "
-                       f"{tuple(mod.dilation)})")
+                out = (
+                    f"_p_conv2d_unfold({arg}, self.{attr}.weight, {b}, {tuple(mod.stride)}, {tuple(mod.padding)}, "
+                    f"{tuple(mod.dilation)})"
+                )
             elif k == "helpers":
                 out = f"_p_apply(self.{attr}, {arg})"
             if out is not None:
@@ -219,8 +243,12 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript):
         self.generic_visit(node)
         # torch.max(x, dim=d)[0] -> torch.amax(x, dim=d)
-        if self.kind == "reduction" and isinstance(node.value, ast.Call) and isinstance(node.slice, ast.Constant) \
-                and node.slice.value == 0:
+        if (
+            self.kind == "reduction"
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value == 0
+        ):
             src, name = _func_name(node.value)
             call = node.value
             if name in ("max", "min") and src == "torch" and len(call.args) >= 1:
@@ -228,8 +256,10 @@ class _Rewriter(ast.NodeTransformer):
                 if d is not None:
                     kd = _kw(call, "keepdim", 2)
                     self.changed += 1
-                    return _expr(f"torch.a{name}({ast.unparse(call.args[0])}, dim={ast.unparse(d)}, "
-                                 f"keepdim={ast.unparse(kd) if kd is not None else 'False'})")
+                    return _expr(
+                        f"torch.a{name}({ast.unparse(call.args[0])}, dim={ast.unparse(d)}, "
+                        f"keepdim={ast.unparse(kd) if kd is not None else 'False'})"
+                    )
         return node
 
     def visit_BinOp(self, node: ast.BinOp):
@@ -276,8 +306,11 @@ class _Rewriter(ast.NodeTransformer):
             return "None"
         new = f"{attr}_{name}"
         kind = "nn.Parameter" if name in ("weight", "bias") else "buffer"
-        line = (f"self.{new} = nn.Parameter(torch.empty({tuple(t.shape)}))" if kind == "nn.Parameter"
-                else f"self.register_buffer('{new}', torch.zeros({tuple(t.shape)}))")
+        line = (
+            f"self.{new} = nn.Parameter(torch.empty({tuple(t.shape)}))"
+            if kind == "nn.Parameter"
+            else f"self.register_buffer('{new}', torch.zeros({tuple(t.shape)}))"
+        )
         self.new_params.setdefault(attr, []).append(line)
         self.renames[f"{attr}.{name}"] = new
         return f"self.{new}"
@@ -289,11 +322,15 @@ class _Rewriter(ast.NodeTransformer):
         if m and mod.padding_mode == "zeros" and not isinstance(mod.padding, str):
             w, b = self._param(attr, mod, "weight"), self._param(attr, mod, "bias")
             if m.group(1):
-                return (f"F.conv_transpose{m.group(2)}d({arg}, {w}, {b}, stride={tuple(mod.stride)}, "
-                        f"padding={tuple(mod.padding)}, output_padding={tuple(mod.output_padding)}, "
-                        f"groups={mod.groups}, dilation={tuple(mod.dilation)})")
-            return (f"F.conv{m.group(2)}d({arg}, {w}, {b}, stride={tuple(mod.stride)}, padding={tuple(mod.padding)}, "
-                    f"dilation={tuple(mod.dilation)}, groups={mod.groups})")
+                return (
+                    f"F.conv_transpose{m.group(2)}d({arg}, {w}, {b}, stride={tuple(mod.stride)}, "
+                    f"padding={tuple(mod.padding)}, output_padding={tuple(mod.output_padding)}, "
+                    f"groups={mod.groups}, dilation={tuple(mod.dilation)})"
+                )
+            return (
+                f"F.conv{m.group(2)}d({arg}, {w}, {b}, stride={tuple(mod.stride)}, padding={tuple(mod.padding)}, "
+                f"dilation={tuple(mod.dilation)}, groups={mod.groups})"
+            )
         if t == "LayerNorm":
             w, b = self._param(attr, mod, "weight"), self._param(attr, mod, "bias")
             return f"F.layer_norm({arg}, {tuple(mod.normalized_shape)}, {w}, {b}, {mod.eps})"
@@ -349,7 +386,7 @@ def _init_def(tree: ast.Module) -> ast.FunctionDef | None:
 def _replace_init_assign(init: ast.FunctionDef, attr: str, lines: list[str]) -> bool:
     for i, st in enumerate(init.body):
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and ast.unparse(st.targets[0]) == f"self.{attr}":
-            init.body[i:i + 1] = ast.parse("\n".join(lines)).body
+            init.body[i : i + 1] = ast.parse("\n".join(lines)).body
             return True
     return False
 
@@ -361,13 +398,20 @@ def _helpers_split(tree: ast.Module) -> bool:
             for f in node.body:
                 if isinstance(f, ast.FunctionDef) and f.name == "forward":
                     args = [a.arg for a in f.args.args]
-                    impl = ast.FunctionDef(name="_p_forward_impl", args=f.args, body=f.body, decorator_list=[],
-                                           returns=None, type_params=[])
+                    impl = ast.FunctionDef(
+                        name="_p_forward_impl",
+                        args=f.args,
+                        body=f.body,
+                        decorator_list=[],
+                        returns=None,
+                        type_params=[],
+                    )
                     tree.body.insert(tree.body.index(node), impl)
                     call = f"return _PRunner.run({', '.join(args)})"
                     f.body = ast.parse(call).body
-                    runner = ast.parse("class _PRunner:\n    @staticmethod\n    def run(*a):\n"
-                                       "        return _p_forward_impl(*a)\n").body[0]
+                    runner = ast.parse(
+                        "class _PRunner:\n    @staticmethod\n    def run(*a):\n        return _p_forward_impl(*a)\n"
+                    ).body[0]
                     tree.body.insert(tree.body.index(node), runner)
                     return True
     return False
@@ -464,8 +508,10 @@ def tied_outputs(ref_code: str, para: Paraphrase, seed: int = 0, max_numel: int 
     for ins in input_variants(gr, seed, max_numel):
         try:
             with torch.no_grad():
-                return (ref(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]),
-                        par(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
+                return (
+                    ref(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]),
+                    par(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]),
+                )
         except RuntimeError as e:  # this slice does not fit the model: the next one
             err = e
     if err is not None:
@@ -491,9 +537,16 @@ def input_variants(g: dict, seed: int, max_numel: int):
         if sum(t.numel() for t in ins if isinstance(t, torch.Tensor)) > max_numel:
             continue
         if real is None:
-            ins = [(torch.rand(t.shape, dtype=t.dtype) if t.is_floating_point()
-                    else torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t
-                   for t in ins]
+            ins = [
+                (
+                    torch.rand(t.shape, dtype=t.dtype)
+                    if t.is_floating_point()
+                    else torch.randint(0, 2, t.shape, dtype=t.dtype)
+                )
+                if isinstance(t, torch.Tensor)
+                else t
+                for t in ins
+            ]
         yield ins
 
 

@@ -36,9 +36,24 @@ class SemExample:
     source: str  # ref_id ('' for different)
 
 
-_SWAP = {"relu": "gelu", "gelu": "relu", "sigmoid": "tanh", "tanh": "sigmoid", "softmax": "log_softmax",
-         "log_softmax": "softmax", "mean": "sum", "sum": "mean", "amax": "amin", "max": "min", "min": "max",
-         "silu": "mish", "mish": "silu", "elu": "selu", "selu": "elu", "softplus": "relu"}
+_SWAP = {
+    "relu": "gelu",
+    "gelu": "relu",
+    "sigmoid": "tanh",
+    "tanh": "sigmoid",
+    "softmax": "log_softmax",
+    "log_softmax": "softmax",
+    "mean": "sum",
+    "sum": "mean",
+    "amax": "amin",
+    "max": "min",
+    "min": "max",
+    "silu": "mish",
+    "mish": "silu",
+    "elu": "selu",
+    "selu": "elu",
+    "softplus": "relu",
+}
 
 
 class _Mutate(ast.NodeTransformer):
@@ -57,8 +72,12 @@ class _Mutate(ast.NodeTransformer):
             self.done = True
         if self.mode == "move_dim":
             for k in node.keywords:
-                if k.arg == "dim" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, int) \
-                        and self._hit():
+                if (
+                    k.arg == "dim"
+                    and isinstance(k.value, ast.Constant)
+                    and isinstance(k.value.value, int)
+                    and self._hit()
+                ):
                     k.value = ast.Constant(0 if k.value.value not in (0,) else -1)
                     self.done = True
         return node
@@ -110,9 +129,17 @@ def _alarm(*_):
     raise _Timeout()
 
 
-def build_semantic_set(reference: list[RefProblem], seed: int = 0, max_refs: int = 60, combos: int = 1,
-                       n_different: int = 60, time_s: int = 10, kinds: tuple[str, ...] = KINDS,
-                       with_variants: bool = True, with_hand: bool = True) -> list[SemExample]:
+def build_semantic_set(
+    reference: list[RefProblem],
+    seed: int = 0,
+    max_refs: int = 60,
+    combos: int = 1,
+    n_different: int = 60,
+    time_s: int = 10,
+    kinds: tuple[str, ...] = KINDS,
+    with_variants: bool = True,
+    with_hand: bool = True,
+) -> list[SemExample]:
     """The labelled set (verified in this process: reference code is KernelBench's, rewrites are ours)."""
     import torch
 
@@ -144,8 +171,11 @@ def build_semantic_set(reference: list[RefProblem], seed: int = 0, max_refs: int
                         continue
                     got = tied_outputs(r.code, p)
                     if got is not None and equivalent(*got):
-                        out.append(SemExample(f"para:{r.ref_id}:{'+'.join(plan)}", p.code, "paraphrase",
-                                              "+".join(plan), r.ref_id))
+                        out.append(
+                            SemExample(
+                                f"para:{r.ref_id}:{'+'.join(plan)}", p.code, "paraphrase", "+".join(plan), r.ref_id
+                            )
+                        )
                         made += 1
                 if with_variants:
                     for mode in ("swap_op", "move_dim", "constant"):
@@ -193,7 +223,7 @@ def check_hand_written(reference: list[RefProblem]) -> dict[str, bool]:
 
 # Hand paraphrases (several kinds at once each), written from the reference problem's meaning, not its text.
 HAND_WRITTEN = {
-    "level1/23_Softmax": '''
+    "level1/23_Softmax": """
 import torch
 from torch import nn
 
@@ -218,8 +248,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-''',
-    "level1/40_LayerNorm": '''
+""",
+    "level1/40_LayerNorm": """
 import torch
 import torch.nn as nn
 
@@ -246,8 +276,8 @@ def get_inputs():
 
 def get_init_inputs():
     return [(features, dim1, dim2)]
-''',
-    "level1/1_Square_matrix_multiplication_": '''
+""",
+    "level1/1_Square_matrix_multiplication_": """
 import torch
 import torch.nn as nn
 
@@ -265,6 +295,6 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-''',
+""",
 }
 HAND_RENAMES = {"level1/40_LayerNorm": {"ln.weight": "gamma", "ln.bias": "beta"}}
