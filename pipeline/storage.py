@@ -147,7 +147,21 @@ def atomic_write_parquet(tbl: pa.Table, path: Path, compression: str = "zstd") -
     finally:
         if tmp.exists():
             tmp.unlink()
+    _remove_stale_tmp(path)
     return path
+
+
+def _remove_stale_tmp(path: Path) -> None:
+    """Temporary files of `path` left by a writer that died (kill -9 between write and rename): the name carries
+    the writer's pid; those of live processes (another thread of this one, another writer) are left alone."""
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        try:
+            pid = int(tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except (ValueError, IndexError, PermissionError, OSError):
+            continue  # not our naming, or a live process of another user
 
 
 def _empty_array(t: pa.DataType) -> pa.Array:

@@ -103,3 +103,24 @@ def test_parquet_roundtrip_and_catalog_join(data_root):
     assert files.column("row_count").to_pylist() == [2]
     # No temporary files are left beside the shard.
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_a_write_removes_temporary_files_of_dead_writers_only(tmp_path):
+    """kill -9 between writing and renaming leaves `.<name>.tmp-<pid>-<hex>`; the next write of that file removes
+    the dead writer's, never a live one's."""
+    import os
+    import subprocess
+    import sys
+
+    from pipeline.storage import atomic_write_parquet
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path = tmp_path / "part-00000.parquet"
+    stale = tmp_path / f".{path.name}.tmp-{dead.pid}-abcd1234"
+    live = tmp_path / f".{path.name}.tmp-{os.getpid()}-ffff0000"
+    other = tmp_path / ".other.parquet.tmp-1-00"
+    for p in (stale, live, other):
+        p.write_bytes(b"partial")
+    atomic_write_parquet(pa.table({"x": [1]}), path)
+    assert not stale.exists() and live.exists() and other.exists()
