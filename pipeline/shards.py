@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from pipeline.identity import content_hash
 from pipeline.selection import drop_reasons, kept_mask  # which rows a stage kept: one rule per table
-from pipeline.storage import DataStore, empty_table, read_parquet, write_table
+from pipeline.storage import DataStore, empty_table, partial_writes, read_parquet, write_table
 from schemas import schema_version
 
 
@@ -183,8 +183,8 @@ def is_complete(path: Path, table: str) -> bool:
 
 
 def _remove_partial_writes(path: Path) -> None:
-    # Temporary files of a killed writer for this shard (storage names them .<name>.tmp-<pid>-<hex>).
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+    # This shard's writer is about to write it: any partial write of it is a killed writer's.
+    for tmp in partial_writes(path):
         tmp.unlink(missing_ok=True)
 
 

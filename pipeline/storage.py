@@ -135,7 +135,7 @@ def fsync_dir(path: Path) -> None:
 def atomic_write_parquet(tbl: pa.Table, path: Path, compression: str = "zstd") -> Path:
     """Write then rename: the final name appears only once the file is complete and synced (file, then dir)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"  # partial_writes() finds these
     meta = dict(tbl.schema.metadata or {})
     meta[ROWS_KEY] = str(tbl.num_rows).encode()
     try:
@@ -151,10 +151,15 @@ def atomic_write_parquet(tbl: pa.Table, path: Path, compression: str = "zstd") -
     return path
 
 
+def partial_writes(path: Path) -> list[Path]:
+    """Temporary files of writes of `path` not (yet) renamed into place: `.<name>.tmp-<pid>-<hex>`."""
+    return list(path.parent.glob(f".{path.name}.tmp-*"))
+
+
 def _remove_stale_tmp(path: Path) -> None:
     """Temporary files of `path` left by a writer that died (kill -9 between write and rename): the name carries
     the writer's pid; those of live processes (another thread of this one, another writer) are left alone."""
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+    for tmp in partial_writes(path):
         try:
             pid = int(tmp.name.rsplit(".tmp-", 1)[1].split("-", 1)[0])
             os.kill(pid, 0)

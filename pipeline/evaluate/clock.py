@@ -27,12 +27,12 @@ import math
 import statistics
 
 
-def _sigma(xs: list[float]) -> float:
-    """A robust standard deviation (IQR / 1.349); 0 for fewer than 4 values."""
+def _iqr(xs: list[float]) -> float:
+    """The interquartile range; 0 for fewer than 4 values. IQR / 1.349 is a robust standard deviation."""
     if len(xs) < 4:
         return 0.0
     q = statistics.quantiles(xs, n=4)
-    return (q[2] - q[0]) / 1.349
+    return q[2] - q[0]
 
 
 def check_clock(
@@ -57,14 +57,13 @@ def check_clock(
         i, t, w = over[0]
         return False, f"call {i} reported {t:.4f} ms of GPU time inside {w:.4f} ms of wall clock", fig
     base = statistics.median(calib_ms) if calib_ms else 0.0
-    q = statistics.quantiles(calib_ms, n=4) if len(calib_ms) >= 4 else [0.0, 0.0, 0.0]
-    iqr = q[2] - q[0]
+    iqr = _iqr(calib_ms)
     unexplained = sorted(w - t - base for t, w in zip(times_ms, walls_ms))
     keep = unexplained[: max(1, math.ceil(0.9 * len(unexplained)))]
     med_t = statistics.median(times_ms)
     # Standard error of a median ~ 1.2533 sigma / sqrt(n); of the difference of two independent medians, combined.
     se = 1.2533 * math.sqrt(
-        _sigma(unexplained) ** 2 / len(unexplained) + _sigma(calib_ms) ** 2 / max(1, len(calib_ms))
+        (_iqr(unexplained) / 1.349) ** 2 / len(unexplained) + (iqr / 1.349) ** 2 / max(1, len(calib_ms))
     )
     spread = 4.0 * se if live else 3.0 * iqr
     slack = max(float(slack_ms), float(slack_frac) * med_t, spread)

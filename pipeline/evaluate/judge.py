@@ -606,13 +606,12 @@ class Judge:
         # ---- overhead calibration, before any candidate code is loaded
         calib = []
         for k in range(int(s["calibration_calls"]) + 3):
-            r, w = cand.request({"op": "null", "seed": self.seed(), "outputs": meta}, t_call)
-            t = _num((r or {}).get("t"))
-            if t is None:
-                self.fail("crash:calibration", str((r or {}).get("error", "")))
+            c, err = self.null_call(cand, meta, t_call)
+            if c is None:
+                self.fail("crash:calibration", err)
                 return
             if k >= 3:
-                calib.append(w - t)
+                calib.append(c)
         self.phase("calibrated")
         r, _ = cand.request({"op": "load", "init_seed": init_seed}, float(s["load_timeout_s"]))
         if r is None or not r.get("ok"):
@@ -687,10 +686,11 @@ class Judge:
             return None
         return c
 
-    def null_call(self, c: CandidateProcess, meta: list[dict], t_call: float) -> float | None:
+    def null_call(self, c: CandidateProcess, meta: list[dict], t_call: float) -> tuple[float | None, str]:
+        """(per-call overhead: trusted wall ms minus the reported time, or None; the reply's error)."""
         r, w = c.request({"op": "null", "seed": self.seed(), "outputs": meta}, t_call)
         t = _num((r or {}).get("t"))
-        return None if t is None else w - t
+        return (None if t is None else w - t), str((r or {}).get("error", ""))
 
     def timing(self, cand: CandidateProcess, calib: list[float], t_call: float, meta: list[dict]) -> bool:
         s = self.s
@@ -720,11 +720,11 @@ class Judge:
             # A null call of the calibrator beside this timed call, at random and randomly before or after it.
             null_at = self._rng.choice(("before", "after")) if calibrator and self._rng.random() < p_live else ""
             if null_at == "before":
-                live.append(self.null_call(calibrator, meta, t_call))
+                live.append(self.null_call(calibrator, meta, t_call)[0])
             seed = self.seed()
             r, w = cand.request({"op": "timed", "seed": seed}, t_call)
             if null_at == "after":
-                live.append(self.null_call(calibrator, meta, t_call))
+                live.append(self.null_call(calibrator, meta, t_call)[0])
             t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
             dg = (r or {}).get("digest")
             if t is None or ts is None or not isinstance(dg, str):

@@ -17,7 +17,7 @@ def latest_curation_run(cat) -> str | None:
 
 
 def register(app: typer.Typer) -> None:
-    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config, one_writer
+    from pipeline.cli import ConfigOpt, SetOpt, console, load_cli_config
 
     @app.command("publish")
     def publish_cmd(
@@ -66,8 +66,7 @@ def register(app: typer.Typer) -> None:
         )
         cfg = runner.load(config, set_, run).model_copy(update={"publish": ps})
         try:
-            with one_writer():
-                result = runner.run_steps(cfg, runner.steps([registry.get("publish")]), note="opforge publish")
+            result = runner.run_steps(cfg, runner.steps([registry.get("publish")]), note="opforge publish")
         except RuntimeError as e:  # the run records the failure; the user gets one line
             console.print(f"[red]{e}[/red]")
             raise typer.Exit(2) from None

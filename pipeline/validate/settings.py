@@ -1,5 +1,7 @@
 from pydantic import BaseModel, Field
 
+from pipeline.validate.static import DEFAULT_ALLOWED_IMPORTS
+
 
 class ValidateSettings(BaseModel):
     """Sandboxed execution filters (issue 8)."""
@@ -21,19 +23,7 @@ class ValidateSettings(BaseModel):
     max_memory_mb: float | None = Field(None, description="Largest allowed peak memory, MiB (None: no check).")
     timing_trials: int = Field(10, description="Timed eager (and compiled) runs; the median is kept.")
     allowed_imports: list[str] = Field(
-        default_factory=lambda: [
-            "torch",
-            "math",
-            "numpy",
-            "typing",
-            "functools",
-            "itertools",
-            "collections",
-            "operator",
-            "dataclasses",
-            "__future__",
-            "transformers.activations",
-        ],
+        default_factory=lambda: list(DEFAULT_ALLOWED_IMPORTS),
         description="Modules a candidate may import.",
     )
     enforce_imports: bool = Field(True, description="Reject disallowed imports statically (off: sandbox only).")
