@@ -8,13 +8,68 @@ Everything a child reports is written by untrusted code: the stage computes verd
 graph's shape, a numeric difference) and a task can only misreport about itself.
 """
 
-WORKER = r'''
+import functools
+import hashlib
+import json
+
+# Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
+TRACER_VERSION = "5"
+
+
+@functools.cache  # read once: code_key is called per candidate
+def torch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # pragma: no cover - torch is a dependency
+        return "?"
+
+
+def code_key(code: str) -> str:
+    """The key of a code's trace: sha256(tracer version, torch version, code). The trace cache and the trace that
+    validation carries (pipeline.validate) are both keyed by it: a trace is used only for the code, tracer and torch
+    it was made with."""
+    return hashlib.sha256(f"{TRACER_VERSION}\0{torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes")
+
+
+def carry(text: object, code: str) -> str | None:
+    """A trace reported by validation's harness (JSON text), as the `semantic_trace` column keeps it: its fields
+    and the key of the code the parent sent (computed here, never taken from the report)."""
+    try:
+        rec = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    return json.dumps({"key": code_key(code), **{k: rec[k] for k in TRACE_FIELDS if k in rec}})
+
+
+def carried(text: object, code: str) -> dict | None:
+    """The trace record a `semantic_trace` value holds for `code`, when it was made for this code by this tracer and
+    torch and is final (a graph, or too large for one); else None (decontamination traces the task itself)."""
+    try:
+        rec = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or rec.get("key") != code_key(code):
+        return None
+    if not (rec.get("ok") is True or rec.get("reason") == "graph_too_large"):
+        return None  # a failure there (time left, the harness's state) is not taken as final: traced again
+    return {k: rec[k] for k in TRACE_FIELDS if k in rec}
+
+
+# The tracer: `trace(code)` -> {"ok", "nodes", "top"} or {"ok": False, "reason"}. The decontamination worker below
+# runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
+# checks, so that a validated task arrives with its trace (one tracer, one key).
+TRACER = r'''
 import gc, json, os, select, signal, sys, time
 import torch
-torch.set_num_threads(1)
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
-TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
 
 
 def _load(code, name):
@@ -173,6 +228,14 @@ def trace(code):
 
     rec.nodes.append(["O", [outs(out)], -1])
     return {"ok": True, "nodes": rec.nodes, "top": rec.top}
+
+'''
+
+WORKER = (
+    TRACER
+    + r'''
+torch.set_num_threads(1)
+TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
 
 
 def _match(cand, ref):
@@ -458,6 +521,7 @@ for i, job in enumerate(PAYLOAD["jobs"]):
 emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_start, 3), "warm_s": warm_s,
              "cpu_s": round(sum(os.times()[:4]), 3)})  # this process and its children (for benchmarks)
 '''
+)
 
 # The same jobs, one per jailed process (a jail that forbids fork): no fork, no isolation needed.
 SINGLE = WORKER.replace("        res = fork_one(job)", "        res = run_child(job)")

@@ -10,7 +10,6 @@ tolerance. Both batch their jobs into one jailed process per worker that imports
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -21,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
+from pipeline.decontam.jailed import TRACER_VERSION, code_key  # noqa: F401 - the key of a trace, one place
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "5"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -44,24 +43,11 @@ class SemView:
         return json.dumps(self.graph.inputs) if self.graph is not None else ""
 
 
-def _torch_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("torch")
-    except Exception:  # pragma: no cover - torch is a dependency
-        return "?"
-
-
 def cache_dir(settings: DecontamSettings) -> Path:
     if settings.semantic_cache_dir:
         return Path(settings.semantic_cache_dir)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "opforge" / "decontam-semantic"
-
-
-def code_key(code: str) -> str:
-    return hashlib.sha256(f"{TRACER_VERSION}\0{_torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _cache_get(root: Path, key: str) -> dict | None:
@@ -211,15 +197,23 @@ def _view_of(rec: dict, cached: bool) -> SemView:
     return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached)
 
 
-def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView]:
-    """The semantic view of each code: from the cache, else traced in the jail (and cached)."""
+def semantic_views(
+    codes: list[str], settings: DecontamSettings, carried: dict[str, str] | None = None
+) -> list[SemView]:
+    """The semantic view of each code: the trace validation carried for it (`carried`: code -> the validation
+    table's `semantic_trace`, used when made for that code by this tracer and torch), else from the cache, else
+    traced in the jail (and cached)."""
+    from pipeline.decontam.jailed import carried as carried_trace
+
     root = cache_dir(settings)
     keys = [code_key(c) for c in codes]
     recs: dict[str, dict] = {}
     cached: set[str] = set()
     todo: dict[str, str] = {}
     for k, c in zip(keys, codes):
-        got = _cache_get(root, k)
+        got = carried_trace(carried.get(c), c) if carried else None
+        if got is None:
+            got = _cache_get(root, k)
         if got is not None and not _stale(got, settings.trace_timeout_s):
             recs[k] = got
             cached.add(k)
@@ -365,10 +359,12 @@ def semantic_pass(
     ref_ids: list[str],
     ref: SemanticReference,
     settings: DecontamSettings,
+    carried: dict[str, str] | None = None,
 ) -> dict[str, list]:
     """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
-    at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
+    at most near_variant_changes ops changed; removed or kept per near_variant_policy). `carried`: the traces
+    validation made (code -> JSON), used instead of tracing again."""
     from pipeline.decontam.graphfp import difference, is_near_variant
 
     n = len(codes)
@@ -394,7 +390,7 @@ def semantic_pass(
         and ref.views[pos[cols["nearest_ref"][i]]].ok
     ]
     # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
-    views_all = semantic_views([codes[i] for i in copies + todo], settings)
+    views_all = semantic_views([codes[i] for i in copies + todo], settings, carried)
     recheck = _recheck_candidates(copies, views_all[: len(copies)], cols, out, ref_ids, pos, ref, settings)
     views = views_all[len(copies) :]
     ok = [k for k, v in enumerate(views) if v.ok]
