@@ -238,18 +238,26 @@ torch.set_num_threads(1)
 TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
 
 
+def _plain_name(n):
+    return "".join(ch for ch in n.lower() if ch.isalnum())
+
+
 def _match(cand, ref):
-    """Candidate tensors (parameters, then buffers) -> reference tensors of the same shape, in registration order;
-    then the transpose of a matrix, then the same number of elements (a flattened weight)."""
+    """Candidate tensors (parameters, then buffers) -> reference tensors of the same shape and the same name but for
+    punctuation (`gemm_bias` for `gemm.bias`: registration order alone ties a module's bias, moved up to the model,
+    to another vector of its size); then of the same shape, in registration order; then the transpose of a matrix,
+    then the same number of elements (a flattened weight). A wrong tie only makes outputs differ."""
     mapping, used = [], set()
-    for how in ("shape", "transpose", "numel"):
+    for how in ("name", "shape", "transpose", "numel"):
         for cn, ct in cand:
             if any(m[0] == cn for m in mapping):
                 continue
             for rn, rt in ref:
                 if rn in used or ct.dtype != rt.dtype:
                     continue
-                if how == "shape" and ct.shape == rt.shape:
+                if how == "name" and ct.shape == rt.shape and _plain_name(cn) == _plain_name(rn):
+                    val = rt
+                elif how == "shape" and ct.shape == rt.shape:
                     val = rt
                 elif how == "transpose" and ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape:
                     val = rt.t()

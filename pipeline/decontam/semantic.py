@@ -23,6 +23,7 @@ from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.jailed import TRACER_VERSION, code_key  # noqa: F401 - the key of a trace, one place
 from pipeline.decontam.settings import DecontamSettings
 
+CONFIRM_VERSION = "2"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -257,7 +258,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
     """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
     traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances)."""
     root = cache_dir(settings)
-    keys = [code_key("confirm\0" + c + "\0" + r) for c, r in pairs]
+    keys = [code_key(f"confirm{CONFIRM_VERSION}\0" + c + "\0" + r) for c, r in pairs]
     reps: dict[str, dict] = {}
     todo: dict[str, tuple[str, str]] = {}
     for k, pair in zip(keys, pairs):
@@ -508,12 +509,15 @@ def _recheck_candidates(
     from pipeline.decontam.graphfp import difference, is_near_variant
 
     cand = []
-    for i, v in zip(rows, views):
+    ok = [k for k, v in enumerate(views) if v.ok]
+    sims = ref.similarities([views[k].features for k in ok]) if ok else None  # one product for all the rows
+    row_of = {k: r for r, k in enumerate(ok)}
+    for k, (i, v) in enumerate(zip(rows, views)):
         j = pos[cols["nearest_ref"][i]]
         out["semantic_status"][i] = "traced" if v.ok else v.reason
         if not (v.ok and ref.views[j].ok):
             continue
-        sim = float(ref.similarities([v.features])[0, j])
+        sim = float(sims[row_of[k], j])
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
         if sim < settings.near_variant_threshold:
             continue
