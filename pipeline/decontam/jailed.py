@@ -13,7 +13,7 @@ import hashlib
 import json
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-TRACER_VERSION = "5"
+TRACER_VERSION = "6"
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -33,7 +33,7 @@ def code_key(code: str) -> str:
     return hashlib.sha256(f"{TRACER_VERSION}\0{torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes")
+TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes", "truncated")
 
 
 def carry(text: object, code: str) -> str | None:
@@ -201,6 +201,25 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+def _truncated(rec):
+    """A forward past MAX_NODES ops (a loop unrolled: an RNN over hundreds of steps): its first ops, with the results
+    nothing used yet as its outputs, marked truncated (such a view only shortlists problems for the functional
+    confirmation: it cannot show what the rest of the forward does)."""
+    nodes = rec.nodes[: MAX_NODES - 1]
+    used = set()
+    stack = [n[1] for n in nodes if n and n[0] not in ("P", "C")]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, list):
+            if len(a) == 2 and a[0] == "n" and isinstance(a[1], int):
+                used.add(a[1])
+            else:
+                stack.extend(a)
+    sinks = [["n", k] for k, n in enumerate(nodes) if n and n[0] not in ("P", "C") and k not in used]
+    nodes.append(["O", [sinks[-64:]], -1])
+    return {"ok": True, "nodes": nodes, "top": rec.top, "truncated": True, "n_nodes": len(rec.nodes)}
+
+
 def trace(code):
     g = _load(code, "task")
     model, inputs = _build(g, "meta", 0)  # meta tensors: shapes only, no memory, no data-dependent work
@@ -216,7 +235,7 @@ def trace(code):
             out = model(*inputs)
     except OverflowError as e:
         if str(e) == "graph_too_large":
-            return {"ok": False, "reason": "graph_too_large", "n_nodes": len(rec.nodes)}
+            return _truncated(rec)
         raise
 
     def outs(o):

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
-from pipeline.decontam.jailed import TRACER_VERSION, code_key  # noqa: F401 - the key of a trace, one place
+from pipeline.decontam.jailed import TRACE_FIELDS, TRACER_VERSION, code_key  # noqa: F401 - one place for a trace
 from pipeline.decontam.settings import DecontamSettings
 
 CONFIRM_VERSION = "2"  # bump when jailed.confirm changes: cached confirmation reports become stale
@@ -38,6 +38,11 @@ class SemView:
     trace_s: float = 0.0
     cached: bool = False
     error: str = ""
+    truncated: bool = False  # the forward's first MAX_NODES ops only: shortlists for confirmation, nothing else
+
+    @property
+    def status(self) -> str:
+        return ("truncated" if self.truncated else "traced") if self.ok else self.reason
 
     @property
     def input_key(self) -> str:
@@ -195,7 +200,7 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
     if not g.outputs:
         return SemView(False, "no_tensor_output", cached=cached)
-    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached)
+    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached, truncated=bool(rec.get("truncated")))
 
 
 def semantic_views(
@@ -226,7 +231,7 @@ def semantic_views(
             if _transient(r):
                 recs[k] = r  # the jail failed: not cached, tried again next time
                 continue
-            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "top", "wall_s", "error") if key in r}
+            r = {key: r[key] for key in TRACE_FIELDS if key in r}
             r["limit_s"] = settings.trace_timeout_s
             recs[k] = r
             _cache_put(root, k, r)
@@ -396,7 +401,7 @@ def semantic_pass(
     views = views_all[len(copies) :]
     ok = [k for k, v in enumerate(views) if v.ok]
     for k, v in enumerate(views):
-        out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
+        out["semantic_status"][todo[k]] = v.status
     sims = ref.similarities([views[k].features for k in ok]) if ok else np.zeros((0, len(ref_ids)))
     jobs, owners = [], []
     for row, k in enumerate(ok):
@@ -457,6 +462,8 @@ def semantic_pass(
             if (
                 sims[row, j] < settings.near_variant_threshold
                 or not ref.views[j].ok
+                or views[k].truncated  # a graph's first ops cannot show what changed
+                or ref.views[j].truncated
                 or not (rep.get("ok") and rep.get("cand_shapes"))
             ):
                 continue
@@ -514,8 +521,8 @@ def _recheck_candidates(
     row_of = {k: r for r, k in enumerate(ok)}
     for k, (i, v) in enumerate(zip(rows, views)):
         j = pos[cols["nearest_ref"][i]]
-        out["semantic_status"][i] = "traced" if v.ok else v.reason
-        if not (v.ok and ref.views[j].ok):
+        out["semantic_status"][i] = v.status
+        if not (v.ok and ref.views[j].ok) or v.truncated or ref.views[j].truncated:
             continue
         sim = float(sims[row_of[k], j])
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
