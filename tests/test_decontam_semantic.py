@@ -96,6 +96,8 @@ def semantic_run(kernelbench_path, tmp_path_factory):
         assert p is not None and equivalent(*tied_outputs(by_id[BATCHNORM].code, p)), kind
         cands.append((f"batchnorm:{kind}", p.code))
         sources[f"batchnorm:{kind}"] = BATCHNORM
+    cands.append(("batchnorm:hand", HAND_WRITTEN[BATCHNORM]))  # written out by hand (batch statistics)
+    sources["batchnorm:hand"] = BATCHNORM
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
     cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
@@ -137,7 +139,7 @@ def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
         assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
 
 
-@pytest.mark.parametrize("kind", ["formula", "functional"])
+@pytest.mark.parametrize("kind", ["formula", "functional", "hand"])
 def test_batchnorm_rewrite_is_confirmed_with_its_source(semantic_run, kind):
     r = semantic_run["rows"][f"batchnorm:{kind}"]
     assert r["contaminated"] and r["reason"] == "functional_match", (r["reason"], r["evidence"][:600])
