@@ -655,6 +655,9 @@ def main(payload: dict[str, Any], emit, tracer_source: str | None = None) -> Non
     without them, over the channel. A valid task's semantic trace (`tracer_source`, within `trace_s` and the time
     the sandbox has left) goes into the report as `semantic_trace`."""
     m = check(payload)
+    sealed, save = m.pop("sealed", {}), m.pop("_save", None)
+    if payload.get("sealed_path") and save is not None and sealed:
+        save(sealed, payload["sealed_path"])  # before the trace runs the task's code once more
     budget = min(
         float(payload.get("trace_s", 0.0)),
         float(payload.get("timeout_s", 120.0)) - (time.monotonic() - _STARTED) - 5.0,
@@ -665,11 +668,8 @@ def main(payload: dict[str, Any], emit, tracer_source: str | None = None) -> Non
         try:
             import json
 
-            text = json.dumps(rec)  # not JSON (a hostile trace): no trace, the report still goes out
+            text = json.dumps(rec)
             m["semantic_trace"] = text if len(text) <= TRACE_MAX_BYTES else None
-        except (TypeError, ValueError):
+        except Exception:  # noqa: BLE001 - not JSON, too deep: no trace; the verdict still goes out
             m["semantic_trace"] = None
-    sealed, save = m.pop("sealed", {}), m.pop("_save", None)
-    if payload.get("sealed_path") and save is not None and sealed:
-        save(sealed, payload["sealed_path"])
     emit(m)
