@@ -13,7 +13,7 @@ from pipeline.decontam.calibration.paraphrase import equivalent, paraphrase, tie
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import load_reference
 
-LSTM, GRU = "level3/36_LSTMHn", "level3/39_GRU"
+LSTM, GRU_HIDDEN = "level3/36_LSTMHn", "level3/40_GRUHidden"
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def rnn_run(kernelbench_path, tmp_path_factory):
     settings = DecontamSettings(
         semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache-rnn"))
     )
-    rows = decontaminate([("para", para.code), ("other", other)], [by_id[LSTM], by_id[GRU]], settings)
+    rows = decontaminate([("para", para.code), ("other", other)], [by_id[LSTM], by_id[GRU_HIDDEN]], settings)
     return {r["task_id"]: r for r in rows.to_pylist()}
 
 
