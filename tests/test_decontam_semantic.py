@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
-from pipeline.decontam.calibration.paraphrase import KINDS, equivalent, paraphrase, tied_outputs
+from pipeline.decontam.calibration.paraphrase import KINDS, Paraphrase, equivalent, paraphrase, tied_outputs
 from pipeline.decontam.calibration.semantic_set import HAND_WRITTEN, mutate
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import load_reference
@@ -96,6 +97,15 @@ def semantic_run(kernelbench_path, tmp_path_factory):
         assert p is not None and equivalent(*tied_outputs(by_id[BATCHNORM].code, p)), kind
         cands.append((f"batchnorm:{kind}", p.code))
         sources[f"batchnorm:{kind}"] = BATCHNORM
+        if kind == "functional":  # its tensors renamed too: tied by the order the source assigns them
+            renamed = dict(zip(("gemm_weight", "gemm_bias", "bn_weight", "bn_bias"), ("w1", "b1", "gam", "bet")))
+            code = p.code
+            for a, b in renamed.items():
+                code = re.sub(rf"\b{a}\b", b, code)
+            q = Paraphrase(p.source, p.kinds, code, {k: renamed.get(v, v) for k, v in p.renames.items()})
+            assert equivalent(*tied_outputs(by_id[BATCHNORM].code, q))
+            cands.append(("batchnorm:renamed", code))
+            sources["batchnorm:renamed"] = BATCHNORM
     cands.append(("batchnorm:hand", HAND_WRITTEN[BATCHNORM]))  # written out by hand (batch statistics)
     sources["batchnorm:hand"] = BATCHNORM
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
@@ -139,7 +149,7 @@ def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
         assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
 
 
-@pytest.mark.parametrize("kind", ["formula", "functional", "hand"])
+@pytest.mark.parametrize("kind", ["formula", "functional", "renamed", "hand"])
 def test_batchnorm_rewrite_is_confirmed_with_its_source(semantic_run, kind):
     r = semantic_run["rows"][f"batchnorm:{kind}"]
     assert r["contaminated"] and r["reason"] == "functional_match", (r["reason"], r["evidence"][:600])
@@ -148,6 +158,8 @@ def test_batchnorm_rewrite_is_confirmed_with_its_source(semantic_run, kind):
     assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]), ev
     if kind == "functional":  # the model's own bias tied to the module's bias, not to `scale` (same size)
         assert ["gemm_bias", "gemm.bias", "name"] in ev["mapping"], ev["mapping"]
+    if kind == "renamed":  # no name in common: tied in the order the source assigns them, not to `scale`
+        assert ["b1", "gemm.bias", "shape"] in ev["mapping"], ev["mapping"]
 
 
 @pytest.mark.parametrize("tid,src,mode,op", VARIANTS)

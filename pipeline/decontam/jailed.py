@@ -262,10 +262,10 @@ def _plain_name(n):
 
 
 def _match(cand, ref):
-    """Candidate tensors (parameters, then buffers) -> reference tensors of the same shape and the same name but for
-    punctuation (`gemm_bias` for `gemm.bias`: registration order alone ties a module's bias, moved up to the model,
-    to another vector of its size); then of the same shape, in registration order; then the transpose of a matrix,
-    then the same number of elements (a flattened weight). A wrong tie only makes outputs differ."""
+    """Candidate tensors (parameters, then buffers, each in the order the source assigns them: _source_order) ->
+    reference tensors of the same shape and the same name but for punctuation (`gemm_bias` for `gemm.bias`); then of
+    the same shape, in that order; then the transpose of a matrix, then the same number of elements (a flattened
+    weight). A wrong tie only makes outputs differ."""
     mapping, used = [], set()
     for how in ("name", "shape", "transpose", "numel"):
         for cn, ct in cand:
@@ -359,24 +359,72 @@ def _model(g, seed, max_params, skipped):
 
     for n in _RANDOM_INITS:
         setattr(torch.nn.init, n, skip)
+    # the order the source assigns a module's parameters and submodules in (named_parameters lists a module's own
+    # parameters before its submodules': a bias moved up from a Linear would come before a `scale` defined after it)
+    assigned = []
+    Module = torch.nn.Module
+    hooks = {"__setattr__": Module.__setattr__, "register_parameter": Module.register_parameter,
+             "register_buffer": Module.register_buffer, "add_module": Module.add_module}
+
+    def recorder(name):
+        def rec(self, attr, value, *a, **k):
+            if isinstance(value, (torch.Tensor, Module)):
+                assigned.append((self, attr))
+            return hooks[name](self, attr, value, *a, **k)
+        return rec
+
+    for name in hooks:
+        setattr(Module, name, recorder(name))
     try:
-        return _new_model(g, init)
+        model = _new_model(g, init)
     finally:
         for n, f in saved.items():
             setattr(torch.nn.init, n, f)
+        for name, f in hooks.items():
+            setattr(Module, name, f)
+    return model, _source_order(model, assigned)
+
+
+def _source_order(model, assigned):
+    """(parameters, floating buffers) as (name, tensor), each in the order the source assigned them, depth first
+    (anything not seen assigned after, in torch's order); a tensor reachable twice is listed once."""
+    order = {}
+    for mod, attr in assigned:
+        order.setdefault(id(mod), [])
+        if attr not in order[id(mod)]:
+            order[id(mod)].append(attr)
+    params, bufs, seen = [], [], set()
+
+    def walk(mod, prefix):
+        names = order.get(id(mod), []) + list(mod._parameters) + list(mod._buffers) + list(mod._modules)
+        done = set()
+        for n in names:
+            if n in done:
+                continue
+            done.add(n)
+            t = mod._parameters.get(n) if n in mod._parameters else mod._buffers.get(n)
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                if n in mod._parameters:
+                    params.append((prefix + n, t))
+                elif t.is_floating_point():
+                    bufs.append((prefix + n, t))
+            elif mod._modules.get(n) is not None:
+                walk(mod._modules[n], prefix + n + ".")
+
+    walk(model, "")
+    return params + bufs
 
 
 def confirm(cand_code, ref_code, max_numel):
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
     skipped = set()
-    ref, cand = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
+    (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
     with torch.device("meta"):
         r_meta = list(gr["get_inputs"]())
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
         for p in ref.parameters():
             p.normal_(0, 0.5)
-    rt = list(ref.named_parameters()) + [(n, b) for n, b in ref.named_buffers() if b.is_floating_point()]
-    ct = list(cand.named_parameters()) + [(n, b) for n, b in cand.named_buffers() if b.is_floating_point()]
     mapping = _match(ct, rt)
     tied = {m[0] for m in mapping}
     with torch.no_grad():  # the candidate's own tensors whose random initializer was skipped

@@ -23,7 +23,7 @@ from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.jailed import TRACE_FIELDS, TRACER_VERSION, code_key  # noqa: F401 - one place for a trace
 from pipeline.decontam.settings import DecontamSettings
 
-CONFIRM_VERSION = "2"  # bump when jailed.confirm changes: cached confirmation reports become stale
+CONFIRM_VERSION = "3"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
