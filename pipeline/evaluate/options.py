@@ -136,7 +136,9 @@ class EvalOptions:
     )
     gpu_lock: Optional[str] = _opt(
         None,
-        "Lock file (flock: freed when its holder dies) that serialises GPU use of concurrent evaluations on one GPU.",
+        "The GPU's lock file (pipeline.gpulock): timings hold it exclusive, other GPU work shared, so evaluations, "
+        "validations and the LLM engine on one GPU never overlap a timing. None: the GPU's own "
+        "(pipeline.gpulock.lock_path), the one they all take by default; 'off': no lock.",
     )
     keep_eval_dir: bool = _opt(
         False, "Keep each evaluation's directory (inputs, reference and candidate outputs) for debugging."
@@ -190,6 +192,12 @@ def resolve(settings: dict[str, Any] | None) -> dict[str, Any]:
         if why:
             raise ValueError(why)
         out[k] = list(v) if isinstance(v, tuple) else v
+    if out["gpu_lock"] is None and out["device"] == "cuda":
+        from pipeline.gpulock import lock_path
+
+        out["gpu_lock"] = lock_path()
+    elif out["gpu_lock"] == "off":
+        out["gpu_lock"] = None
     if out["cache_dir"] is None:
         out["cache_dir"] = os.environ.get("OPFORGE_EVAL_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "opforge", "eval"

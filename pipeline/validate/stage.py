@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import patchwatch
 from pipeline.identity import task_id as compute_task_id
+from pipeline.inlining import inline
 from pipeline.validate.settings import ValidateSettings
 from schemas.validation import FILTERS
 
@@ -28,7 +28,7 @@ def harness_source() -> str:
     """The harness module's source plus its entry call: the sandbox runs it without this project on its path."""
     global _HARNESS_SOURCE
     if _HARNESS_SOURCE is None:
-        src = patchwatch.inline_into((Path(__file__).parent / "harness.py").read_text())
+        src = inline((Path(__file__).parent / "harness.py").read_text(), "pipeline.patchwatch", "pipeline.gpulock")
         _HARNESS_SOURCE = src + "\n\nmain(PAYLOAD, emit_result)\n"
     return _HARNESS_SOURCE
 
@@ -99,14 +99,9 @@ def gpu_lock_file() -> str:
     """This worker's GPU lock file: the one the LLM engine and the evaluators take (pipeline.llm.placement), so
     that a candidate's timed region never overlaps their GPU work either. Readable by the jail's uid (the harness
     flocks a read-only descriptor)."""
-    from pipeline.llm.placement import gpu_lock_path
+    from pipeline.gpulock import ensure, lock_path
 
-    path = Path(gpu_lock_path())
-    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o755)
-    path.touch(exist_ok=True)
-    os.chmod(path, 0o644)
-    return str(path)
+    return ensure(lock_path())
 
 
 def private_cache(shared: str, dest: Path) -> str:
