@@ -141,6 +141,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "device": device,
         "device_name": "",
         "runtime_window_checked": False,
+        "gpu_alone": False,
         "eager_ms": None,
         "compile_ms": None,
         "compile_s": None,
@@ -371,8 +372,19 @@ def validate(
         for code, tid, cr in zip(codes, ids, compose)
     ]
     # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
+    ex = executor or InProcess()
     res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
-    rows = (executor or InProcess()).map(check_candidate, items, res, on_result=on_result)
+    rows = ex.map(check_candidate, items, res, on_result=on_result)
+    # Out of GPU memory beside other candidates says nothing about the task: such a task runs again with a GPU to
+    # itself (a whole GPU in the executor's accounting, after the others), and that run's row is the verdict.
+    again = [i for i, r in enumerate(rows) if device.startswith("cuda") and r["reason"] == "memory_limit"]
+    if again and int(s.get("jobs_per_gpu", 1)) > 1:
+        from pipeline.executor import RayExecutor
+
+        solo = ex if isinstance(ex, RayExecutor) else InProcess()  # Ray honours gpus=1.0; here: one at a time
+        alone = solo.map(check_candidate, [items[i] for i in again], Resources(cpus=1.0, gpus=1.0))
+        for i, row in zip(again, alone):
+            rows[i] = {**row, "gpu_alone": True}
     return conform("validation", rows)
 
 
