@@ -81,8 +81,8 @@ class EvalOptions:
     timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
     check_max_calls: int = _opt(
         16,
-        "Timed calls whose output is checked against the reference, chosen by the "
-        "trusted side after each call (the last one always).",
+        "Timed calls whose output is checked against the reference (the last one and others at random "
+        "positions; their seeds' reference outputs are made with the correctness trials').",
         ge=1,
     )
     calibration_calls: int = _opt(
@@ -99,8 +99,8 @@ class EvalOptions:
     clock_slack_ms: float = _opt(
         0.2,
         "Reported GPU times may fall short of the trusted wall clock minus the "
-        "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
-        "3 x the calibration's IQR) (medians); more is time_inconsistent.",
+        "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, 4 standard errors of the "
+        "median difference; 3 x the IQR for the calibration before load) (medians); more is time_inconsistent.",
         ge=0.0,
     )
     clock_slack_frac: float = _opt(0.15, "See clock_slack_ms.", ge=0.0)
