@@ -1,5 +1,5 @@
-"""One GPU's lock, taken by every process that uses the GPU: a timed region holds it exclusive, all other GPU work
-(the LLM engine's generate steps, reference outputs, verification calls, compilation and warm-up) holds it shared.
+"""One GPU's lock, taken by every process that uses the GPU: a timed region holds it exclusive, other GPU work (the
+LLM engine's generate steps, reference outputs, set-up and verification calls) holds it shared.
 So timings never overlap other GPU work, and untimed work runs side by side instead of queueing behind it.
 
 An `flock` on one file per GPU: the kernel drops it when its holder dies (a killed job never blocks the GPU), and it

@@ -32,7 +32,7 @@ from typing import Any
 from pipeline.evaluate import artifacts, tensorio
 from pipeline.evaluate.clock import check_clock
 from pipeline.evaluate.tolerance import compare, degenerate
-from pipeline.gpulock import GpuLock, held
+from pipeline.gpulock import GpuLock, ensure
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,29 +137,34 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
     """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
     `sandbox` (diagnostics only)."""
     work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
+    lock = ensure(s["gpu_lock"]) if s.get("gpu_lock") and s["device"] != "cpu" else None
     payload = {
         "task_code": task_code,
         "device": s["device"],
+        "gpu_lock": lock,  # taken shared inside, around the GPU work (reference.py)
         "init_seed": init_seed,
         "jobs": jobs,
         "inputs_dir": str(dirs.inputs),
         "ref_dir": str(dirs.ref),
     }
-    with held(s.get("gpu_lock") if s["device"] != "cpu" else None, shared=True) as waited:  # untimed GPU work
-        sb = run_sandboxed(
-            _REF_BOOT,
-            payload=payload,
-            timeout_s=float(s["reference_timeout_s"]),
-            memory_mb=None,
-            nproc=None,
-            fsize_mb=4096,
-            workdir=str(work),
-            env=base_env(arch, work),
-            max_output_bytes=20_000,
-            **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[], write_dirs=[dirs.inputs, dirs.ref]),
-        )
+    sb = run_sandboxed(
+        _REF_BOOT,
+        payload=payload,
+        timeout_s=float(s["reference_timeout_s"]),
+        memory_mb=None,
+        nproc=None,
+        fsize_mb=4096,
+        workdir=str(work),
+        env=base_env(arch, work),
+        max_output_bytes=20_000,
+        **jail_kwargs(
+            gpu=s["device"] != "cpu",
+            read_dirs=[str(Path(lock).parent)] if lock else [],
+            write_dirs=[dirs.inputs, dirs.ref],
+        ),
+    )
     rep = sb.result if isinstance(sb.result, dict) else {}
-    rep["gpu_wait_s"] = waited[0] if waited else 0.0
+    rep["gpu_wait_s"] = _num(rep.get("gpu_wait_s")) or 0.0
     rep["sandbox"] = {
         "reason": sb.reason,
         "wall_s": sb.wall_s,
