@@ -243,13 +243,16 @@ def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
 
 def check(p: dict[str, Any]) -> dict[str, Any]:
     """Run every runtime filter on `p["code"]`. Keys of `p`: device, seed, atol, rtol, det_atol, check_compile,
-    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all."""
+    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction."""
     import torch
 
     device = p.get("device", "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         device = "cpu"
     dev = torch.device(device)
+    if device.startswith("cuda") and p.get("gpu_memory_fraction"):
+        # Its share of a GPU run by several candidates: past it, the task runs again alone (stage.validate).
+        torch.cuda.set_per_process_memory_fraction(float(p["gpu_memory_fraction"]), dev)
     seed = int(p.get("seed", 0))
     atol, rtol = float(p.get("atol", 1e-3)), float(p.get("rtol", 1e-3))
     det_atol = float(p.get("det_atol", 1e-6))

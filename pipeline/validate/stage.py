@@ -203,6 +203,11 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         "runtime_window_ms": list(s["runtime_window_ms"]),
         "max_output_mb": s["max_output_mb"],
         "max_memory_mb": s["max_memory_mb"],
+        # Beside other candidates on its GPU, a task gets its share of the GPU's memory, so that one task's
+        # appetite never makes another fail; a task past its share runs again alone (validate()).
+        "gpu_memory_fraction": None
+        if item.get("alone") or not device.startswith("cuda")
+        else 1.0 / max(1, int(s.get("jobs_per_gpu", 1))),
         "timing_trials": s["timing_trials"],
         "run_all": s["run_all"],
     }
@@ -382,7 +387,7 @@ def validate(
         from pipeline.executor import RayExecutor
 
         solo = ex if isinstance(ex, RayExecutor) else InProcess()  # Ray honours gpus=1.0; here: one at a time
-        alone = solo.map(check_candidate, [items[i] for i in again], Resources(cpus=1.0, gpus=1.0))
+        alone = solo.map(check_candidate, [{**items[i], "alone": True} for i in again], Resources(cpus=1.0, gpus=1.0))
         for i, row in zip(again, alone):
             rows[i] = {**row, "gpu_alone": True}
     return conform("validation", rows)
