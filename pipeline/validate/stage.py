@@ -384,9 +384,7 @@ def validate(
     # itself (a whole GPU in the executor's accounting, after the others), and that run's row is the verdict.
     again = [i for i, r in enumerate(rows) if device.startswith("cuda") and r["reason"] == "memory_limit"]
     if again and int(s.get("jobs_per_gpu", 1)) > 1:
-        from pipeline.executor import RayExecutor
-
-        solo = ex if isinstance(ex, RayExecutor) else InProcess()  # Ray honours gpus=1.0; here: one at a time
+        solo = ex if ex.distributed else InProcess()  # Ray honours gpus=1.0; in this process: one at a time
         alone = solo.map(check_candidate, [{**items[i], "alone": True} for i in again], Resources(cpus=1.0, gpus=1.0))
         for i, row in zip(again, alone):
             rows[i] = {**row, "gpu_alone": True}
