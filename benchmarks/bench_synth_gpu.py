@@ -27,14 +27,12 @@ def compose(n: int, to: str) -> None:
     ops, prof, mix = load_catalog(), profile("gpu", (2.0, 40.0)), SynthSettings().op_mix
     os.makedirs(to, exist_ok=True)
     root = os.path.dirname(here)
-    for src in (
-        "pipeline/sandbox.py",
-        "pipeline/validate/static.py",
-        "pipeline/validate/harness.py",
-        "pipeline/patchwatch.py",
-        "benchmarks/bench_synth_gpu.py",
-    ):
+    for src in ("pipeline/sandbox.py", "pipeline/validate/static.py", "benchmarks/bench_synth_gpu.py"):
         shutil.copy(os.path.join(root, src), to)
+    from pipeline.validate.stage import harness_source
+
+    with open(os.path.join(to, "harness_source.py"), "w") as f:  # standalone: what the validator runs in the jail
+        f.write(harness_source())
     i = written = 0
     with open(os.path.join(to, "tasks.jsonl"), "w") as f:
         while written < n:
@@ -53,18 +51,16 @@ def compose(n: int, to: str) -> None:
 def measure(device: str, budget: float) -> None:
     if os.path.exists(os.path.join(here, "sandbox.py")):  # the copied, standalone layout
         sys.path.insert(0, here)
-        import patchwatch
         import static
         from sandbox import run_sandboxed
 
-        harness_path = os.path.join(here, "harness.py")
+        harness = open(os.path.join(here, "harness_source.py")).read()
     else:
-        from pipeline import patchwatch
         from pipeline.sandbox import run_sandboxed
         from pipeline.validate import static
+        from pipeline.validate.stage import harness_source
 
-        harness_path = os.path.join(os.path.dirname(here), "pipeline", "validate", "harness.py")
-    harness = patchwatch.inline_into(open(harness_path).read()) + "\n\nmain(PAYLOAD, emit_result)\n"
+        harness = harness_source()
     out_dir = os.environ.get("OUT", "/tmp/gpu-out")
     os.makedirs(out_dir, exist_ok=True)
     tasks = [json.loads(line) for line in open(os.path.join(here, "tasks.jsonl"))]

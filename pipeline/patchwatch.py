@@ -1,7 +1,7 @@
 """Run-time monkey-patch detection, shared by the task validator's harness and the kernel evaluator's guard.
 
 Standard library only, and torch passed in: the validator runs its harness as source inside a sandbox without this
-project on the path, so `inline_into` pastes this file into that source in place of its import line.
+project on the path, so `pipeline.inlining` pastes the marked part into that source in place of its import line.
 
 The rule: a watched name is patched when it is bound to another object than at the snapshot, unless the new object's
 code lives in torch's own package. Importing parts of torch (dynamo, as `transformers` does) wraps e.g.
@@ -43,16 +43,3 @@ def replaced(torch: Any, before: dict, now: dict) -> list:
 
 
 # ---- inlined: to here
-
-
-IMPORT_LINE = "from pipeline.patchwatch import replaced, watched"
-
-
-def inline_into(source: str) -> str:
-    """`source` with its `IMPORT_LINE` replaced by this module's definitions (for code run without the project)."""
-    if IMPORT_LINE not in source:
-        raise ValueError("source does not import pipeline.patchwatch")
-    with open(__file__) as f:
-        here = f.read()
-    body = here[here.index("# ---- inlined: from here") : here.index("# ---- inlined: to here")]
-    return source.replace(IMPORT_LINE, body, 1)

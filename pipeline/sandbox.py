@@ -335,11 +335,18 @@ def _python_roots() -> list[str]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     roots |= {os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
     checkout = os.path.dirname(_package_dir())
-    # Site dirs added by .pth files or PYTHONPATH, but never the checkout around the package (data, secrets).
+    tmp = os.path.realpath(tempfile.gettempdir())
+
+    def around(rp: str, d: str) -> bool:
+        return d == rp or d.startswith(rp.rstrip("/") + "/")
+
+    # Site dirs added by .pth files or PYTHONPATH, but never the checkout around the package (data, secrets), nor
+    # the host's temp dir or a dir around it (a script run from /tmp puts /tmp on sys.path): bound read-only, it
+    # would cover the jail's private /tmp and show the host's temp files.
     for p in list(sys.path) + os.environ.get("PYTHONPATH", "").split(os.pathsep):
         if p and os.path.isabs(p) and os.path.isdir(p):
             rp = os.path.realpath(p)
-            if not (checkout == rp or checkout.startswith(rp.rstrip("/") + "/") or rp.startswith(checkout + "/")):
+            if not (around(rp, checkout) or rp.startswith(checkout + "/") or around(rp, tmp)):
                 roots.add(rp)
     return sorted({os.path.realpath(r) for r in roots if r and os.path.exists(r)})
 

@@ -57,6 +57,11 @@ SCHEMA = table_schema(
         field("device", STR, "cpu | cuda: where the runtime filters ran"),
         field("device_name", STR, "cpu, or the GPU's name"),
         field("runtime_window_checked", BOOL, "the eager-runtime window was checked (on a GPU); false on CPU"),
+        field(
+            "gpu_alone",
+            BOOL,
+            "ran out of GPU memory beside other candidates, so ran again with the GPU to itself; this row is that run",
+        ),
         field("eager_ms", F64, "median eager forward time, ms (on `device`)", nullable=True),
         field("compile_ms", F64, "median torch.compile forward time, ms", nullable=True),
         field("compile_s", F64, "first compiled call (compilation) seconds", nullable=True),

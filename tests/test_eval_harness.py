@@ -143,13 +143,13 @@ def test_baseline_runs_is_part_of_the_baseline_cache_key():
 
 @needs_cpu_only
 def test_a_failed_baseline_run_ends_the_series(tmp_path):
-    # Real worker processes: without a GPU the first run reports no_gpu, and no second process is started.
+    # Real worker processes: without a GPU the first run reports no_gpu, and no other process is started.
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import measure_baselines
 
     s = options.resolve({"cache_dir": str(tmp_path), "baseline_runs": 3})
     b = measure_baselines(TASK, s, resolve_arch_list(None), mode="eager_only")
-    assert len(b["runs"]) == 1 and b["reason"] == "no_gpu" and b["eager_ms"] is None
+    assert len(b["runs"]) == 1 and b["reason"] == "no_gpu" and b["eager_ms"] is None and b["complete"] is False
 
 
 def test_baseline_compile_caches_are_per_task_and_writable_by_every_job_of_the_task(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from pipeline import patchwatch
+from pipeline.inlining import inline
 from pipeline.patchwatch import replaced, watched
 
 
@@ -72,12 +73,16 @@ def test_torch_own_wrapper_is_not_patching():
     assert patchwatch.from_torch(torch.Tensor.__rsub__, torch) and not patchwatch.from_torch(len, torch)
 
 
-def test_inline_into_replaces_the_import_line():
-    src = "from __future__ import annotations\n\n" + patchwatch.IMPORT_LINE + "\n\nX = watched\n"
-    out = patchwatch.inline_into(src)
-    assert patchwatch.IMPORT_LINE not in out and "def replaced(" in out and "def inline_into" not in out
+def test_inlining_replaces_the_import_lines():
+    """The validation harness runs without the project: its project imports are pasted in (pipeline.inlining)."""
+    src = (
+        "from __future__ import annotations\n\nfrom pipeline.gpulock import held\n"
+        "from pipeline.patchwatch import replaced, watched\n\nX = watched\nY = held\n"
+    )
+    out = inline(src, "pipeline.patchwatch", "pipeline.gpulock")
+    assert "from pipeline" not in out and "def replaced(" in out and "class GpuLock" in out
     ns: dict = {}
     exec(compile(out, "<inlined>", "exec"), ns)
-    assert ns["X"] is ns["watched"] and callable(ns["replaced"])
+    assert ns["X"] is ns["watched"] and callable(ns["replaced"]) and ns["Y"] is ns["held"]
     with pytest.raises(ValueError):
-        patchwatch.inline_into("x = 1\n")
+        inline("x = 1\n", "pipeline.patchwatch")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,32 @@ def test_private_workdir_is_removed_and_env_is_reduced():
     cwd, secret = r.result
     assert secret is None
     assert not Path(cwd).exists()
+
+
+def test_the_hosts_temp_dir_on_sys_path_stays_outside(monkeypatch):
+    """A caller run from /tmp has the host's temp dir on sys.path: it must not be bound over the jail's private
+    /tmp (the host's temp files would show, and a job dir inside a private 0700 dir could not be entered)."""
+    import tempfile
+
+    host_tmp = tempfile.gettempdir()
+    root = Path(tempfile.mkdtemp(prefix="opforge-sandbox-test-"))  # 0700, like the judge's evaluation dirs
+    work = root / "job"
+    work.mkdir()
+    marker = Path(tempfile.mkdtemp(prefix="opforge-host-file-")) / "visible"
+    marker.write_text("host")
+    monkeypatch.syspath_prepend(host_tmp)
+    try:
+        r = run_sandboxed(
+            "import os\nemit_result([os.getcwd(), os.path.exists(PAYLOAD['marker'])])",
+            payload={"marker": str(marker)},
+            workdir=str(work),
+            timeout_s=20,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(marker.parent, ignore_errors=True)
+    assert r.ok, (r.reason, r.stderr[-500:])
+    assert r.result == [str(work), False]
 
 
 def test_every_layer_is_reported():

@@ -313,6 +313,28 @@ def test_runtime_window_on_gpu(tmp_path):
     assert out[1]["reason"] == "runtime_out_of_window" and out[1]["eager_ms"] < 1.0
 
 
+@pytest.mark.gpu
+def test_out_of_gpu_memory_beside_others_is_not_the_tasks_fault(tmp_path):
+    """Two tasks that each fit the GPU alone but not together, validated side by side: one runs out of memory
+    beside the other, runs again with the GPU to itself, and both are valid."""
+    import torch
+
+    from pipeline.executor import LocalExecutor
+
+    n = int(torch.cuda.mem_get_info()[0] * 0.6) // 4  # 60% of the free memory each (kept by the caching allocator)
+    code = [
+        task(
+            f"z = torch.zeros({n}, device=x.device)\nreturn torch.relu(x) * 2.0 + z[:1] + {k}.0",
+            inputs="[torch.randn(2**26)]",
+        )
+        for k in range(2)
+    ]
+    s = ValidateSettings(check_compile=False, memory_mb=0, jobs_per_gpu=2)
+    out = validate(pa.table({"code": code}), s, "cuda", executor=LocalExecutor(threads=2)).to_pylist()
+    assert all(r["valid"] for r in out), [(r["reason"], r["detail"]) for r in out]
+    assert any(r["gpu_alone"] for r in out)
+
+
 def test_output_comparison_is_chunked_and_exact():
     """The harness compares outputs slice by slice on their own device (GPU-sized outputs never go to the host):
     the chunked errors and closeness equal the whole-tensor float64 computation."""

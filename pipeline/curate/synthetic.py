@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from pipeline.identity import content_hash
+from pipeline.rollout.agent import empty_turn
 
 TOOLS = [
     {
@@ -129,7 +130,7 @@ def trajectory(
         )
         turns.append(
             {
-                "turn": i,
+                **empty_turn(i),
                 "action": "malformed" if malformed_turn == i else "compile_and_test",
                 "kernel_hash": khash,
                 "compiled": True,
@@ -141,13 +142,10 @@ def trajectory(
                 "speedup_vs_compile": sp if ok else None,
                 "reward": s.get("reward"),
                 "malformed": malformed_turn == i,
-                "tool_error": False,
                 "prompt_tokens": 100,
                 "completion_tokens": 50,
-                "completion_token_ids": None,
                 "gen_s": 0.1,
                 "tool_s": 1.0,
-                "detail": "",
             }
         )
         if ok and sp is not None:
@@ -157,25 +155,11 @@ def trajectory(
     msgs.append({"role": "assistant", "content": final_text, "tool_calls": None, "tool_call_id": None, "name": None})
     turns.append(
         {
-            "turn": len(steps),
+            **empty_turn(len(steps)),
             "action": "no_tool_call",
-            "kernel_hash": None,
-            "compiled": None,
-            "correct": None,
-            "eager_ms": None,
-            "compile_ms": None,
-            "solution_ms": None,
-            "speedup_vs_eager": None,
-            "speedup_vs_compile": None,
-            "reward": None,
-            "malformed": False,
-            "tool_error": False,
             "prompt_tokens": 100,
             "completion_tokens": 10,
-            "completion_token_ids": None,
             "gen_s": 0.1,
-            "tool_s": 0.0,
-            "detail": "",
         }
     )
     row = {

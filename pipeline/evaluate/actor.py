@@ -10,7 +10,6 @@ CPU while the current one is measured alone.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +30,6 @@ class GPUEvaluator:
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
         self.settings = options.resolve(settings)
-        if not self.settings.get("gpu_lock"):
-            gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
-            # A directory of its own: jailed reference and baseline processes see it read-only to flock the file.
-            self.settings["gpu_lock"] = os.path.join(tempfile.gettempdir(), "opforge-gpu-locks", f"gpu-{gpu}.lock")
         self.served = 0
 
     def evaluate(self, item: dict[str, Any], compile_result: dict[str, Any] | None) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def _complete(report: dict[str, Any]) -> bool:
 
 
 def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """One baseline from the reports of several baseline processes, run one after another.
+    """One baseline from the reports of several baseline processes, timed one after another.
 
     Each figure (eager, torch.compile) is the lowest of the runs' medians, with the raw times of the run it came
     from. Why: on a shared host, contention from outside (measured on the H200: stream-ordered GPU times and host
@@ -122,21 +122,23 @@ def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, mode: str = "full") -> dict[str, Any]:
-    """`baseline_runs` baseline processes, one after another (separate windows in time), combined. A run that
-    fails ends the series: the same task in a fresh process fails the same way."""
+    """`baseline_runs` baseline processes, combined: the first alone (it fills the task's torch.compile cache), then
+    the others side by side (they load what it compiled). Each timing holds the GPU's lock exclusive: separate
+    windows in time. A first run that fails ends the series: the same task in a fresh process fails the same way."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from pipeline.evaluate.runner import run_job
 
-    reports = []
-    for _ in range(max(1, int(settings["baseline_runs"]))):
-        rep = run_job(
-            {"kind": "baseline", "task_code": task_code, "mode": mode},
-            settings,
-            timeout_s=float(settings["baseline_timeout_s"]),
-            arch_list=arch_list,
-        )
-        reports.append(rep)
-        if not _complete(rep):
-            break
+    n = max(1, int(settings["baseline_runs"]))
+    job = {"kind": "baseline", "task_code": task_code, "mode": mode}
+
+    def one(_: int = 0) -> dict[str, Any]:
+        return run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+
+    reports = [one()]
+    if n > 1 and _complete(reports[0]):
+        with ThreadPoolExecutor(n - 1, thread_name_prefix="baseline") as pool:
+            reports += list(pool.map(one, range(n - 1)))
     return combine_baseline_runs(reports)
 
 
@@ -160,6 +162,21 @@ def get_baselines(task_code: str, device: str, settings: dict[str, Any], arch_li
         tmp.write_text(json.dumps(data))
         os.replace(tmp, path)
     return data
+
+
+def _baselines_in_background(task_code: str, s: dict[str, Any], arch: str):
+    """A future of `get_baselines` (None where no baseline is measured: options, or no GPU here)."""
+    if not (s["baselines"] and s["device"] == "cuda"):
+        return None
+    device = cuda_device()
+    if device is None:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="baselines")
+    fut = pool.submit(get_baselines, task_code, device, s, arch)
+    pool.shutdown(wait=False)  # the thread ends with its job; nobody waits for it on the early returns
+    return fut
 
 
 def static_review(task_code: str, path: Path, s: dict[str, Any], files: dict[str, str] | None = None):
@@ -228,8 +245,13 @@ def evaluate(
         res.reason = "static_violation"
         return _finish(res, t0, float(s["margin"]))
 
-    # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
+    # ---- baselines, from here in the background: jailed processes of their own that overlap the build and the
+    # candidate's set-up and verification (their timings and the candidate's take the GPU's lock exclusive, one at
+    # a time). A build that fails returns at once; its task's baseline is still measured and cached for the next.
     arch = resolve_arch_list(s["arch_list"])
+    baselines = _baselines_in_background(task_code, s, arch) if mode != "verify" else None
+
+    # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
     if compile_result is None:
         cr = artifacts.compile_locked(p, s["cache_dir"], arch_list=arch, timeout=float(s["compile_timeout_s"]))
     else:
@@ -253,16 +275,15 @@ def evaluate(
         res.reason = "no_gpu"
         return _finish(res, t0, float(s["margin"]))
     res.device = device
-    base: dict[str, Any] = {}
-    if mode != "verify" and s["baselines"] and s["device"] == "cuda":
-        base = get_baselines(task_code, device, s, arch)
-        res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
     sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
     from pipeline.evaluate.judge import judge_candidate
 
     rep = judge_candidate(
         task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch, cr.artifact if cr.ok else ""
     )
+    # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
+    base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}
+    res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
     _merge(res, rep, base, s)
     return _finish(res, t0, float(s["margin"]))
 

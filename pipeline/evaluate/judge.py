@@ -32,6 +32,7 @@ from typing import Any
 from pipeline.evaluate import artifacts, tensorio
 from pipeline.evaluate.clock import check_clock
 from pipeline.evaluate.tolerance import compare, degenerate
+from pipeline.gpulock import GpuLock, ensure
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,32 +136,35 @@ class EvalDirs:
 def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arch: str, init_seed: int) -> dict:
     """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
     `sandbox` (diagnostics only)."""
-    from pipeline.evaluate.runner import gpu_lock
-
     work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
+    lock = ensure(s["gpu_lock"]) if s.get("gpu_lock") and s["device"] != "cpu" else None
     payload = {
         "task_code": task_code,
         "device": s["device"],
+        "gpu_lock": lock,  # taken shared inside, around the GPU work (reference.py)
         "init_seed": init_seed,
         "jobs": jobs,
         "inputs_dir": str(dirs.inputs),
         "ref_dir": str(dirs.ref),
     }
-    with gpu_lock(s.get("gpu_lock") if s["device"] != "cpu" else None) as waited:
-        sb = run_sandboxed(
-            _REF_BOOT,
-            payload=payload,
-            timeout_s=float(s["reference_timeout_s"]),
-            memory_mb=None,
-            nproc=None,
-            fsize_mb=4096,
-            workdir=str(work),
-            env=base_env(arch, work),
-            max_output_bytes=20_000,
-            **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=[], write_dirs=[dirs.inputs, dirs.ref]),
-        )
+    sb = run_sandboxed(
+        _REF_BOOT,
+        payload=payload,
+        timeout_s=float(s["reference_timeout_s"]),
+        memory_mb=None,
+        nproc=None,
+        fsize_mb=4096,
+        workdir=str(work),
+        env=base_env(arch, work),
+        max_output_bytes=20_000,
+        **jail_kwargs(
+            gpu=s["device"] != "cpu",
+            read_dirs=[str(Path(lock).parent)] if lock else [],
+            write_dirs=[dirs.inputs, dirs.ref],
+        ),
+    )
     rep = sb.result if isinstance(sb.result, dict) else {}
-    rep["gpu_wait_s"] = waited[0] if waited else 0.0
+    rep["gpu_wait_s"] = _num(rep.get("gpu_wait_s")) or 0.0
     rep["sandbox"] = {
         "reason": sb.reason,
         "wall_s": sb.wall_s,
@@ -400,6 +404,14 @@ class Judge:
                 }
             )
             later.append(f"post_{k}")
+        # Reference outputs for the timed calls that will be checked, made now with the others: the seeds of those
+        # calls (random like every timed call's) are drawn here, so no second reference process is needed.
+        self._check_pool = []
+        if self.mode != "verify":
+            for k in range(int(s["check_max_calls"])):
+                name = f"check_{k}"
+                jobs.append({"name": name, "seed": self.seed(), "variant": "base", "save_inputs": False})
+                self._check_pool.append((name, jobs[-1]["seed"]))
         return jobs, cor, later
 
     def load_out(self, name: str) -> Any:
@@ -469,7 +481,7 @@ class Judge:
             reason = ref_rep.get("reason") or f"bad_task: reference process {ref_rep['sandbox']['reason']}"
             return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
         try:
-            refs = {j["name"]: tensorio.load(str(dirs.ref / f"{j['name']}.pt")) for j in jobs}
+            refs = {n: tensorio.load(str(dirs.ref / f"{n}.pt")) for n in cor + post}
         except tensorio.BadFile as e:
             return self.fail("bad_task: the reference output is not plain tensors", str(e))
         meta = (
@@ -541,7 +553,7 @@ class Judge:
             }.get(v.get("kind"), v.get("kind"))
             self.violation(name, f"sandbox blocked {v.get('what')}")
         if self.rep.get("stage") == "profiled":
-            self.verify_timed_outputs(init_seed)
+            self.verify_timed_outputs()
         self.phase("done")
         return self.rep
 
@@ -576,24 +588,18 @@ class Judge:
             cand.gave_up = True
             self.fail("crash:candidate_did_not_start")
             return
-        lock_fd = self.lock_gpu()
+        # The GPU's lock (pipeline.gpulock), held from here by this trusted process (released when it dies): shared
+        # for untimed work, exclusive for the timed calls.
+        self.gpu = GpuLock(self.s.get("gpu_lock") if self.s["device"] != "cpu" else None)
         try:
+            self.gpu_wait(self.gpu.shared())
             self._drive(cand, refs, cor, post, meta, init_seed, t_call)
         finally:
-            if lock_fd is not None:
-                os.close(lock_fd)
+            self.gpu.release()
 
-    def lock_gpu(self) -> int | None:
-        path = self.s.get("gpu_lock")
-        if not path or self.s["device"] == "cpu":
-            return None
-        import fcntl
-
-        t = time.perf_counter()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when this process dies
-        self.rep["phase_s"]["gpu_wait"] = round(time.perf_counter() - t, 4)
-        return fd
+    def gpu_wait(self, seconds: float) -> None:
+        ph = self.rep["phase_s"]
+        ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + seconds, 4)
 
     def _drive(self, cand, refs, cor, post, meta, init_seed, t_call) -> None:
         s = self.s
@@ -693,8 +699,15 @@ class Judge:
         return (None if t is None else w - t), str((r or {}).get("error", ""))
 
     def timing(self, cand: CandidateProcess, calib: list[float], t_call: float, meta: list[dict]) -> bool:
-        s = self.s
         calibrator = self.start_calibrator(meta, t_call)
+        self.gpu_wait(self.gpu.exclusive())
+        try:
+            return self._timed_calls(cand, calibrator, calib, t_call, meta)
+        finally:
+            self.gpu.shared()
+
+    def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
+        s = self.s
         warm_times = []
         t0 = time.perf_counter()
         n = 0
@@ -713,7 +726,11 @@ class Judge:
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
-        p_check = min(1.0, int(s["check_max_calls"]) / planned)
+        # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
+        # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.
+        pool = list(self._check_pool)
+        at = set(self._rng.sample(range(planned), min(planned, max(0, len(pool) - 1)))) | {planned} if pool else set()
+        check_at = {i: pool.pop() for i in sorted(at)}
         times, stream, walls, checked, live = [], [], [], [], []
         p_live = min(1.0, int(s["live_calibration_calls"]) / planned)
         for i in range(planned + 1):
@@ -721,7 +738,7 @@ class Judge:
             null_at = self._rng.choice(("before", "after")) if calibrator and self._rng.random() < p_live else ""
             if null_at == "before":
                 live.append(self.null_call(calibrator, meta, t_call)[0])
-            seed = self.seed()
+            name, seed = check_at.get(i) or ("", self.seed())
             r, w = cand.request({"op": "timed", "seed": seed}, t_call)
             if null_at == "after":
                 live.append(self.null_call(calibrator, meta, t_call)[0])
@@ -730,14 +747,12 @@ class Judge:
             if t is None or ts is None or not isinstance(dg, str):
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
-            # Decided after the reply (the digest commits the output first): the candidate cannot know which
-            # calls are checked. The last call is always checked.
-            if i == planned or self._rng.random() < p_check:
+            if name:
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}"}, t_call)
                 if k is None or not k.get("ok"):
                     self.fail("runtime_error (timing)", "a timed output could not be kept")
                     return False
-                checked.append({"i": i, "seed": seed, "digest": dg[:4096]})
+                checked.append({"i": i, "ref": name, "digest": dg[:4096]})
             if i == 0:
                 continue  # the first timed call is discarded
             times.append(t)
@@ -802,27 +817,17 @@ class Judge:
                     self.rep["warnings"].append(item[0][:40])
                 self.rep["details"].setdefault("warning_details", []).append(item[1][:300])
 
-    def verify_timed_outputs(self, init_seed: int) -> None:
+    def verify_timed_outputs(self) -> None:
         """Outputs of the checked timed calls: saved file == committed digest, and == the reference on the same
-        seed (recomputed by a fresh reference process)."""
+        seed (made by the reference process before any candidate code ran)."""
         checked = getattr(self, "_checked", [])
         if not checked:
             return
-        jobs = [
-            {"name": f"timed_{c['i']}", "seed": c["seed"], "variant": "base", "save_inputs": False} for c in checked
-        ]
-        rep = run_reference(self.task_code, jobs, self.dirs, self.s, self.arch, init_seed)
-        if rep.get("stage") != "done":
-            self.rep["correct"] = False
-            self.rep["reason"] = "reference_failed (timed outputs)"
-            self.rep["error"] = (rep.get("error") or rep["sandbox"]["error"])[-3000:]
-            return
         mismatches = []
         for c in checked:
-            name = f"timed_{c['i']}"
             try:
-                out = tensorio.load(str(self.dirs.out / f"{name}.pt"))
-                ref = tensorio.load(str(self.dirs.ref / f"{name}.pt"))
+                out = tensorio.load(str(self.dirs.out / f"timed_{c['i']}.pt"))
+                ref = tensorio.load(str(self.dirs.ref / f"{c['ref']}.pt"))
             except tensorio.BadFile as e:
                 mismatches.append(f"timed call {c['i']}: {e}")
                 continue

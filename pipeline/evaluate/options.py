@@ -81,8 +81,8 @@ class EvalOptions:
     timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
     check_max_calls: int = _opt(
         16,
-        "Timed calls whose output is checked against the reference, chosen by the "
-        "trusted side after each call (the last one always).",
+        "Timed calls whose output is checked against the reference (the last one and others at random "
+        "positions; their seeds' reference outputs are made with the correctness trials').",
         ge=1,
     )
     calibration_calls: int = _opt(
@@ -99,8 +99,8 @@ class EvalOptions:
     clock_slack_ms: float = _opt(
         0.2,
         "Reported GPU times may fall short of the trusted wall clock minus the "
-        "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, "
-        "3 x the calibration's IQR) (medians); more is time_inconsistent.",
+        "calibrated overhead by max(clock_slack_ms, clock_slack_frac x median time, 4 standard errors of the "
+        "median difference; 3 x the IQR for the calibration before load) (medians); more is time_inconsistent.",
         ge=0.0,
     )
     clock_slack_frac: float = _opt(0.15, "See clock_slack_ms.", ge=0.0)
@@ -136,7 +136,9 @@ class EvalOptions:
     )
     gpu_lock: Optional[str] = _opt(
         None,
-        "Lock file (flock: freed when its holder dies) that serialises GPU use of concurrent evaluations on one GPU.",
+        "The GPU's lock file (pipeline.gpulock): timings hold it exclusive, other GPU work shared, so evaluations, "
+        "validations and the LLM engine on one GPU never overlap a timing. None: the GPU's own "
+        "(pipeline.gpulock.lock_path), the one they all take by default; 'off': no lock.",
     )
     keep_eval_dir: bool = _opt(
         False, "Keep each evaluation's directory (inputs, reference and candidate outputs) for debugging."
@@ -190,6 +192,12 @@ def resolve(settings: dict[str, Any] | None) -> dict[str, Any]:
         if why:
             raise ValueError(why)
         out[k] = list(v) if isinstance(v, tuple) else v
+    if out["gpu_lock"] is None and out["device"] == "cuda":
+        from pipeline.gpulock import lock_path
+
+        out["gpu_lock"] = lock_path()
+    elif out["gpu_lock"] == "off":
+        out["gpu_lock"] = None
     if out["cache_dir"] is None:
         out["cache_dir"] = os.environ.get("OPFORGE_EVAL_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "opforge", "eval"

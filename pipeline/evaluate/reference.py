@@ -1,7 +1,8 @@
 """The reference process (jailed; torch + numpy + stdlib only): runs the TASK's code, never the candidate's.
 
 Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
-  task_code, device ("cuda" | "cpu"), init_seed, inputs_dir (written here, later read by the candidate),
+  task_code, device ("cuda" | "cpu"), gpu_lock (the GPU's lock file, bound read-only, or None), init_seed,
+  inputs_dir (written here, later read by the candidate),
   ref_dir (written here; never mounted into the candidate's jail),
   jobs: [{"name", "seed", "variant", "save_inputs": bool}]
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
@@ -21,6 +22,7 @@ import torch
 
 from pipeline.evaluate import tensorio
 from pipeline.evaluate.worker import load_module
+from pipeline.gpulock import GpuLock
 
 
 def load_task(code: str) -> types.ModuleType:
@@ -51,6 +53,9 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
     try:
         task = load_task(payload["task_code"])
         dev = device_of(payload.get("device", "cuda"))
+        # The GPU's lock, shared (pipeline.gpulock), from the first allocation to the exit: start-up and imports
+        # do not hold back a timing that waits for it.
+        rep["gpu_wait_s"] = round(GpuLock(payload.get("gpu_lock")).shared(), 4)
         model = build_model(task, int(payload["init_seed"]), dev)
         rep["stage"] = "built"
         for job in payload["jobs"]:

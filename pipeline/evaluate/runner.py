@@ -1,5 +1,4 @@
-"""Run one baseline job (pipeline.evaluate.worker: the task's reference, timed) in its own jailed process, and the
-GPU lock every jailed GPU job of an evaluation is run under.
+"""Run one baseline job (pipeline.evaluate.worker: the task's reference, timed) in its own jailed process.
 
 A crash (segfault, abort, OOM) becomes a reason code; the evaluator never goes down with the task. The process
 may write only its own work dir and its task's inductor/triton caches (torch.compile's; exec: it loads what it
@@ -14,15 +13,13 @@ before each job, and the job creates its own with umask 0 (jobs of the same task
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import secrets
-import time
 from pathlib import Path
 from typing import Any
 
+from pipeline.gpulock import ensure
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,45 +56,30 @@ def worker_env(arch_list: str, caches: list[Path]) -> dict[str, str]:
     }
 
 
-@contextlib.contextmanager
-def gpu_lock(path: str | None):
-    """Hold the GPU's lock file while a job uses the GPU; yields [seconds waited] (None without a lock). Held here,
-    outside the jail: a job cannot keep it, and the kernel drops an flock when its holder dies."""
-    if not path:
-        yield None
-        return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    t = time.perf_counter()
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield [round(time.perf_counter() - t, 4)]
-    finally:
-        os.close(fd)
-
-
 def run_job(payload: dict[str, Any], settings: dict[str, Any], *, timeout_s: float, arch_list: str) -> dict[str, Any]:
     """Run a baseline job; returns the worker's last report plus `sandbox` (reason, exit status, stderr tail)."""
     from pipeline.evaluate.judge import jail_kwargs
 
-    payload = {**payload, "seed": secrets.randbits(62), "settings": {**settings, "gpu_lock": None}}
+    # The job takes the GPU's lock itself (pipeline.gpulock): shared while it compiles and warms up, exclusive while
+    # it times. Task code could drop it; it is the validated task's reference, and a job holds the GPU at most
+    # until its timeout, as before.
+    lock = settings.get("gpu_lock")
+    reads = [str(Path(ensure(lock)).parent)] if lock else []
+    payload = {**payload, "seed": secrets.randbits(62), "settings": dict(settings)}
     caches = compile_caches(settings, str(payload.get("task_code", "")))
-    with gpu_lock(settings.get("gpu_lock")) as waited:
-        sb = run_sandboxed(
-            _BOOT,
-            payload=payload,
-            timeout_s=timeout_s,
-            memory_mb=None,
-            nproc=None,
-            cpu_s=timeout_s * 8 + 60,
-            fsize_mb=4096,
-            env=worker_env(arch_list, caches),
-            max_output_bytes=20_000,
-            **jail_kwargs(gpu=True, read_dirs=[], exec_dirs=caches),
-        )
+    sb = run_sandboxed(
+        _BOOT,
+        payload=payload,
+        timeout_s=timeout_s,
+        memory_mb=None,
+        nproc=None,
+        cpu_s=timeout_s * 8 + 60,
+        fsize_mb=4096,
+        env=worker_env(arch_list, caches),
+        max_output_bytes=20_000,
+        **jail_kwargs(gpu=True, read_dirs=reads, exec_dirs=caches),
+    )
     report = sb.result if isinstance(sb.result, dict) else {}
-    if waited is not None and isinstance(report.get("phase_s"), dict):
-        report["phase_s"]["gpu_wait"] = waited[0]
     report["sandbox"] = {
         "reason": sb.reason,
         "returncode": sb.returncode,

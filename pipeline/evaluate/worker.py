@@ -21,6 +21,7 @@ import torch
 
 from pipeline.evaluate import tensorio
 from pipeline.evaluate.timing import TIMING_METHOD, Timer, stats
+from pipeline.gpulock import GpuLock
 
 _TB_CHARS = 3000
 
@@ -43,6 +44,7 @@ class _Job:
         self.task_code: str = payload["task_code"]
         self.mode: str = payload.get("mode", "full")
         self.s: dict = dict(payload["settings"])
+        self.lock = GpuLock(self.s.get("gpu_lock"))
         self._rng = random.Random(int(payload["seed"]))
         payload.clear()
         self.emit_fn = emit
@@ -84,18 +86,12 @@ class _Job:
         self.emit("prepared")
         return True
 
-    def acquire_gpu(self) -> None:
-        """Jobs on one GPU measure one at a time: prepare in parallel, then wait here for the GPU's lock (flock on
-        a file opened read-only: released when this process dies)."""
-        path = self.s.get("gpu_lock")
-        if path:
-            import fcntl
-
-            t = time.perf_counter()
-            self._lock_fd = os.open(path, os.O_RDONLY)
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-            self.res["phase_s"]["gpu_wait"] = round(time.perf_counter() - t, 4)
-            self._last = time.perf_counter()
+    def gpu(self, exclusive: bool) -> None:
+        """The GPU's lock (pipeline.gpulock): shared while setting up, exclusive while timing, so timings on one GPU
+        run one at a time and nothing else runs on it during one. Seconds waited are reported."""
+        waited = self.lock.exclusive() if exclusive else self.lock.shared()
+        self.res["phase_s"]["gpu_wait"] = round(self.res["phase_s"].get("gpu_wait", 0.0) + waited, 4)
+        self._last += waited
 
     def setup(self) -> bool:
         if not torch.cuda.is_available():
@@ -123,7 +119,7 @@ class _Job:
     def run_baseline(self) -> None:
         if not self.prepare():
             return
-        self.acquire_gpu()
+        self.gpu(exclusive=False)
         if not self.setup():
             self.emit("done")
             return
@@ -134,8 +130,12 @@ class _Job:
         def make_args(i: int) -> list[Any]:
             return self.make_inputs(seeds[i])
 
+        self.gpu(exclusive=True)
         with torch.no_grad():
             eager = self.timer.run(model, make_args, **timing_args(s))
+        # torch.compile is seconds to minutes of CPU with a few GPU calls: it holds no lock, so it does not hold
+        # back the timings that wait for the GPU.
+        self.lock.release()
         self.res["timing"] = {"method": TIMING_METHOD, "eager": eager}
         self.res["eager_ms"] = eager["stats"]["median"]
         self.emit("eager")
@@ -147,7 +147,9 @@ class _Job:
                     compiled(*make_args(0))
                     torch.cuda.synchronize()
                     compile_s = time.perf_counter() - t0
+                    self.gpu(exclusive=True)
                     comp = self.timer.run(compiled, make_args, **timing_args(s))
+                    self.lock.release()
                 self.res["timing"]["compile"] = comp
                 self.res["timing"]["compile_seconds"] = compile_s
                 self.res["compile_ms"] = comp["stats"]["median"]

@@ -4,22 +4,16 @@
 - Evaluator actors (one candidate measured at a time per actor) get the GPUs left, one each.
 - When the replicas would take every GPU, one replica fewer is started so evaluation has a GPU; on a node whose
   GPUs cannot be split that way (one GPU, or one replica spanning them all with tensor_parallel_size 1), the
-  replica and one evaluator share the GPU (half a GPU each in Ray's accounting) and take turns: the engine takes
-  the GPU's lock file (`gpu_lock_path`) around every generate step, and the evaluation worker takes the same lock
-  around its timed region, so a timing never overlaps generation.
+  replica and one evaluator share the GPU (half a GPU each in Ray's accounting) through the GPU's lock
+  (pipeline.gpulock): the engine holds it shared around every generate step, a timed region holds it exclusive, so a
+  timing never overlaps generation.
 
 Stdlib only: imported by the GPU-worker side too.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import tempfile
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 
 class PlacementError(ValueError):
@@ -59,28 +53,3 @@ def plan_gpus(total_gpus: int, replicas: int, tensor_parallel_size: int = 1) -> 
         f"{replicas} replica(s) of tensor_parallel_size {tp} would hold all {total} GPUs and "
         f"leave none for kernel evaluation; use tensor_parallel_size <= {total - 1} or 1"
     )
-
-
-def gpu_lock_path(gpu_ids: str | None = None) -> str:
-    """The lock file of this process's GPU(s), the same path the evaluator actors use (pipeline.evaluate.actor)."""
-    gpu = (gpu_ids if gpu_ids is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "all")).replace(",", "_")
-    return os.path.join(tempfile.gettempdir(), "opforge-gpu-locks", f"gpu-{gpu or 'none'}.lock")
-
-
-class GpuGate:
-    """Exclusive use of a GPU across processes (flock on its lock file), for the engine's generate steps."""
-
-    def __init__(self, path: str):
-        self.path = path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self._thread_lock = threading.Lock()  # flock is per open file: threads of this process queue here first
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        with self._thread_lock:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)

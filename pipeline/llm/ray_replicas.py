@@ -20,9 +20,9 @@ class BackendActor:
 
         settings = {**settings, "replicas": 1, "use_ray": False}
         if settings.get("share_gpu"):  # this GPU is shared with an evaluator: take turns through its lock
-            from pipeline.llm.placement import gpu_lock_path
+            from pipeline.gpulock import lock_path
 
-            settings["gpu_lock"] = gpu_lock_path()
+            settings["gpu_lock"] = lock_path()
             if settings.get("gpu_memory_utilization") is None:
                 settings["gpu_memory_utilization"] = 0.45
         self.gpu_lock = settings.get("gpu_lock")

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
+from pipeline.gpulock import held
 from pipeline.llm.backend import (
     BackendError,
     ChatResponse,
@@ -94,12 +95,9 @@ class VLLMEngineBackend:
         self._wait_s = max_batch_wait_ms / 1000
         self._closed = False
         self.batches: list[int] = []  # batch sizes, for benchmarks
-        # On a GPU shared with kernel evaluation, each generate step holds the GPU's lock (pipeline.llm.placement).
-        self._gate = None
-        if gpu_lock:
-            from pipeline.llm.placement import GpuGate
-
-            self._gate = GpuGate(gpu_lock)
+        # On a GPU shared with kernel evaluation, each generate step holds the GPU's lock shared (pipeline.gpulock):
+        # it runs beside untimed GPU work, never during a timing.
+        self._gpu_lock = gpu_lock
         self._thread = threading.Thread(target=self._engine_loop, name="vllm-engine", daemon=True)
         self._thread.start()
 
@@ -231,10 +229,7 @@ class VLLMEngineBackend:
                 for _, s, mt, _ in batch
             ]
             try:
-                if self._gate is not None:
-                    with self._gate.held():
-                        outs = self.llm.generate(prompts, params, use_tqdm=False)
-                else:
+                with held(self._gpu_lock, shared=True):
                     outs = self.llm.generate(prompts, params, use_tqdm=False)
             except Exception as e:  # the whole batch fails together; each caller sees the engine error
                 for *_, fut in batch:

@@ -66,7 +66,8 @@ class AgentData:
     chars_at_last_usage: int = 0
 
 
-def _empty_turn(i: int) -> dict[str, Any]:
+def empty_turn(i: int) -> dict[str, Any]:
+    """A turn record with nothing measured yet (the trajectory schema's turn fields)."""
     return {
         "turn": i,
         "action": "",
@@ -149,7 +150,7 @@ class KernelAgent:
         sampling = SamplingParams(
             temperature=self.s.temperature, top_p=self.s.top_p, max_tokens=max_tokens, seed=d.seed + len(d.turns)
         )
-        turn = _empty_turn(len(d.turns))
+        turn = empty_turn(len(d.turns))
         t0 = time.perf_counter()
         try:
             resp = self.backend.chat(d.messages, tools=self.tools, sampling=sampling, session_id=d.session_id)

@@ -12,6 +12,7 @@ import math
 import time
 from typing import Any
 
+from pipeline.gpulock import held
 from pipeline.patchwatch import replaced, watched
 
 # Runtime filters, in the order their reasons take precedence.
@@ -217,33 +218,6 @@ def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
     return replaced(torch, before, _integrity(torch))
 
 
-class _gpu_lock:
-    """Candidates on one GPU time one at a time, and nothing else runs on the GPU while one does: other GPU work
-    (forward calls, compiled calls) holds the lock shared, timing holds it exclusive. An flock on a file the caller
-    binds read-only (flock works on a read-only descriptor; the kernel drops it when the process dies)."""
-
-    def __init__(self, path: str | None, shared: bool = False) -> None:
-        self.path, self.fd, self.shared = path, None, shared
-
-    def __enter__(self) -> "_gpu_lock":
-        if self.path:
-            import fcntl
-            import os
-
-            try:
-                self.fd = os.open(self.path, os.O_RDONLY)
-                fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
-            except OSError:
-                self.fd = None
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.fd is not None:
-            import os
-
-            os.close(self.fd)
-
-
 def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
     import torch
 
@@ -270,13 +244,16 @@ def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
 
 def check(p: dict[str, Any]) -> dict[str, Any]:
     """Run every runtime filter on `p["code"]`. Keys of `p`: device, seed, atol, rtol, det_atol, check_compile,
-    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all."""
+    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction."""
     import torch
 
     device = p.get("device", "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         device = "cpu"
     dev = torch.device(device)
+    if device.startswith("cuda") and p.get("gpu_memory_fraction"):
+        # Its share of a GPU run by several candidates: past it, the task runs again alone (stage.validate).
+        torch.cuda.set_per_process_memory_fraction(float(p["gpu_memory_fraction"]), dev)
     seed = int(p.get("seed", 0))
     atol, rtol = float(p.get("atol", 1e-3)), float(p.get("rtol", 1e-3))
     det_atol = float(p.get("det_atol", 1e-6))
@@ -355,7 +332,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
     gpu_lock = p.get("gpu_lock") if device.startswith("cuda") else None
 
     def run(model, xs):
-        with torch.no_grad(), _gpu_lock(gpu_lock, shared=True):
+        with torch.no_grad(), held(gpu_lock, shared=True):
             return _flat(model(*xs))
 
     try:
@@ -391,7 +368,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats(dev)
         try:
-            with torch.no_grad(), _gpu_lock(gpu_lock, shared=True):
+            with torch.no_grad(), held(gpu_lock, shared=True):
                 raw = model(*xs)
             ok("forward")
         except Exception as e:
@@ -565,7 +542,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         failed_so_far = any(v is False for v in checks.values())
         if run_all or not failed_so_far:
             trials = int(p.get("timing_trials", 10))
-            with torch.no_grad(), _gpu_lock(gpu_lock):
+            with torch.no_grad(), held(gpu_lock, shared=False):
                 m["eager_ms"] = round(_median_ms(lambda: model(*xs), device, 3, trials), 4)
                 if cmodel is not None and checks.get("compile_agree"):
                     m["compile_ms"] = round(_median_ms(lambda: cmodel(*xs), device, 3, trials), 4)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline import patchwatch
 from pipeline.identity import task_id as compute_task_id
+from pipeline.inlining import inline
 from pipeline.validate.settings import ValidateSettings
 from schemas.validation import FILTERS
 
@@ -30,7 +30,7 @@ def harness_source() -> str:
     if _HARNESS_SOURCE is None:
         from pipeline.decontam.jailed import TRACER  # source text only (stdlib): decontamination's tracer
 
-        src = patchwatch.inline_into((Path(__file__).parent / "harness.py").read_text())
+        src = inline((Path(__file__).parent / "harness.py").read_text(), "pipeline.patchwatch", "pipeline.gpulock")
         _HARNESS_SOURCE = src + f"\n\nmain(PAYLOAD, emit_result, {TRACER!r})\n"
     return _HARNESS_SOURCE
 
@@ -101,14 +101,9 @@ def gpu_lock_file() -> str:
     """This worker's GPU lock file: the one the LLM engine and the evaluators take (pipeline.llm.placement), so
     that a candidate's timed region never overlaps their GPU work either. Readable by the jail's uid (the harness
     flocks a read-only descriptor)."""
-    from pipeline.llm.placement import gpu_lock_path
+    from pipeline.gpulock import ensure, lock_path
 
-    path = Path(gpu_lock_path())
-    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o755)
-    path.touch(exist_ok=True)
-    os.chmod(path, 0o644)
-    return str(path)
+    return ensure(lock_path())
 
 
 def private_cache(shared: str, dest: Path) -> str:
@@ -148,6 +143,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "device": device,
         "device_name": "",
         "runtime_window_checked": False,
+        "gpu_alone": False,
         "eager_ms": None,
         "compile_ms": None,
         "compile_s": None,
@@ -210,6 +206,11 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         "runtime_window_ms": list(s["runtime_window_ms"]),
         "max_output_mb": s["max_output_mb"],
         "max_memory_mb": s["max_memory_mb"],
+        # Beside other candidates on its GPU, a task gets its share of the GPU's memory, so that one task's
+        # appetite never makes another fail; a task past its share runs again alone (validate()).
+        "gpu_memory_fraction": None
+        if item.get("alone") or not device.startswith("cuda")
+        else 1.0 / max(1, int(s.get("jobs_per_gpu", 1))),
         "timing_trials": s["timing_trials"],
         "run_all": s["run_all"],
         "timeout_s": s["timeout_s"],
@@ -385,8 +386,17 @@ def validate(
         for code, tid, cr in zip(codes, ids, compose)
     ]
     # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
+    ex = executor or InProcess()
     res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
-    rows = (executor or InProcess()).map(check_candidate, items, res, on_result=on_result)
+    rows = ex.map(check_candidate, items, res, on_result=on_result)
+    # Out of GPU memory beside other candidates says nothing about the task: such a task runs again with a GPU to
+    # itself (a whole GPU in the executor's accounting, after the others), and that run's row is the verdict.
+    again = [i for i, r in enumerate(rows) if device.startswith("cuda") and r["reason"] == "memory_limit"]
+    if again and int(s.get("jobs_per_gpu", 1)) > 1:
+        solo = ex if ex.distributed else InProcess()  # Ray honours gpus=1.0; in this process: one at a time
+        alone = solo.map(check_candidate, [{**items[i], "alone": True} for i in again], Resources(cpus=1.0, gpus=1.0))
+        for i, row in zip(again, alone):
+            rows[i] = {**row, "gpu_alone": True}
     return conform("validation", rows)
 
 

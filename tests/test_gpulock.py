@@ -1,0 +1,123 @@
+"""The GPU's lock (pipeline.gpulock): timings exclusive, other GPU work shared, a waiting timing served before new
+shared holders, released when the holder dies, usable read-only from inside the jail."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from pipeline.gpulock import GpuLock, ensure, held
+from pipeline.sandbox import run_sandboxed
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _try(path: str, how: int) -> bool:
+    """Could a new holder take the lock now (non-blocking)?"""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_timings_exclude_everything_and_untimed_work_shares(tmp_path):
+    path = ensure(str(tmp_path / "gpu-0.lock"))
+    a, b = GpuLock(path), GpuLock(path)
+    a.shared()
+    b.shared()  # an engine step beside a verification: both hold it
+    assert not _try(path, fcntl.LOCK_EX)
+    b.release()
+    a.exclusive()  # a timing: nobody else
+    assert not _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
+    a.shared()  # back to untimed work
+    assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
+    a.release()
+    assert _try(path, fcntl.LOCK_EX)
+    with held(None, shared=False) as w:  # no lock configured (CPU): returns at once
+        assert w == [0.0]
+
+
+def test_a_waiting_timing_goes_before_new_shared_holders(tmp_path):
+    """Overlapping shared holders (engine steps, verifications) must not starve a timing."""
+    path = ensure(str(tmp_path / "gpu-0.lock"))
+    first = GpuLock(path)
+    first.shared()
+    timing_in, timing_may_leave, late_in = threading.Event(), threading.Event(), threading.Event()
+    order = []
+
+    def timing():
+        with held(path, shared=False):
+            order.append("timing")
+            timing_in.set()
+            timing_may_leave.wait(30)
+
+    def late_reader():
+        with held(path, shared=True):
+            order.append("late")
+            late_in.set()
+
+    t = threading.Thread(target=timing)
+    t.start()
+    # The timing now waits for `first`, holding the turnstile: wait for that state, not for time.
+    turn = path + ".turn"
+    while _try(turn, fcntl.LOCK_EX):
+        pass
+    r = threading.Thread(target=late_reader)
+    r.start()
+    first.release()  # the only shared holder leaves: the timing, not the late reader, gets the GPU
+    assert timing_in.wait(30)
+    assert not late_in.is_set()
+    timing_may_leave.set()
+    assert late_in.wait(30)
+    t.join()
+    r.join()
+    assert order == ["timing", "late"]
+
+
+def test_a_dead_holder_releases_the_gpu(tmp_path):
+    path = ensure(str(tmp_path / "gpu-0.lock"))
+    code = (
+        "import sys, os; from pipeline.gpulock import GpuLock; GpuLock(sys.argv[1]).exclusive(); "
+        "print('held', flush=True); os.kill(os.getpid(), 9)"
+    )
+    p = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == -9 and "held" in p.stdout
+    assert _try(path, fcntl.LOCK_EX)
+
+
+def test_a_jailed_job_takes_the_lock_read_only(tmp_path):
+    """Jailed jobs (other uid, read-only view of the lock's folder) share the GPU with the trusted side."""
+    path = ensure(str(tmp_path / "locks" / "gpu-0.lock"))
+    mine = GpuLock(path)
+    mine.shared()
+    code = (
+        "import fcntl, os\n"
+        "from pipeline.gpulock import GpuLock\n"
+        "lock = GpuLock(PAYLOAD['path'])\n"
+        "lock.shared()\n"  # beside the trusted side's shared hold
+        "fd = os.open(PAYLOAD['path'], os.O_RDONLY)\n"
+        "try:\n"
+        "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "    ex = True\n"
+        "except BlockingIOError:\n"
+        "    ex = False\n"
+        "emit_result({'shared': True, 'exclusive_while_shared': ex})\n"
+    )
+    r = run_sandboxed(
+        code,
+        payload={"path": path},
+        timeout_s=60,
+        read_dirs=[str(Path(path).parent)],
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    mine.release()
+    assert r.ok, (r.reason, r.error_message, r.stderr[-2000:])
+    assert r.result == {"shared": True, "exclusive_while_shared": False}
