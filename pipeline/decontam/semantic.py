@@ -386,7 +386,8 @@ def semantic_pass(
     if not settings.semantic:
         return out
     pos = {rid: j for j, rid in enumerate(ref_ids)}
-    # copies of a problem without a view of its own (a level-4 model that times out) cannot be compared: not traced
+    # copies of a problem without a full view of its own (a level-4 model that times out, a truncated RNN) cannot
+    # be shown to be near-variants of it: not traced
     copies = [
         i
         for i in range(n)
@@ -394,6 +395,7 @@ def semantic_pass(
         and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature")
         and cols["nearest_ref"][i] in pos
         and ref.views[pos[cols["nearest_ref"][i]]].ok
+        and not ref.views[pos[cols["nearest_ref"][i]]].truncated
     ]
     # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
     views_all = semantic_views([codes[i] for i in copies + todo], settings, carried)

@@ -45,7 +45,7 @@ class DecontamSettings(BaseModel):
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: new tasks still cost ~0.09 s of jailed CPU "
         "each for confirmations (~240 ms per pair, one pair per three candidates) against ~2 ms "
-        "for the token views; a re-check (confirmations cached) is within 1.5x.",
+        "for the token views; a re-check (confirmations cached) is within 2x.",
     )
     semantic_threshold: float = Field(
         0.5,
