@@ -1,7 +1,7 @@
 """Decontamination of N candidates against KernelBench, side by side with a naive datasketch baseline.
 
     .venv/bin/python benchmarks/bench_decontam.py [--n 6000] [--workers 2] [--baseline-tree /work/main]
-        [--semantic] [--unjailed]
+        [--semantic [--cache REF_CACHE] [--traces-from CACHE]] [--unjailed]
 
 Candidates (labelled, built at run time): a third disguised KernelBench copies (random subsets of the
 transforms), two thirds new compositions. Printed: wall time of our stage (reference index built once, then
@@ -10,8 +10,8 @@ shingle with SHA-1, raw whitespace-token shingles, MinHashLSH hits taken as cont
 recall / false-positive rate of each on the same candidates.
 `--baseline-tree DIR`: first runs DIR's own copy of this script (another checkout, e.g. the code before a change)
 in a subprocess on the same machine, so that both timings come from one run. `--semantic`: then the stage with the
-semantic view and functional confirmation on (the default configuration), with a cold trace cache (every distinct
-code traced) and again warm (the same candidates: every view from the cache); `--unjailed` runs the tracing worker
+semantic view and functional confirmation on: cold (every candidate traced and confirmed), with the traces carried
+as validation makes them (only the confirmations run) and warm (a re-check); `--unjailed` runs the tracing worker
 in a plain subprocess (fork per task) instead of the jail, and says so.
 """
 
@@ -127,6 +127,11 @@ def main() -> None:
         default=None,
         help="semantic cache holding the reference's traces (the candidates' are traced into a fresh copy: cold)",
     )
+    ap.add_argument(
+        "--traces-from",
+        default=None,
+        help="with --semantic: the candidates' traces from this cache (an earlier run's); the cold pass is skipped",
+    )
     args = ap.parse_args()
     if args.baseline_tree:
         import subprocess
@@ -211,9 +216,9 @@ class _Meter:
     def wrap(self, name: str) -> None:
         fn = getattr(self.sem, name)
 
-        def timed(items, settings):
+        def timed(items, settings, *more):
             t, c = time.perf_counter(), self.sem.STATS["worker_cpu_s"]
-            out = fn(items, settings)
+            out = fn(items, settings, *more)
             rec = self.calls.setdefault(name, [0, 0.0, 0.0, 0])
             rec[0] += len(items)
             rec[1] += time.perf_counter() - t
@@ -248,10 +253,32 @@ class _Meter:
         )
 
 
+def carried_traces(rows, cache: str) -> list[str | None]:
+    """The `semantic_trace` each candidate would arrive with from validation (pipeline.validate runs the same
+    tracer): its trace record in `cache` (where an earlier pass traced it), keyed like the validation stage's."""
+    import json
+
+    from pipeline.decontam.jailed import carry, code_key
+
+    out = []
+    for _, code in rows:
+        k = code_key(code)
+        p = Path(cache) / k[:2] / f"{k}.json"
+        out.append(carry(p.read_text(), code) if p.exists() else None)
+    return [t if t and json.loads(t).get("ok") else None for t in out]
+
+
 def semantic_section(refs, rows, labels, settings, args) -> None:
-    """The check with the semantic view on, side by side with the views alone, alternating in this run: views
-    alone, semantic (cold: every candidate traced), views alone, semantic (warm: every view from the cache)."""
+    """The check with the semantic view on, side by side with the views alone, alternating in this run (a views-alone
+    run just before each): (1) cold: every candidate traced and confirmed in the jail; (2) traces carried: each
+    candidate arrives with its trace in a `semantic_trace` column, as from validation, and only the functional
+    confirmations run in the jail; (3) warm: traces carried and confirmation reports in the cache (a re-check).
+    The process's in-memory copy of the cache is dropped before each pass: every pass reads what a new process
+    would. `--traces-from DIR`: the candidates' traces from DIR (an earlier run's cache); pass (1) is skipped."""
+    import shutil
     import tempfile
+
+    import pyarrow as pa
 
     import pipeline.decontam.semantic as sem
 
@@ -260,13 +287,16 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
 
         sem._RUN[0] = run_unjailed
     where = "UNJAILED worker (plain subprocess, fork per task)" if args.unjailed else "jailed worker"
-    cache = tempfile.mkdtemp(prefix="sem-bench-")
-    if args.cache:  # the reference's traces only (they are made once per reference version)
-        import shutil
 
-        shutil.copytree(args.cache, cache, dirs_exist_ok=True)
+    def fresh() -> str:
+        d = tempfile.mkdtemp(prefix="sem-bench-")
+        if args.cache:  # the reference's traces only (they are made once per reference version)
+            shutil.copytree(args.cache, d, dirs_exist_ok=True)
+        return d
+
     meter = _Meter(sem)
-    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cache})
+    cold = fresh()
+    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cold})
     index = ReferenceIndex(refs, on)
     t = time.perf_counter()
     index.semantic()
@@ -276,30 +306,46 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
         f"{'from --cache' if args.cache else 'cold'}); {meter.line()}"
     )
     off_index = ReferenceIndex(refs, settings)
-    for label in ("cold cache", "warm cache"):
+    ids = [t for t, _ in rows]
+    codes = [c for _, c in rows]
+    carried_cache = fresh()
+    passes = [] if args.traces_from else [("cold (every candidate traced and confirmed)", cold, None)]
+    passes += [
+        ("traces carried (as from validation), confirmations run", carried_cache, "carry"),
+        ("warm (traces carried, confirmations cached)", carried_cache, "carry"),
+    ]
+    for label, cache, carried in passes:
+        if carried:
+            traces = carried_traces(rows, args.traces_from or cold)
+            cands = pa.table({"task_id": ids, "code": codes, "semantic_trace": pa.array(traces, pa.string())})
+        else:
+            cands = rows
+        run = on.model_copy(update={"semantic_cache_dir": cache})
         t, c = time.perf_counter(), cpu_seconds()
         decontaminate(rows, off_index, settings)
         t_off, c_off = time.perf_counter() - t, cpu_seconds() - c
+        sem._MEM.clear()  # what a new process reads: the cache on disk
         t, c, w = time.perf_counter(), cpu_seconds(), sem.STATS["worker_cpu_s"]
-        out = decontaminate(rows, index, on)
+        out = decontaminate(cands, index, run)
         t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c + sem.STATS["worker_cpu_s"] - w
         flagged = np.array(out.column("contaminated").to_pylist())
         status = out.column("semantic_status").to_pylist()
         print(
             f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
             f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
-            f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; traced "
-            f"{sum(s == 'traced' for s in status)}, statuses {dict(collections.Counter(status))}; reasons "
+            f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; "
+            + (f"{sum(x is not None for x in traces)} traces carried; " if carried else "")
+            + f"statuses {dict(collections.Counter(status))}; reasons "
             f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}"
         )
         print(f"  {meter.line()}")
+        print(f"  {load()}")
         wrong = [(r, lab) for r, lab, f in zip(out.to_pylist(), labels, flagged) if f != lab]
         for r, lab in wrong[:5]:
             print(
                 f"  {'MISSED' if lab else 'FALSE POSITIVE'} {r['task_id']}: reason={r['reason']} "
                 f"ref={r['nearest_ref']} sem={r['semantic_score']:.3f} {r['evidence'][:300]}"
             )
-    print(load())
 
 
 if __name__ == "__main__":

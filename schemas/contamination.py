@@ -2,7 +2,7 @@ from schemas._base import BOOL, F64, I64, STR, field, table_schema
 
 SCHEMA = table_schema(
     "contamination",
-    2,
+    3,
     "One row per candidate task: whether it copies a reference (KernelBench) problem, its nearest reference "
     "problem and every view's similarity (pipeline.decontam).",
     [
@@ -58,8 +58,9 @@ SCHEMA = table_schema(
         field(
             "semantic_status",
             STR,
-            "traced | not_run (another view decided, or semantic off) | why the trace "
-            "failed (exception, timeout, graph_too_large, jail_<reason> ...)",
+            "traced | truncated (a forward of more than 4,000 ops, e.g. a looped RNN: its first ops, used only "
+            "to pick problems for the functional confirmation) | not_run (another view decided, or semantic off) | "
+            "why the trace failed (exception, timeout, jail_<reason> ...)",
         ),
         field(
             "near_variant",

@@ -46,7 +46,7 @@ FILTERS = (
 
 SCHEMA = table_schema(
     "validation",
-    4,
+    5,
     "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
     "filter's result (null: not run) and the measured values.",
     [
@@ -89,6 +89,15 @@ SCHEMA = table_schema(
             STR,
             "bwrap: every jail layer was up; unsafe: the development opt-out (sandbox.mode=unsafe); "
             "empty: the candidate never ran (static rejection, or sandbox_unavailable)",
+        ),
+        field(
+            "semantic_trace",
+            STR,
+            "a valid task's semantic trace for decontamination, JSON: decontamination's tracer "
+            "(pipeline.decontam.jailed.TRACER) run by the harness after the checks on meta tensors, with its key "
+            "sha256(tracer version, torch version, code) computed by the parent; null: not traced (invalid task, "
+            "trace_s 0). Written where the task ran: as untrusted as decontamination's own jailed trace",
+            nullable=True,
         ),
     ],
 )

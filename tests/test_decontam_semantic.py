@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
-from pipeline.decontam.calibration.paraphrase import KINDS, equivalent, paraphrase, tied_outputs
+from pipeline.decontam.calibration.paraphrase import KINDS, Paraphrase, equivalent, paraphrase, tied_outputs
 from pipeline.decontam.calibration.semantic_set import HAND_WRITTEN, mutate
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import load_reference
@@ -27,6 +28,9 @@ SOURCES = {
     "algebra": ["level2/40_Matmul_Scaling_ResidualAdd", "level2/76_Gemm_Add_ReLU"],
     "helpers": ["level2/76_Gemm_Add_ReLU", "level1/23_Softmax"],
 }
+# BatchNorm written out as a formula, and the functional rewrite whose bias would be tied to a same-size `scale` by
+# registration order alone (the tensor mapping ties names first): both of level2/39.
+BATCHNORM = "level2/39_Gemm_Scale_BatchNorm"
 OTHERS = ["level1/19_ReLU", "level1/21_Sigmoid", "level1/2_Standard_matrix_multiplication_", "level1/38_L1Norm_"]
 # Near-variants (one change of meaning) of problems in the reference: (task id, source, mutation, what changed)
 VARIANTS = [
@@ -88,6 +92,22 @@ def semantic_run(kernelbench_path, tmp_path_factory):
                 cands.append((f"para:{kind}", p.code))
                 sources[f"para:{kind}"] = rid
                 break
+    for kind in ("formula", "functional"):
+        p = paraphrase(by_id[BATCHNORM].code, [kind], rng)
+        assert p is not None and equivalent(*tied_outputs(by_id[BATCHNORM].code, p)), kind
+        cands.append((f"batchnorm:{kind}", p.code))
+        sources[f"batchnorm:{kind}"] = BATCHNORM
+        if kind == "functional":  # its tensors renamed too: tied by the order the source assigns them
+            renamed = dict(zip(("gemm_weight", "gemm_bias", "bn_weight", "bn_bias"), ("w1", "b1", "gam", "bet")))
+            code = p.code
+            for a, b in renamed.items():
+                code = re.sub(rf"\b{a}\b", b, code)
+            q = Paraphrase(p.source, p.kinds, code, {k: renamed.get(v, v) for k, v in p.renames.items()})
+            assert equivalent(*tied_outputs(by_id[BATCHNORM].code, q))
+            cands.append(("batchnorm:renamed", code))
+            sources["batchnorm:renamed"] = BATCHNORM
+    cands.append(("batchnorm:hand", HAND_WRITTEN[BATCHNORM]))  # written out by hand (batch statistics)
+    sources["batchnorm:hand"] = BATCHNORM
     cands.append(("hand:level1/23_Softmax", HAND_WRITTEN["level1/23_Softmax"]))
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
     cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
@@ -127,6 +147,19 @@ def test_paraphrase_is_flagged_with_its_source(semantic_run, kind):
     if r["view"] == "functional":
         ev = json.loads(r["evidence"])
         assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]) and ev["graph_candidate"], ev
+
+
+@pytest.mark.parametrize("kind", ["formula", "functional", "renamed", "hand"])
+def test_batchnorm_rewrite_is_confirmed_with_its_source(semantic_run, kind):
+    r = semantic_run["rows"][f"batchnorm:{kind}"]
+    assert r["contaminated"] and r["reason"] == "functional_match", (r["reason"], r["evidence"][:600])
+    assert r["nearest_ref"] == BATCHNORM and r["view"] == "functional"
+    ev = json.loads(r["evidence"])
+    assert ev["max_abs_diff"] <= 1e-4 * (1 + ev["ref_scale"]), ev
+    if kind == "functional":  # the model's own bias tied to the module's bias, not to `scale` (same size)
+        assert ["gemm_bias", "gemm.bias", "name"] in ev["mapping"], ev["mapping"]
+    if kind == "renamed":  # no name in common: tied in the order the source assigns them, not to `scale`
+        assert ["b1", "gemm.bias", "shape"] in ev["mapping"], ev["mapping"]
 
 
 @pytest.mark.parametrize("tid,src,mode,op", VARIANTS)

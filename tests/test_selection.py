@@ -123,3 +123,23 @@ def test_rollout_input_is_what_curation_keeps(tmp_path: Path):
     valid, _ = selection.valid_tasks(cfg)
     assert "t_no_contamination_row" in valid.column("task_id").to_pylist()
     assert "t_no_validation_row" not in valid.column("task_id").to_pylist()
+
+
+def test_decontamination_input_carries_the_traces_validation_made(tmp_path: Path):
+    """The decontaminate plan's candidates carry each valid task's `semantic_trace` from the run's validation table
+    (null where validation made none); an invalid task's trace never travels."""
+    from pipeline.decontam.spec import with_traces
+
+    t = _tables()
+    val = t["validation"].to_pylist()
+    for r in val:
+        r["semantic_trace"] = f'{{"trace": "{r["task_id"]}"}}' if r["task_id"] != "t_duplicate" else None
+    store = DataStore(tmp_path)
+    store.write("tasks", t["tasks"], RUN)
+    store.write("validation", conform("validation", val), RUN)
+    cfg = load_config(None, [f"data_root={tmp_path}", f"run_id={RUN}"])
+    got = with_traces(cfg, t["tasks"])
+    traces = dict(zip(got.column("task_id").to_pylist(), got.column("semantic_trace").to_pylist()))
+    assert traces["t_clean"] == '{"trace": "t_clean"}'
+    assert traces["t_invalid"] is None and traces["t_no_validation_row"] is None and traces["t_duplicate"] is None
+    assert got.select(t["tasks"].column_names).equals(t["tasks"])  # nothing else changes

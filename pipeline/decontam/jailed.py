@@ -8,13 +8,68 @@ Everything a child reports is written by untrusted code: the stage computes verd
 graph's shape, a numeric difference) and a task can only misreport about itself.
 """
 
-WORKER = r'''
+import functools
+import hashlib
+import json
+
+# Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
+TRACER_VERSION = "6"
+
+
+@functools.cache  # read once: code_key is called per candidate
+def torch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:  # pragma: no cover - torch is a dependency
+        return "?"
+
+
+def code_key(code: str) -> str:
+    """The key of a code's trace: sha256(tracer version, torch version, code). The trace cache and the trace that
+    validation carries (pipeline.validate) are both keyed by it: a trace is used only for the code, tracer and torch
+    it was made with."""
+    return hashlib.sha256(f"{TRACER_VERSION}\0{torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes", "truncated")
+
+
+def carry(text: object, code: str) -> str | None:
+    """A trace reported by validation's harness (JSON text), as the `semantic_trace` column keeps it: its fields
+    and the key of the code the parent sent (computed here, never taken from the report)."""
+    try:
+        rec = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    return json.dumps({"key": code_key(code), **{k: rec[k] for k in TRACE_FIELDS if k in rec}})
+
+
+def carried(text: object, code: str) -> dict | None:
+    """The trace record a `semantic_trace` value holds for `code`, when it was made for this code by this tracer and
+    torch and is final (a graph, or too large for one); else None (decontamination traces the task itself)."""
+    try:
+        rec = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or rec.get("key") != code_key(code):
+        return None
+    if not (rec.get("ok") is True or rec.get("reason") == "graph_too_large"):
+        return None  # a failure there (time left, the harness's state) is not taken as final: traced again
+    return {k: rec[k] for k in TRACE_FIELDS if k in rec}
+
+
+# The tracer: `trace(code)` -> {"ok", "nodes", "top"} or {"ok": False, "reason"}. The decontamination worker below
+# runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
+# checks, so that a validated task arrives with its trace (one tracer, one key).
+TRACER = r'''
 import gc, json, os, select, signal, sys, time
 import torch
-torch.set_num_threads(1)
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
-TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
 
 
 def _load(code, name):
@@ -146,6 +201,25 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+def _truncated(rec):
+    """A forward past MAX_NODES ops (a loop unrolled: an RNN over hundreds of steps): its first ops, with the results
+    nothing used yet as its outputs, marked truncated (such a view only shortlists problems for the functional
+    confirmation: it cannot show what the rest of the forward does)."""
+    nodes = rec.nodes[: MAX_NODES - 1]
+    used = set()
+    stack = [n[1] for n in nodes if n and n[0] not in ("P", "C")]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, list):
+            if len(a) == 2 and a[0] == "n" and isinstance(a[1], int):
+                used.add(a[1])
+            else:
+                stack.extend(a)
+    sinks = [["n", k] for k, n in enumerate(nodes) if n and n[0] not in ("P", "C") and k not in used]
+    nodes.append(["O", [sinks[-64:]], -1])
+    return {"ok": True, "nodes": nodes, "top": rec.top, "truncated": True, "n_nodes": len(rec.nodes)}
+
+
 def trace(code):
     g = _load(code, "task")
     model, inputs = _build(g, "meta", 0)  # meta tensors: shapes only, no memory, no data-dependent work
@@ -161,7 +235,7 @@ def trace(code):
             out = model(*inputs)
     except OverflowError as e:
         if str(e) == "graph_too_large":
-            return {"ok": False, "reason": "graph_too_large", "n_nodes": len(rec.nodes)}
+            return _truncated(rec)
         raise
 
     def outs(o):
@@ -174,19 +248,35 @@ def trace(code):
     rec.nodes.append(["O", [outs(out)], -1])
     return {"ok": True, "nodes": rec.nodes, "top": rec.top}
 
+'''
+
+WORKER = (
+    TRACER
+    + r'''
+torch.set_num_threads(1)
+TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
+
+
+def _plain_name(n):
+    return "".join(ch for ch in n.lower() if ch.isalnum())
+
 
 def _match(cand, ref):
-    """Candidate tensors (parameters, then buffers) -> reference tensors of the same shape, in registration order;
-    then the transpose of a matrix, then the same number of elements (a flattened weight)."""
+    """Candidate tensors (parameters, then buffers, each in the order the source assigns them: _source_order) ->
+    reference tensors of the same shape and the same name but for punctuation (`gemm_bias` for `gemm.bias`); then of
+    the same shape, in that order; then the transpose of a matrix, then the same number of elements (a flattened
+    weight). A wrong tie only makes outputs differ."""
     mapping, used = [], set()
-    for how in ("shape", "transpose", "numel"):
+    for how in ("name", "shape", "transpose", "numel"):
         for cn, ct in cand:
             if any(m[0] == cn for m in mapping):
                 continue
             for rn, rt in ref:
                 if rn in used or ct.dtype != rt.dtype:
                     continue
-                if how == "shape" and ct.shape == rt.shape:
+                if how == "name" and ct.shape == rt.shape and _plain_name(cn) == _plain_name(rn):
+                    val = rt
+                elif how == "shape" and ct.shape == rt.shape:
                     val = rt
                 elif how == "transpose" and ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape:
                     val = rt.t()
@@ -269,24 +359,72 @@ def _model(g, seed, max_params, skipped):
 
     for n in _RANDOM_INITS:
         setattr(torch.nn.init, n, skip)
+    # the order the source assigns a module's parameters and submodules in (named_parameters lists a module's own
+    # parameters before its submodules': a bias moved up from a Linear would come before a `scale` defined after it)
+    assigned = []
+    Module = torch.nn.Module
+    hooks = {"__setattr__": Module.__setattr__, "register_parameter": Module.register_parameter,
+             "register_buffer": Module.register_buffer, "add_module": Module.add_module}
+
+    def recorder(name):
+        def rec(self, attr, value, *a, **k):
+            if isinstance(value, (torch.Tensor, Module)):
+                assigned.append((self, attr))
+            return hooks[name](self, attr, value, *a, **k)
+        return rec
+
+    for name in hooks:
+        setattr(Module, name, recorder(name))
     try:
-        return _new_model(g, init)
+        model = _new_model(g, init)
     finally:
         for n, f in saved.items():
             setattr(torch.nn.init, n, f)
+        for name, f in hooks.items():
+            setattr(Module, name, f)
+    return model, _source_order(model, assigned)
+
+
+def _source_order(model, assigned):
+    """(parameters, floating buffers) as (name, tensor), each in the order the source assigned them, depth first
+    (anything not seen assigned after, in torch's order); a tensor reachable twice is listed once."""
+    order = {}
+    for mod, attr in assigned:
+        order.setdefault(id(mod), [])
+        if attr not in order[id(mod)]:
+            order[id(mod)].append(attr)
+    params, bufs, seen = [], [], set()
+
+    def walk(mod, prefix):
+        names = order.get(id(mod), []) + list(mod._parameters) + list(mod._buffers) + list(mod._modules)
+        done = set()
+        for n in names:
+            if n in done:
+                continue
+            done.add(n)
+            t = mod._parameters.get(n) if n in mod._parameters else mod._buffers.get(n)
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                if n in mod._parameters:
+                    params.append((prefix + n, t))
+                elif t.is_floating_point():
+                    bufs.append((prefix + n, t))
+            elif mod._modules.get(n) is not None:
+                walk(mod._modules[n], prefix + n + ".")
+
+    walk(model, "")
+    return params + bufs
 
 
 def confirm(cand_code, ref_code, max_numel):
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
     skipped = set()
-    ref, cand = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
+    (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
     with torch.device("meta"):
         r_meta = list(gr["get_inputs"]())
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
         for p in ref.parameters():
             p.normal_(0, 0.5)
-    rt = list(ref.named_parameters()) + [(n, b) for n, b in ref.named_buffers() if b.is_floating_point()]
-    ct = list(cand.named_parameters()) + [(n, b) for n, b in cand.named_buffers() if b.is_floating_point()]
     mapping = _match(ct, rt)
     tied = {m[0] for m in mapping}
     with torch.no_grad():  # the candidate's own tensors whose random initializer was skipped
@@ -458,6 +596,7 @@ for i, job in enumerate(PAYLOAD["jobs"]):
 emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_start, 3), "warm_s": warm_s,
              "cpu_s": round(sum(os.times()[:4]), 3)})  # this process and its children (for benchmarks)
 '''
+)
 
 # The same jobs, one per jailed process (a jail that forbids fork): no fork, no isolation needed.
 SINGLE = WORKER.replace("        res = fork_one(job)", "        res = run_child(job)")

@@ -10,7 +10,6 @@ tolerance. Both batch their jobs into one jailed process per worker that imports
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -21,9 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
+from pipeline.decontam.jailed import TRACE_FIELDS, TRACER_VERSION, code_key  # noqa: F401 - one place for a trace
 from pipeline.decontam.settings import DecontamSettings
 
-TRACER_VERSION = "5"  # bump when jailed.trace or graphfp.normalize change: cached views become stale
+CONFIRM_VERSION = "3"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -38,19 +38,15 @@ class SemView:
     trace_s: float = 0.0
     cached: bool = False
     error: str = ""
+    truncated: bool = False  # the forward's first MAX_NODES ops only: shortlists for confirmation, nothing else
+
+    @property
+    def status(self) -> str:
+        return ("truncated" if self.truncated else "traced") if self.ok else self.reason
 
     @property
     def input_key(self) -> str:
         return json.dumps(self.graph.inputs) if self.graph is not None else ""
-
-
-def _torch_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("torch")
-    except Exception:  # pragma: no cover - torch is a dependency
-        return "?"
 
 
 def cache_dir(settings: DecontamSettings) -> Path:
@@ -58,10 +54,6 @@ def cache_dir(settings: DecontamSettings) -> Path:
         return Path(settings.semantic_cache_dir)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "opforge" / "decontam-semantic"
-
-
-def code_key(code: str) -> str:
-    return hashlib.sha256(f"{TRACER_VERSION}\0{_torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _cache_get(root: Path, key: str) -> dict | None:
@@ -208,18 +200,26 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
     if not g.outputs:
         return SemView(False, "no_tensor_output", cached=cached)
-    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached)
+    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached, truncated=bool(rec.get("truncated")))
 
 
-def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView]:
-    """The semantic view of each code: from the cache, else traced in the jail (and cached)."""
+def semantic_views(
+    codes: list[str], settings: DecontamSettings, carried: dict[str, str] | None = None
+) -> list[SemView]:
+    """The semantic view of each code: the trace validation carried for it (`carried`: code -> the validation
+    table's `semantic_trace`, used when made for that code by this tracer and torch), else from the cache, else
+    traced in the jail (and cached)."""
+    from pipeline.decontam.jailed import carried as carried_trace
+
     root = cache_dir(settings)
     keys = [code_key(c) for c in codes]
     recs: dict[str, dict] = {}
     cached: set[str] = set()
     todo: dict[str, str] = {}
     for k, c in zip(keys, codes):
-        got = _cache_get(root, k)
+        got = carried_trace(carried.get(c), c) if carried else None
+        if got is None:
+            got = _cache_get(root, k)
         if got is not None and not _stale(got, settings.trace_timeout_s):
             recs[k] = got
             cached.add(k)
@@ -231,7 +231,7 @@ def semantic_views(codes: list[str], settings: DecontamSettings) -> list[SemView
             if _transient(r):
                 recs[k] = r  # the jail failed: not cached, tried again next time
                 continue
-            r = {key: r.get(key) for key in ("ok", "reason", "nodes", "top", "wall_s", "error") if key in r}
+            r = {key: r[key] for key in TRACE_FIELDS if key in r}
             r["limit_s"] = settings.trace_timeout_s
             recs[k] = r
             _cache_put(root, k, r)
@@ -263,7 +263,7 @@ def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> l
     """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
     traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances)."""
     root = cache_dir(settings)
-    keys = [code_key("confirm\0" + c + "\0" + r) for c, r in pairs]
+    keys = [code_key(f"confirm{CONFIRM_VERSION}\0" + c + "\0" + r) for c, r in pairs]
     reps: dict[str, dict] = {}
     todo: dict[str, tuple[str, str]] = {}
     for k, pair in zip(keys, pairs):
@@ -365,10 +365,12 @@ def semantic_pass(
     ref_ids: list[str],
     ref: SemanticReference,
     settings: DecontamSettings,
+    carried: dict[str, str] | None = None,
 ) -> dict[str, list]:
     """The semantic columns of each row, and the decision updated in `cols` for rows the other views let through:
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
-    at most near_variant_changes ops changed; removed or kept per near_variant_policy)."""
+    at most near_variant_changes ops changed; removed or kept per near_variant_policy). `carried`: the traces
+    validation made (code -> JSON), used instead of tracing again."""
     from pipeline.decontam.graphfp import difference, is_near_variant
 
     n = len(codes)
@@ -384,7 +386,8 @@ def semantic_pass(
     if not settings.semantic:
         return out
     pos = {rid: j for j, rid in enumerate(ref_ids)}
-    # copies of a problem without a view of its own (a level-4 model that times out) cannot be compared: not traced
+    # copies of a problem without a full view of its own (a level-4 model that times out, a truncated RNN) cannot
+    # be shown to be near-variants of it: not traced
     copies = [
         i
         for i in range(n)
@@ -392,14 +395,15 @@ def semantic_pass(
         and cols["reason"][i] in ("canonical_and_ops", "same_ops_signature")
         and cols["nearest_ref"][i] in pos
         and ref.views[pos[cols["nearest_ref"][i]]].ok
+        and not ref.views[pos[cols["nearest_ref"][i]]].truncated
     ]
     # every trace of this pass in one set of workers (one torch start-up per worker), then every confirmation
-    views_all = semantic_views([codes[i] for i in copies + todo], settings)
+    views_all = semantic_views([codes[i] for i in copies + todo], settings, carried)
     recheck = _recheck_candidates(copies, views_all[: len(copies)], cols, out, ref_ids, pos, ref, settings)
     views = views_all[len(copies) :]
     ok = [k for k, v in enumerate(views) if v.ok]
     for k, v in enumerate(views):
-        out["semantic_status"][todo[k]] = "traced" if v.ok else v.reason
+        out["semantic_status"][todo[k]] = v.status
     sims = ref.similarities([views[k].features for k in ok]) if ok else np.zeros((0, len(ref_ids)))
     jobs, owners = [], []
     for row, k in enumerate(ok):
@@ -460,6 +464,8 @@ def semantic_pass(
             if (
                 sims[row, j] < settings.near_variant_threshold
                 or not ref.views[j].ok
+                or views[k].truncated  # a graph's first ops cannot show what changed
+                or ref.views[j].truncated
                 or not (rep.get("ok") and rep.get("cand_shapes"))
             ):
                 continue
@@ -512,12 +518,15 @@ def _recheck_candidates(
     from pipeline.decontam.graphfp import difference, is_near_variant
 
     cand = []
-    for i, v in zip(rows, views):
+    ok = [k for k, v in enumerate(views) if v.ok]
+    sims = ref.similarities([views[k].features for k in ok]) if ok else None  # one product for all the rows
+    row_of = {k: r for r, k in enumerate(ok)}
+    for k, (i, v) in enumerate(zip(rows, views)):
         j = pos[cols["nearest_ref"][i]]
-        out["semantic_status"][i] = "traced" if v.ok else v.reason
-        if not (v.ok and ref.views[j].ok):
+        out["semantic_status"][i] = v.status
+        if not (v.ok and ref.views[j].ok) or v.truncated or ref.views[j].truncated:
             continue
-        sim = float(ref.similarities([v.features])[0, j])
+        sim = float(sims[row_of[k], j])
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
         if sim < settings.near_variant_threshold:
             continue

@@ -42,10 +42,10 @@ class DecontamSettings(BaseModel):
     semantic: bool = Field(
         False,
         description="Also compare what tasks compute: the semantic view (traced core ATen "
-        "graphs) and functional confirmation (docs/contamination.md). Off by "
-        "default: a cold check costs ~0.1 s of jailed CPU per candidate "
-        "(a trace; a confirmation for about one in three) against ~2 ms for "
-        "the token views (docs/contamination.md).",
+        "graphs; validation carries each valid task's trace) and functional confirmation "
+        "(docs/contamination.md). Off by default: new tasks still cost ~0.09 s of jailed CPU "
+        "each for confirmations (~240 ms per pair, one pair per three candidates) against ~2 ms "
+        "for the token views; a re-check (confirmations cached) is within 2x.",
     )
     semantic_threshold: float = Field(
         0.5,

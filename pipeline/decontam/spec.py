@@ -61,6 +61,7 @@ def plan(cfg: Any) -> Plan:
         raise Skip(str(e)) from None
     ref_pin = pin(reference, cfg.kernelbench)
     candidates, note = valid_tasks(cfg)
+    candidates = with_traces(cfg, candidates)
     # What this decision is pinned to, on the record before any shard runs: the reference (source, why it was
     # chosen, checksum), the candidates' checksum, the code version and the command line.
     facts = {
@@ -117,6 +118,21 @@ def plan(cfg: Any) -> Plan:
         detail=note or f"against {len(reference)} KernelBench problems, {ref_pin.describe()}",
         finish=finish,
     )
+
+
+def with_traces(cfg: Any, candidates: Any) -> Any:
+    """The candidates with the semantic trace validation made of each (`semantic_trace`, null where none): the
+    semantic view then traces only the tasks that arrive without one."""
+    import pyarrow as pa
+
+    from pipeline.selection import has_table, run_table
+
+    traces: dict[str, str] = {}
+    if has_table(cfg, "validation"):
+        v = run_table(cfg, "validation").select(["task_id", "valid", "semantic_trace"]).to_pydict()
+        traces = {t: s for t, ok, s in zip(v["task_id"], v["valid"], v["semantic_trace"]) if ok and s}
+    col = pa.array([traces.get(t) for t in candidates.column("task_id").to_pylist()], pa.string())
+    return candidates.append_column("semantic_trace", col)
 
 
 _INDEXES: dict[str, Any] = {}

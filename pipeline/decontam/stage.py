@@ -73,6 +73,13 @@ def _as_pairs(candidates: list[tuple[str, str]] | pa.Table) -> list[tuple[str, s
     return [(str(t), c) for t, c in candidates]
 
 
+def _carried_traces(candidates: list[tuple[str, str]] | pa.Table, codes: list[str]) -> dict[str, str] | None:
+    """code -> the semantic trace validation made of it (a `semantic_trace` column beside the code), if any."""
+    if not isinstance(candidates, pa.Table) or "semantic_trace" not in candidates.column_names:
+        return None
+    return {c: t for c, t in zip(codes, candidates.column("semantic_trace").to_pylist()) if t}
+
+
 # Every column of the contamination table but task_id depends on the code alone: scored per distinct code.
 _CODE_COLUMNS = (
     "contaminated",
@@ -190,7 +197,11 @@ def score_all(
 
 
 def _semantic_columns(
-    codes: list[str], cols: dict[str, list], index: ReferenceIndex, settings: DecontamSettings
+    codes: list[str],
+    cols: dict[str, list],
+    index: ReferenceIndex,
+    settings: DecontamSettings,
+    carried: dict[str, str] | None = None,
 ) -> dict[str, list]:
     """The semantic view and functional confirmation (pipeline.decontam.semantic) for the rows the other views let
     through; updates their decision in `cols`."""
@@ -204,6 +215,7 @@ def _semantic_columns(
         [r.ref_id for r in index.refs],
         sem_ref,
         settings if sem_ref is not None else settings.model_copy(update={"semantic": False}),
+        carried,
     )
 
 
@@ -221,7 +233,7 @@ def decontaminate(
     codes = [c if isinstance(c, str) else "" for _, c in pairs]
     uniq = list(dict.fromkeys(codes))  # each distinct code is scored once
     cols = score_all(uniq, index, settings, executor)
-    cols.update(_semantic_columns(uniq, cols, index, settings))
+    cols.update(_semantic_columns(uniq, cols, index, settings, _carried_traces(candidates, codes)))
     if len(uniq) == len(codes):
         take = None
     else:

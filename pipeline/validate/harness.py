@@ -171,6 +171,7 @@ def _varies(a: list, b: list, rtol: float = VARIES_RTOL) -> bool:
 
 
 SEAL_ELEMS = 1 << 18  # elements kept per output tensor in the sealed sample
+TRACE_MAX_BYTES = 8 << 20  # a semantic trace larger than this is not carried (decontamination's worker cuts there)
 
 
 def _sample(out: list) -> list:
@@ -581,12 +582,71 @@ def _finish(m: dict[str, Any], stopped: str | None, detail: str) -> dict[str, An
     return m
 
 
-def main(payload: dict[str, Any], emit) -> None:
+class _TraceTimeout(Exception):
+    pass
+
+
+def semantic_trace(code: str, tracer_source: str, budget_s: float) -> dict[str, Any]:
+    """The task's semantic view for decontamination (pipeline.decontam.jailed.TRACER: a fresh copy of the task
+    traced on meta tensors), made here because the task already runs here: decontamination then need not trace it
+    again. Within `budget_s` (a repeating alarm: a forward that swallows one still gets the next); whatever goes
+    wrong is the trace's failure, never the validation's. Written where the task ran: as untrusted as
+    decontamination's own trace (a task can misreport only about itself)."""
+    import signal
+
+    def expired(*_: Any) -> None:
+        raise _TraceTimeout()
+
+    t0, c0 = time.monotonic(), time.process_time()
+    rec: dict[str, Any] = {"ok": False, "reason": "timeout"}
+    old = signal.signal(signal.SIGALRM, expired)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, max(budget_s, 0.01), 0.05)
+            ns: dict[str, Any] = {"__name__": "tracer", "PAYLOAD": {}}
+            exec(compile(tracer_source, "<tracer>", "exec"), ns)
+            rec = ns["trace"](code)
+        except _TraceTimeout:
+            raise
+        except BaseException as e:  # noqa: BLE001 - the task's code ran: anything can come out of it
+            rec = {"ok": False, "reason": "exception", "error": f"{type(e).__name__}: {e}"[:300]}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _TraceTimeout:
+        rec = {"ok": False, "reason": "timeout"}
+    signal.signal(signal.SIGALRM, old)
+    if not isinstance(rec, dict):
+        rec = {"ok": False, "reason": "bad_result"}
+    rec["wall_s"] = round(time.monotonic() - t0, 4)
+    rec["cpu_s"] = round(time.process_time() - c0, 4)
+    rec["limit_s"] = budget_s
+    return rec
+
+
+_STARTED = time.monotonic()
+
+
+def main(payload: dict[str, Any], emit, tracer_source: str | None = None) -> None:
     """Sandbox entry point: `run_sandboxed(HARNESS_SOURCE, payload=...)` ends by calling this. The output samples
     go to `payload["sealed_path"]` (written with the torch.save captured before the candidate ran); the report,
-    without them, over the channel."""
+    without them, over the channel. A valid task's semantic trace (`tracer_source`, within `trace_s` and the time
+    the sandbox has left) goes into the report as `semantic_trace`."""
     m = check(payload)
     sealed, save = m.pop("sealed", {}), m.pop("_save", None)
     if payload.get("sealed_path") and save is not None and sealed:
-        save(sealed, payload["sealed_path"])
+        save(sealed, payload["sealed_path"])  # before the trace runs the task's code once more
+    budget = min(
+        float(payload.get("trace_s", 0.0)),
+        float(payload.get("timeout_s", 120.0)) - (time.monotonic() - _STARTED) - 5.0,
+    )
+    if tracer_source and m["reason"] == "" and float(payload.get("trace_s", 0.0)) > 0:
+        late = {"ok": False, "reason": "timeout", "limit_s": 0.0}  # no time left: decontamination traces it
+        rec = semantic_trace(payload["code"], tracer_source, budget) if budget > 0.5 else late
+        try:
+            import json
+
+            text = json.dumps(rec)
+            m["semantic_trace"] = text if len(text) <= TRACE_MAX_BYTES else None
+        except Exception:  # noqa: BLE001 - not JSON, too deep: no trace; the verdict still goes out
+            m["semantic_trace"] = None
     emit(m)

@@ -34,6 +34,11 @@ class ValidateSettings(BaseModel):
         "$TORCHINDUCTOR_CACHE_DIR or ~/.cache/opforge/inductor.",
     )
     threads: int = Field(1, description="Intra-op threads per candidate process.")
+    trace_s: float = Field(
+        10.0,
+        description="A valid task's semantic trace for decontamination (docs/contamination.md), made after the "
+        "checks in the same process, within this many seconds (and the time the process has left); 0: none.",
+    )
     jobs_per_gpu: int = Field(
         4,
         ge=1,

@@ -28,8 +28,10 @@ def harness_source() -> str:
     """The harness module's source plus its entry call: the sandbox runs it without this project on its path."""
     global _HARNESS_SOURCE
     if _HARNESS_SOURCE is None:
+        from pipeline.decontam.jailed import TRACER  # source text only (stdlib): decontamination's tracer
+
         src = inline((Path(__file__).parent / "harness.py").read_text(), "pipeline.patchwatch", "pipeline.gpulock")
-        _HARNESS_SOURCE = src + "\n\nmain(PAYLOAD, emit_result)\n"
+        _HARNESS_SOURCE = src + f"\n\nmain(PAYLOAD, emit_result, {TRACER!r})\n"
     return _HARNESS_SOURCE
 
 
@@ -162,6 +164,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "stdout_bytes": 0,
         "netns": False,
         "jail": "",
+        "semantic_trace": None,
     }
     for name, _ in FILTERS:
         row[f"check_{name}"] = None
@@ -210,6 +213,8 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         else 1.0 / max(1, int(s.get("jobs_per_gpu", 1))),
         "timing_trials": s["timing_trials"],
         "run_all": s["run_all"],
+        "timeout_s": s["timeout_s"],
+        "trace_s": s["trace_s"],
     }
     shared = _inductor_dir(s)
     env = {"OMP_NUM_THREADS": str(s.get("threads", 1))}
@@ -293,6 +298,10 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         if forged:
             row["reason"], row["detail"] = "forged_report", forged[:500]
     row["valid"] = row["reason"] == ""
+    if row["valid"] and h is not None:
+        from pipeline.decontam.jailed import carry
+
+        row["semantic_trace"] = carry(h.get("semantic_trace"), code)
     return row
 
 

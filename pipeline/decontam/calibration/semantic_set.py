@@ -296,5 +296,57 @@ def get_inputs():
 def get_init_inputs():
     return []
 """,
+    # BatchNorm written out (batch statistics, as in training mode), the Linear as addmm, the scale after it
+    "level2/39_Gemm_Scale_BatchNorm": """
+import torch
+import torch.nn as nn
+
+
+def _standardise_over_batch(z, gamma, beta, eps):
+    centred = z - z.sum(0, keepdim=True) / z.shape[0]
+    spread = (centred * centred).mean(0, keepdim=True)
+    return centred * torch.rsqrt(spread + eps) * gamma + beta
+
+
+class ScaledProjection(nn.Module):
+    def __init__(self, n_in, n_out, scale_shape, eps=1e-05, momentum=0.1):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(n_out, n_in))
+        self.b = nn.Parameter(torch.empty(n_out))
+        self.scale = nn.Parameter(torch.randn(scale_shape))
+        self.gamma = nn.Parameter(torch.ones(n_out))
+        self.beta = nn.Parameter(torch.zeros(n_out))
+        self.eps = eps
+
+    def forward(self, x):
+        z = torch.addmm(self.b, x, self.w.t()) * self.scale
+        return _standardise_over_batch(z, self.gamma, self.beta, self.eps)
+
+
+Model = ScaledProjection
+batch_size = 16384
+in_features = 4096
+out_features = 4096
+scale_shape = (out_features,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, scale_shape]
+""",
 }
-HAND_RENAMES = {"level1/40_LayerNorm": {"ln.weight": "gamma", "ln.bias": "beta"}}
+HAND_RENAMES = {
+    "level1/40_LayerNorm": {"ln.weight": "gamma", "ln.bias": "beta"},
+    "level2/39_Gemm_Scale_BatchNorm": {
+        "gemm.weight": "w",
+        "gemm.bias": "b",
+        "bn.weight": "gamma",
+        "bn.bias": "beta",
+        "bn.running_mean": "",
+        "bn.running_var": "",
+        "bn.num_batches_tracked": "",
+    },
+}
