@@ -133,6 +133,18 @@ def test_baseline_figures_are_the_lowest_median_of_the_runs_each_with_its_own_ra
     assert b["complete"] is False
 
 
+def test_the_gpu_lock_defaults_to_the_gpus_own_and_off_stays_off():
+    """Evaluations take the GPU's lock unless told 'off'; settings are resolved again by each caller down the line
+    (actor, harness), and 'off' must survive that."""
+    from pipeline.gpulock import lock_path
+
+    on = options.resolve({"device": "cuda"})
+    assert on["gpu_lock"] == lock_path() and options.resolve(on)["gpu_lock"] == lock_path()
+    off = options.resolve({"device": "cuda", "gpu_lock": "off"})
+    assert not off["gpu_lock"] and not options.resolve(off)["gpu_lock"]
+    assert not options.resolve({"device": "cpu"})["gpu_lock"]
+
+
 def test_baseline_runs_is_part_of_the_baseline_cache_key():
     from pipeline.evaluate.harness import baseline_key
 

@@ -197,7 +197,7 @@ def resolve(settings: dict[str, Any] | None) -> dict[str, Any]:
 
         out["gpu_lock"] = lock_path()
     elif out["gpu_lock"] == "off":
-        out["gpu_lock"] = None
+        out["gpu_lock"] = ""  # no lock; not None, which a second resolve (callers pass resolved settings) fills in
     if out["cache_dir"] is None:
         out["cache_dir"] = os.environ.get("OPFORGE_EVAL_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "opforge", "eval"

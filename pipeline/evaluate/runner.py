@@ -60,9 +60,9 @@ def run_job(payload: dict[str, Any], settings: dict[str, Any], *, timeout_s: flo
     """Run a baseline job; returns the worker's last report plus `sandbox` (reason, exit status, stderr tail)."""
     from pipeline.evaluate.judge import jail_kwargs
 
-    # The job takes the GPU's lock itself (pipeline.gpulock): shared while it compiles and warms up, exclusive while
-    # it times. Task code could drop it; it is the validated task's reference, and a job holds the GPU at most
-    # until its timeout, as before.
+    # The job takes the GPU's lock itself (pipeline.gpulock): shared while it sets up, none while it compiles,
+    # exclusive while it times. Task code could drop it; it is the validated task's reference, and a job holds
+    # the GPU at most until its timeout, as before.
     lock = settings.get("gpu_lock")
     reads = [str(Path(ensure(lock)).parent)] if lock else []
     payload = {**payload, "seed": secrets.randbits(62), "settings": dict(settings)}
