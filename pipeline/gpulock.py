@@ -88,12 +88,6 @@ class GpuLock:
                 os.close(fd)
         self._fd = self._turn = None
 
-    def __enter__(self) -> "GpuLock":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
 
 @contextmanager
 def held(path: str | None, *, shared: bool) -> Iterator[list[float]]:
