@@ -123,26 +123,9 @@ def test_cli_synth_and_ops(tmp_path, ray_local):
     from pipeline.cli import app
 
     root = tmp_path / "data"
-    r = CliRunner().invoke(
-        app,
-        [
-            "synth",
-            "--n",
-            "3",
-            "--seed",
-            "7",
-            "--device",
-            "cpu",
-            "--run-id",
-            "r1",
-            "--set",
-            f"data_root={root}",
-            "--set",
-            "validate.check_compile=false",
-            "--set",
-            "validate.timeout_s=90",
-        ],
-    )
+    args = ["synth", "--n", "3", "--seed", "7", "--device", "cpu", "--run-id", "r1", "--set", f"data_root={root}"]
+    args += ["--set", "validate.check_compile=false", "--set", "validate.timeout_s=90"]
+    r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     cat = Catalog(root / "catalog.duckdb", root)
     assert cat.sql("SELECT count(*) AS n FROM tasks").to_pylist()[0]["n"] == 3
@@ -151,26 +134,7 @@ def test_cli_synth_and_ops(tmp_path, ray_local):
     st = cat.sql("SELECT stage, rows_in FROM stages WHERE run_id = 'r1' ORDER BY stage").to_pylist()
     assert [s["stage"] for s in st] == ["synthesize", "validate"]  # the runner's stage names, as in `opforge run`
     # The command resumes like the flows: a rerun of the same run reuses every shard and writes no new row.
-    again = CliRunner().invoke(
-        app,
-        [
-            "synth",
-            "--n",
-            "3",
-            "--seed",
-            "7",
-            "--device",
-            "cpu",
-            "--run-id",
-            "r1",
-            "--set",
-            f"data_root={root}",
-            "--set",
-            "validate.check_compile=false",
-            "--set",
-            "validate.timeout_s=90",
-        ],
-    )
+    again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and "(1 shards reused)" in again.output, again.output
     assert cat.sql("SELECT count(*) AS n FROM validation").to_pylist()[0]["n"] == 3
     r = CliRunner().invoke(app, ["ops", "show", "torch.nn.Conv2d"])
