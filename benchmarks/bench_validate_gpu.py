@@ -43,23 +43,31 @@ def compose(n: int, to: str) -> None:
     print(f"wrote {written} tasks to {to}")
 
 
-def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
+def measure(path: str, workers: int, budget: float, limit: int | None, progress: str | None) -> None:
     from pipeline.validate.settings import ValidateSettings
     from pipeline.validate.stage import check_candidate, settings_dict
 
     tasks = [json.loads(line) for line in open(path)][: limit or None]
-    s = settings_dict(ValidateSettings(memory_mb=0, timeout_s=300))
+    # As `opforge validate` runs them: `workers` candidates per GPU, each with its share of the GPU's memory and run
+    # again with a larger share when out of memory beside the others (check_candidate).
+    s = settings_dict(ValidateSettings(memory_mb=0, timeout_s=300, jobs_per_gpu=workers))
     items = [
         {"task_id": t["task_id"], "code": t["code"], "settings": s, "device": "cuda", "compose_reason": ""}
         for t in tasks
     ]
     t0 = time.perf_counter()
     done: list[dict] = []
+    log = open(progress, "w") if progress else None
     pool = cf.ThreadPoolExecutor(workers)  # each task runs in its own jailed process: threads only wait
     futs = {pool.submit(check_candidate, it): it for it in items}
     try:
         for f in cf.as_completed(futs, timeout=budget):
-            done.append(f.result())
+            r = f.result()
+            done.append(r)
+            if log:  # a run cut off by its caller still leaves its figures
+                keep = ("reason", "gpu_memory_share", "sandbox_wall_s", "compile_s", "eager_ms", "peak_memory_mb")
+                log.write(json.dumps({"t": round(time.perf_counter() - t0, 1), **{k: r.get(k) for k in keep}}) + "\n")
+                log.flush()
     except cf.TimeoutError:
         pass
     elapsed = time.perf_counter() - t0
@@ -68,8 +76,11 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     reasons = collections.Counter(r["reason"] or "valid" for r in done)
     jails = collections.Counter(r.get("jail") or "-" for r in done)
+    shares = collections.Counter(str(r.get("gpu_memory_share")) for r in done)
     per_hour = 3600 * len(done) / elapsed if elapsed else 0.0
     eager = sorted(r["eager_ms"] for r in done if r.get("eager_ms"))
+    walls = sorted(r["sandbox_wall_s"] for r in done if r.get("sandbox_wall_s"))
+    comp = sorted(r["compile_s"] for r in done if r.get("compile_s"))
     out = {
         "workers": workers,
         "tasks_done": len(done),
@@ -77,9 +88,12 @@ def measure(path: str, workers: int, budget: float, limit: int | None) -> None:
         "validated_per_hour": round(per_hour),
         "hours_for_6000": round(6000 / per_hour, 2) if per_hour else None,
         "reasons": dict(reasons.most_common()),
+        "memory_shares": dict(shares.most_common()),
         "jail": dict(jails),
         "cpus": os.cpu_count(),
         "eager_ms_median": eager[len(eager) // 2] if eager else None,
+        "last_run_wall_s_median": walls[len(walls) // 2] if walls else None,
+        "compile_s_median": comp[len(comp) // 2] if comp else None,
         "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done),
     }
     print(json.dumps(out, indent=1), flush=True)
@@ -93,11 +107,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--budget", type=float, default=420.0)
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--progress", help="a JSON line per finished task, written as they finish")
     a = ap.parse_args()
     if a.compose:
         compose(a.compose, a.to)
     if a.tasks:
-        measure(a.tasks, a.workers, a.budget, a.limit)
+        measure(a.tasks, a.workers, a.budget, a.limit, a.progress)
         sys.stdout.flush()
         os._exit(0)  # do not wait for the cut-off tasks
 

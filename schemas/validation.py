@@ -46,7 +46,7 @@ FILTERS = (
 
 SCHEMA = table_schema(
     "validation",
-    5,
+    6,
     "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
     "filter's result (null: not run) and the measured values.",
     [
@@ -60,7 +60,15 @@ SCHEMA = table_schema(
         field(
             "gpu_alone",
             BOOL,
-            "ran out of GPU memory beside other candidates, so ran again with the GPU to itself; this row is that run",
+            "ran out of GPU memory at its share beside other candidates, so ran again, finally with the GPU to "
+            "itself; this row is that run",
+        ),
+        field(
+            "gpu_memory_share",
+            F64,
+            "share of the GPU's memory this row's run held (1/jobs_per_gpu first; out of memory there, twice as "
+            "much, up to the whole GPU); null on CPU",
+            nullable=True,
         ),
         field("eager_ms", F64, "median eager forward time, ms (on `device`)", nullable=True),
         field("compile_ms", F64, "median torch.compile forward time, ms", nullable=True),

@@ -94,6 +94,14 @@ def test_honest_candidate_accepted_and_constant_output_rejected(tmp_path):
     assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
 
 
+def test_timing_of_a_short_kernel_is_bounded_by_wall_time(tmp_path):
+    """Each timed call is a round trip; a short kernel that would need thousands of them to add up to timing_min_ms
+    gets what timing_max_s of wall allows, never fewer than timing_trials."""
+    res = _eval(tmp_path, HONEST, timing_min_ms=1e6, timing_max_trials=3000, timing_max_s=1e-6)
+    assert res.correct and res.reward == 1, (res.reason, res.details)
+    assert res.timing["solution"]["trials"] == CPU["timing_trials"]
+
+
 def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):
     """A candidate that collects everything it can reach (its environment, the driver's payload, every file in
     its directories) finds none of the correctness seeds, and no reference output."""

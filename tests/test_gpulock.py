@@ -121,3 +121,50 @@ def test_a_jailed_job_takes_the_lock_read_only(tmp_path):
     mine.release()
     assert r.ok, (r.reason, r.error_message, r.stderr[-2000:])
     assert r.result == {"shared": True, "exclusive_while_shared": False}
+
+
+# The GPU's memory in slots (pipeline.gpumemory): validation candidates side by side never claim more than the GPU.
+
+
+def _free_slots(d: str) -> int:
+    from pipeline.gpumemory import SLOTS
+
+    return sum(_try(os.path.join(d, f"slot-{i}"), fcntl.LOCK_EX) for i in range(SLOTS))
+
+
+def test_memory_claims_never_exceed_the_gpu_and_a_big_claim_waits_for_room(tmp_path):
+    from pipeline.gpumemory import SLOTS, claimed
+
+    d = str(tmp_path / "mem")
+    order: list[str] = []
+    got = threading.Event()
+
+    def big() -> None:
+        with claimed(SLOTS // 2, d):
+            order.append("big claimed")
+            got.set()
+
+    with claimed(SLOTS * 3 // 4, d):
+        assert _free_slots(d) == SLOTS // 4
+        t = threading.Thread(target=big)
+        t.start()
+        order.append("small released")
+    assert got.wait(60), "the claim never got the slots freed for it"
+    t.join(60)
+    assert order == ["small released", "big claimed"]
+    assert _free_slots(d) == SLOTS  # every slot back
+
+
+def test_a_dead_claimant_frees_its_memory_slots(tmp_path):
+    from pipeline.gpumemory import SLOTS, claimed
+
+    d = str(tmp_path / "mem")
+    code = f"from pipeline.gpumemory import claimed\nwith claimed({SLOTS}, {d!r}):\n    print('held', flush=True)\n"
+    code += "    import time\n    time.sleep(600)\n"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert p.stdout.readline().strip() == "held"
+    assert _free_slots(d) == 0
+    p.kill()
+    p.wait()
+    with claimed(SLOTS, d) as waited:
+        assert waited >= 0 and _free_slots(d) == 0

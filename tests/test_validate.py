@@ -311,6 +311,9 @@ def test_runtime_window_on_gpu(tmp_path):
     assert all(r["runtime_window_checked"] for r in out), [(r["reason"], r["detail"], r["jail"]) for r in out]
     assert out[0]["check_runtime_window"] is True and 1.0 <= out[0]["eager_ms"] <= 100.0, out[0]
     assert out[1]["reason"] == "runtime_out_of_window" and out[1]["eager_ms"] < 1.0
+    # The window comes before torch.compile: a task outside it is dropped without being compiled.
+    (r,) = validate(pa.table({"code": [tiny]}), ValidateSettings(memory_mb=0), "cuda").to_pylist()
+    assert r["reason"] == "runtime_out_of_window" and r["check_compile_runs"] is None and r["compile_s"] is None, r
 
 
 @pytest.mark.gpu

@@ -708,23 +708,28 @@ class Judge:
 
     def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
         s = self.s
-        warm_times = []
+        warm_times, warm_walls = [], []
         t0 = time.perf_counter()
         n = 0
         while n < int(s["timing_warmup"]) or (
             (time.perf_counter() - t0) * 1e3 < float(s["timing_warmup_ms"]) and n < 5000
         ):
-            r, _ = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
+            r, w = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
             t = _num((r or {}).get("t"))
             if t is None:
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             warm_times.append(t)
+            warm_walls.append(w)
             n += 1
         estimate = statistics.median(warm_times[-50:])
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
+        if float(s["timing_max_s"]) > 0:  # the round trips, not the GPU, bound a short kernel's timing
+            planned = min(
+                planned, int(float(s["timing_max_s"]) * 1e3 / max(statistics.median(warm_walls[-50:]), 1e-3))
+            )
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
         # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
         # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.
@@ -778,7 +783,8 @@ class Judge:
         if not ok:
             self.violation("time_inconsistent", detail)
         self.rep["timing"] = {
-            "method": TIMING_METHOD + "; driven call by call by the trusted side",
+            "method": TIMING_METHOD
+            + "; driven call by call by the trusted side, at most timing_max_s of wall planned",
             "solution": {
                 "times_ms": times,
                 "stream_times_ms": stream,

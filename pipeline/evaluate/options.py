@@ -79,6 +79,13 @@ class EvalOptions:
         300.0, "More timed calls for short kernels, until they add up to this much GPU time (ms)."
     )
     timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
+    timing_max_s: float = _opt(
+        15.0,
+        "Most wall time planned for the candidate's timed calls, s (0: no limit): each is a round trip driven by "
+        "the trusted side while the candidate holds the GPU alone, so on a loaded host short kernels get fewer "
+        "calls (never fewer than timing_trials), planned from the warm-up's wall time per call.",
+        ge=0,
+    )
     check_max_calls: int = _opt(
         16,
         "Timed calls whose output is checked against the reference (the last one and others at random "

@@ -144,6 +144,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "device_name": "",
         "runtime_window_checked": False,
         "gpu_alone": False,
+        "gpu_memory_share": None,
         "eager_ms": None,
         "compile_ms": None,
         "compile_s": None,
@@ -180,7 +181,7 @@ def _finite(v: Any) -> float | None:
 
 def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
     """Validate one candidate: {"task_id", "code", "settings": dict, "device", "compose_reason"} -> a row."""
-    from pipeline.sandbox import READONLY_MARKERS, run_sandboxed
+    from pipeline.sandbox import READONLY_MARKERS
     from pipeline.validate.static import static_checks
 
     s, device = item["settings"], item["device"]
@@ -206,47 +207,17 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         "runtime_window_ms": list(s["runtime_window_ms"]),
         "max_output_mb": s["max_output_mb"],
         "max_memory_mb": s["max_memory_mb"],
-        # Beside other candidates on its GPU, a task gets its share of the GPU's memory, so that one task's
-        # appetite never makes another fail; a task past its share runs again alone (validate()).
-        "gpu_memory_fraction": None
-        if item.get("alone") or not device.startswith("cuda")
-        else 1.0 / max(1, int(s.get("jobs_per_gpu", 1))),
         "timing_trials": s["timing_trials"],
         "run_all": s["run_all"],
         "timeout_s": s["timeout_s"],
         "trace_s": s["trace_s"],
     }
-    shared = _inductor_dir(s)
-    env = {"OMP_NUM_THREADS": str(s.get("threads", 1))}
-    if s["check_compile"] and device == "cpu":
-        env["TORCHINDUCTOR_VEC_ISA_OK"] = warm_inductor(shared)
-    mem = s["memory_mb"] if device == "cpu" else (s.get("gpu_memory_mb") or None)
-    job = Path(tempfile.mkdtemp(prefix="opforge-validate-"))
-    try:
-        work = job / "work"
-        work.mkdir()
-        inductor = private_cache(shared, job / "inductor")
-        env["TORCHINDUCTOR_CACHE_DIR"] = env["TRITON_CACHE_DIR"] = inductor
-        payload["sealed_path"] = str(work / "sealed.pt")
-        reads = []
-        if device.startswith("cuda"):
-            lock = gpu_lock_file()
-            payload["gpu_lock"] = lock
-            reads.append(str(Path(lock).parent))
-        res = run_sandboxed(
-            harness_source(),
-            payload=payload,
-            timeout_s=s["timeout_s"],
-            memory_mb=mem,
-            workdir=work,
-            exec_dirs=[inductor],
-            read_dirs=reads,
-            env=env,
-            gpu=device.startswith("cuda"),
-        )
-        sealed = load_sealed(work / "sealed.pt")
-    finally:
-        shutil.rmtree(job, ignore_errors=True)
+    if device.startswith("cuda"):
+        res, sealed, share = _on_gpu(payload, s)
+        row["gpu_memory_share"] = share
+        row["gpu_alone"] = share == 1.0 and int(s.get("jobs_per_gpu", 1)) > 1
+    else:
+        res, sealed = _jailed(payload, s, device)
     row.update(
         sandbox_reason=res.reason,
         sandbox_returncode=res.returncode,
@@ -303,6 +274,66 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
 
         row["semantic_trace"] = carry(h.get("semantic_trace"), code)
     return row
+
+
+def _on_gpu(payload: dict[str, Any], s: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, float]:
+    """Run the candidate with its share of the GPU's memory (1/jobs_per_gpu), held through pipeline.gpumemory so
+    that the candidates on a GPU never ask for more than it has together. Out of memory at its share says nothing
+    about the task: it runs again with twice the share, up to the whole GPU (waiting for room meanwhile), and the
+    last run's row is its verdict. Returns the sandbox result, the sealed samples and the share."""
+    from pipeline.gpumemory import SLOTS, claimed, slots_for
+
+    k = slots_for(1.0 / max(1, int(s.get("jobs_per_gpu", 1))))
+    while True:
+        with claimed(k):
+            # The candidate caps torch's allocator at its share, less what every process on the GPU holds outside
+            # the allocator (its CUDA context, library workspaces); with the whole GPU, no cap.
+            cap = k / SLOTS * (1.0 - GPU_HEADROOM) if k < SLOTS else None
+            res, sealed = _jailed({**payload, "gpu_memory_fraction": cap}, s, "cuda")
+        if res.reason != "memory_limit" or k == SLOTS:
+            return res, sealed, k / SLOTS
+        k = min(SLOTS, 2 * k)
+
+
+GPU_HEADROOM = 0.1
+
+
+def _jailed(payload: dict[str, Any], s: dict[str, Any], device: str) -> tuple[Any, dict[str, Any] | None]:
+    """One run of the validation harness in the jail: the sandbox's result and the output samples it sealed."""
+    from pipeline.sandbox import run_sandboxed
+
+    shared = _inductor_dir(s)
+    env = {"OMP_NUM_THREADS": str(s.get("threads", 1))}
+    if s["check_compile"] and device == "cpu":
+        env["TORCHINDUCTOR_VEC_ISA_OK"] = warm_inductor(shared)
+    mem = s["memory_mb"] if device == "cpu" else (s.get("gpu_memory_mb") or None)
+    job = Path(tempfile.mkdtemp(prefix="opforge-validate-"))
+    try:
+        work = job / "work"
+        work.mkdir()
+        inductor = private_cache(shared, job / "inductor")
+        env["TORCHINDUCTOR_CACHE_DIR"] = env["TRITON_CACHE_DIR"] = inductor
+        payload["sealed_path"] = str(work / "sealed.pt")
+        reads = []
+        if device.startswith("cuda"):
+            lock = gpu_lock_file()
+            payload["gpu_lock"] = lock
+            reads.append(str(Path(lock).parent))
+        res = run_sandboxed(
+            harness_source(),
+            payload=payload,
+            timeout_s=s["timeout_s"],
+            memory_mb=mem,
+            workdir=work,
+            exec_dirs=[inductor],
+            read_dirs=reads,
+            env=env,
+            gpu=device.startswith("cuda"),
+        )
+        sealed = load_sealed(work / "sealed.pt")
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+    return res, sealed
 
 
 SEALED_MAX_BYTES = 256 * 2**20
@@ -388,15 +419,9 @@ def validate(
     # On a GPU, several candidates share it: their timed regions take turns (the harness's GPU lock).
     ex = executor or InProcess()
     res = Resources(cpus=1.0, gpus=1.0 / max(1, int(s.get("jobs_per_gpu", 1))) if device.startswith("cuda") else 0.0)
+    # Each candidate holds its share of the GPU's memory while it runs, and one out of memory at its share runs again
+    # with a larger one (check_candidate): no task is dropped for the company it ran in.
     rows = ex.map(check_candidate, items, res, on_result=on_result)
-    # Out of GPU memory beside other candidates says nothing about the task: such a task runs again with a GPU to
-    # itself (a whole GPU in the executor's accounting, after the others), and that run's row is the verdict.
-    again = [i for i, r in enumerate(rows) if device.startswith("cuda") and r["reason"] == "memory_limit"]
-    if again and int(s.get("jobs_per_gpu", 1)) > 1:
-        solo = ex if ex.distributed else InProcess()  # Ray honours gpus=1.0; in this process: one at a time
-        alone = solo.map(check_candidate, [{**items[i], "alone": True} for i in again], Resources(cpus=1.0, gpus=1.0))
-        for i, row in zip(again, alone):
-            rows[i] = {**row, "gpu_alone": True}
     return conform("validation", rows)
 
 

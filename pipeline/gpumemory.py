@@ -1,0 +1,81 @@
+"""Shares of one GPU's memory for the candidates validated side by side on it.
+
+The GPU's memory is cut into `SLOTS` equal slots, one file each; a candidate's process runs while its parent holds
+`flock`s on as many slot files as its share needs, and the candidate caps its allocator at that share. So the
+candidates on a GPU never ask for more memory than it has together, and a big task waits for room instead of
+failing beside others. The kernel drops a dead holder's flocks, so a killed job never keeps its slots.
+
+Claims pass one turnstile file (exclusive, while taking slots): the claimant holding it takes free slots and then
+waits for the next busy one until it has enough. Only the turnstile's holder waits while holding slots, and every
+other holder is a running job that frees its slots when it ends: no deadlock, and a big claim is not starved by a
+stream of small ones (they queue behind it at the turnstile).
+
+Only trusted parents take these files: they live outside the directory that jailed processes see (the GPU's lock,
+pipeline.gpulock), so a candidate cannot hold slots to stall the others.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+SLOTS = 64
+
+
+def memory_dir(gpu_ids: str | None = None) -> str:
+    """The slot files' directory of this process's GPU(s) (CUDA_VISIBLE_DEVICES), the same for every parent on a
+    host."""
+    gpu = (gpu_ids if gpu_ids is not None else os.environ.get("CUDA_VISIBLE_DEVICES", "all")).replace(",", "_")
+    return os.path.join(tempfile.gettempdir(), "opforge-gpu-memory", f"gpu-{gpu or 'none'}")
+
+
+def slots_for(fraction: float) -> int:
+    """Slots that hold at least `fraction` of the GPU's memory (at least one, at most all)."""
+    return max(1, min(SLOTS, int(-(-fraction * SLOTS // 1))))
+
+
+def _open(path: str) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextmanager
+def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
+    """Hold `slots` of the GPU's memory slots for a block (all of them at most); yields the seconds waited."""
+    d = directory or memory_dir()
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    want = max(1, min(SLOTS, slots))
+    t0 = time.perf_counter()
+    turn = _open(os.path.join(d, "turnstile"))
+    fds: list[int] = []
+    held: list[int] = []
+    try:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        try:
+            fds = [_open(os.path.join(d, f"slot-{i}")) for i in range(SLOTS)]
+            for fd in fds:
+                if len(held) == want:
+                    break
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held.append(fd)
+                except BlockingIOError:
+                    pass
+            busy = [fd for fd in fds if fd not in held]
+            while len(held) < want:
+                fd = busy.pop(0)
+                fcntl.flock(fd, fcntl.LOCK_EX)  # its holder, a running job, frees it when it ends
+                held.append(fd)
+        finally:
+            fcntl.flock(turn, fcntl.LOCK_UN)
+            os.close(turn)
+            for fd in fds:
+                if fd not in held:
+                    os.close(fd)
+        yield round(time.perf_counter() - t0, 4)
+    finally:
+        for fd in held:
+            os.close(fd)  # closing the descriptor drops its flock
