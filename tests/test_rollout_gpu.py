@@ -52,3 +52,46 @@ def test_replayed_kernel_trajectory_earns_a_measured_reward_on_gpu(tmp_path):
     assert turns[8]["solution_ms"] > 0 and turns[8]["eager_ms"] > 0 and turns[2]["eager_ms"] > 0
     assert row["final_reward"] == turns[8]["reward"] and row["final_reward"] >= 1
     assert json.loads(row["final_kernel"])["kernels/identity.cu"] == KERNEL
+
+
+def test_one_gpu_node_shares_its_gpu_between_generation_and_evaluation_in_ray(tmp_path):
+    """Ray counts the real GPU: on a one-GPU node the LLM replica and the evaluator each hold half of it through
+    Ray's accounting, with the same GPU lock, and a replayed trajectory's kernel is measured by the evaluator actor
+    on that GPU."""
+    import ray
+
+    from pipeline.identity import task_id
+    from pipeline.llm.placement import plan_gpus
+    from pipeline.llm.ray_replicas import start_replicas
+    from pipeline.rollout.stage import rollout
+    from pipeline.rollout.tools import RayRunner
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({task_id(TASK): kernel_script()}))
+    ev = {"cache_dir": str(tmp_path / "eval-cache")}
+    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False)
+    reps, runner = [], None
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        plan = plan_gpus(1, 1, 1)  # one GPU of the node for this run: shared by the replica and an evaluator
+        assert gpus >= 1 and plan.shared
+        reps = start_replicas({"backend": "replay", "replay_path": str(script)}, cpus_per_replica=0.5, plan=plan)
+        runner = RayRunner(eval_settings=ev, plan=plan)
+        row = rollout(
+            tasks_table(TASK), settings(), reps[0], ev, "gpu-ray", out_dir=tmp_path / "data", runner=runner
+        ).to_pylist()[0]
+        placed = ray.get([a.placement.remote() for a in runner._actors], timeout=60)
+        replica = ray.get(reps[0].handle.info.remote(), timeout=60)
+        left = ray.available_resources().get("GPU", 0.0)
+        print("GPU_PLACEMENT " + json.dumps({"evaluators": placed, "replica": replica, "gpus_left": left}))
+        print("GPU_FIGURES " + json.dumps({"termination": row["termination"], "final_reward": row["final_reward"]}))
+        assert row["termination"] == "finished" and row["final_reward"] >= 1
+        assert len(placed) == 1 and placed[0]["cuda_visible_devices"] == replica["cuda_visible_devices"]
+        assert placed[0]["gpu_lock"] == replica["gpu_lock"] and replica["gpu_lock"]
+        assert left == gpus - 1.0  # the shared GPU is held in full: half by the replica, half by the evaluator
+    finally:
+        for r in reps:
+            r.close()
+        if runner is not None:
+            runner.close()
+        ray.shutdown()
