@@ -253,7 +253,9 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
     dev = torch.device(device)
     if device.startswith("cuda") and p.get("gpu_memory_fraction"):
         # Its share of a GPU run by several candidates: past it, the task runs again alone (stage.validate).
-        torch.cuda.set_per_process_memory_fraction(float(p["gpu_memory_fraction"]), dev)
+        torch.cuda.set_per_process_memory_fraction(
+            float(p["gpu_memory_fraction"]), dev.index if dev.index is not None else torch.cuda.current_device()
+        )
     seed = int(p.get("seed", 0))
     atol, rtol = float(p.get("atol", 1e-3)), float(p.get("rtol", 1e-3))
     det_atol = float(p.get("det_atol", 1e-6))
