@@ -66,8 +66,8 @@ SCHEMA = table_schema(
         field(
             "gpu_memory_share",
             F64,
-            "share of the GPU's memory this row's run held (1/jobs_per_gpu first; out of memory there, twice as "
-            "much, up to the whole GPU); null on CPU",
+            "share of the GPU's memory this row's run held (1/jobs_per_gpu first; out of memory there, what it "
+            "needed, up to the whole GPU); null on CPU",
             nullable=True,
         ),
         field("eager_ms", F64, "median eager forward time, ms (on `device`)", nullable=True),

@@ -362,3 +362,21 @@ def test_output_comparison_is_chunked_and_exact():
     z = torch.complex(x, y)  # complex outputs: the imaginary parts count too
     assert harness._close([z], [z.clone()], 0.0, 0.0) and not harness._close([z], [torch.complex(x, x)], 0.0, 0.0)
     assert harness._errors([z], [torch.complex(x, x)])[0] == float(d.max())
+
+
+def test_a_task_out_of_gpu_memory_at_its_share_runs_again_with_what_it_needed():
+    """The next share comes from torch's out-of-memory message (1.5x allocated plus asked), at least 1.5x the last,
+    at most the whole GPU; a message without figures (or a lying one) still makes progress."""
+    from pipeline.gpumemory import SLOTS
+    from pipeline.validate.stage import next_share
+
+    msg = (
+        "CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 100.02 GiB "
+        "is free. Including non-PyTorch memory, this process has 12.51 GiB memory in use. Of the allocated memory "
+        "4.00 GiB is allocated by PyTorch, and 0.50 GiB is reserved by PyTorch but unallocated."
+    )
+    assert next_share(4, msg) == 9  # 1.5 x 12 GiB of 139.81 GiB: 8.24 of 64 slots, rounded up
+    assert next_share(4, "CUDA out of memory.") == 6 and next_share(1, "") == 2
+    assert next_share(40, msg) == 60 and next_share(60, msg) == SLOTS
+    huge = msg.replace("Tried to allocate 8.00 GiB", "Tried to allocate 900.00 GiB")
+    assert next_share(4, huge) == SLOTS
