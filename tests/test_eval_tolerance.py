@@ -246,3 +246,17 @@ def test_every_policy_knob_and_rule_is_documented():
     assert all(f"`{name}`" in doc for name in RUNTIME_RULES)
     assert rules_text(compact=True) in SYSTEM_PROMPT  # the agent is told the same rules the judge applies
     assert all(name in SYSTEM_PROMPT for name in RUNTIME_RULES)
+
+
+def test_off_stream_check_discounts_the_hosts_return_from_a_synchronize():
+    """An honest 0.01 ms kernel on a loaded host (measured on the H200: device-synchronised 0.31 ms, stream-ordered
+    0.01 ms) is not work off the stream once the null calls' own gap is taken off; work that really ran on another
+    stream still is, on an idle host and on a loaded one."""
+    from pipeline.evaluate.clock import off_stream
+
+    assert off_stream(0.3125, 0.0102, 0.0, 0.5, 0.05)  # the rule before: the honest kernel flagged
+    assert off_stream(0.3125, 0.0102, 0.30, 0.5, 0.05) == ""
+    assert off_stream(2.0, 0.5, 0.02, 0.5, 0.05)  # 1.5 ms ran beside the stream on an idle host
+    assert off_stream(2.3, 0.5, 0.30, 0.5, 0.05)  # the same on a loaded host
+    assert off_stream(1.0, 0.98, 0.02, 0.5, 0.05) == ""  # an ordinary kernel
+    assert off_stream(0.5, 0.01, -1.0, 0.5, 0.05)  # a negative gap never helps

@@ -87,3 +87,19 @@ def check_clock(
             fig,
         )
     return True, "", fig
+
+
+def off_stream(dev_ms: float, stream_ms: float, sync_ms: float, ratio: float, min_ms: float) -> str:
+    """Why the medians say that work ran outside the call's CUDA stream ("" when they do not): the stream-ordered
+    time (events around the call on its stream) is below `ratio` of the device-synchronised time (to an event after
+    a device-wide synchronize), by more than `min_ms`. The device-synchronised time also holds the host's return
+    from the synchronize, which is no work of the call: on a loaded host tenths of a ms, more than a short kernel
+    itself. `sync_ms`, the same gap in null calls (no work at all), is taken off first."""
+    sync = max(0.0, sync_ms)
+    work = dev_ms - sync
+    if stream_ms < ratio * work and work - stream_ms > min_ms:
+        return (
+            f"stream-ordered {stream_ms:.4f} ms vs device-synchronised {dev_ms:.4f} ms (of which {sync:.4f} ms the "
+            "host's return from a synchronize with no work): work ran outside the current stream"
+        )
+    return ""
