@@ -115,7 +115,9 @@ class EvalOptions:
     max_speedup: float = _opt(10.0, "Speedup above which a result is suspect.")
     reject_excessive_speedup: bool = _opt(True, "Reject (not only flag) speedups above max_speedup.")
     offstream_ratio: float = _opt(
-        0.5, "Stream-ordered time below ratio x device-synchronised time means work ran off the stream."
+        0.5,
+        "Stream-ordered time below ratio x device-synchronised time (less the null calls' synchronize gap) means "
+        "work ran off the stream.",
     )
     offstream_min_ms: float = _opt(0.05, "Off-stream detector floor (ms).")
     compile_mode: str = _opt("default", "torch.compile mode of the compile baseline.")
