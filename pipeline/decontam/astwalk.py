@@ -319,3 +319,16 @@ class _FastUnparser(ast._Unparser):  # type: ignore[name-defined,misc]
 def unparse(tree: AST) -> str:
     """ast.unparse(tree), faster."""
     return _FastUnparser().visit(tree)
+
+
+def dotted(node: AST) -> list[str] | None:
+    """The parts of a dotted name (`torch.nn.functional.relu` -> ["torch", "nn", "functional", "relu"]), or None
+    when the expression is not a plain chain of attributes on a name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None

@@ -25,6 +25,7 @@ from pipeline.decontam.astwalk import (
     FastVisitor,
     bfs,
     children,
+    dotted,
     names,
     preorder,
     statements_bfs,
@@ -225,17 +226,6 @@ class Canonical:
     text: str = ""
 
 
-def _dotted(node: ast.AST) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
-
-
 class _Imports:
     """Local names bound by imports -> full dotted paths (`F` -> `torch.nn.functional`)."""
 
@@ -260,7 +250,7 @@ class _Imports:
                         self.star.append(node.module)
 
     def resolve(self, node: ast.AST) -> str | None:
-        parts = _dotted(node)
+        parts = dotted(node)
         if not parts or parts[0] not in self.alias:
             return None
         return ".".join([self.alias[parts[0]], *parts[1:]])

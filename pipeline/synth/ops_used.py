@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from pipeline.decontam.astwalk import dotted
+
 # Python operators on tensors and the torch functions they are.
 _BINOPS = {
     ast.Add: "torch.add",
@@ -27,17 +29,6 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             for a in node.names:
                 out[a.asname or a.name] = f"{node.module}.{a.name}"
     return out
-
-
-def _dotted(node: ast.AST) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
 
 
 def ops_in_code(code: str, known: set[str] | frozenset[str]) -> list[str]:
@@ -64,7 +55,7 @@ def ops_in_code(code: str, known: set[str] | frozenset[str]) -> list[str]:
             if type(node.op) in _BINOPS:
                 add(_BINOPS[type(node.op)])
             continue
-        parts = _dotted(node.func)
+        parts = dotted(node.func)
         if parts and parts[0] in alias:
             add(".".join([alias[parts[0]], *parts[1:]]))
         elif isinstance(node.func, ast.Attribute) and (not parts or parts[0] != "self"):
