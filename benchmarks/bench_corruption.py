@@ -18,30 +18,13 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.identity import task_id  # noqa: E402
+from pipeline.curate.synthetic import task_code, task_rows  # noqa: E402
 from pipeline.storage import DataStore  # noqa: E402
 from schemas import get_schema  # noqa: E402
 
 
 def rows(n: int) -> list[dict]:
-    out = []
-    for i in range(n):
-        code = f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * {i}\n"
-        out.append(
-            {
-                "task_id": task_id(code),
-                "code": code,
-                "ops": ["mul"],
-                "data_source": "t",
-                "composer": "p",
-                "seed": i,
-                "run_id": "r1",
-                "compose_reason": "",
-                "size_profile": "small",
-                "est_ms": None,
-            }
-        )
-    return out
+    return task_rows([task_code(i) for i in range(n)], "r1")
 
 
 def main() -> None:

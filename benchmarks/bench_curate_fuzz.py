@@ -15,28 +15,7 @@ import random
 import time
 from collections import Counter
 
-JUNK = [
-    None,
-    "",
-    "x",
-    5,
-    -1.5,
-    True,
-    [],
-    {},
-    [None],
-    [5],
-    [{"role": 5}],
-    [{"tool_calls": "no"}],
-    [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}],
-    {"a": [1]},
-    float("nan"),
-    [{"role": "assistant", "content": {"x": 1}}],
-    [{"role": "tool", "tool_call_id": [1]}],
-    10**30,
-    -7,
-    float("inf"),
-]
+from pipeline.curate.synthetic import JUNK
 
 
 def mutate(obj, rng: random.Random, depth: int = 0) -> None:

@@ -45,7 +45,7 @@ def rss_mb() -> float:
 
 def generate(args: argparse.Namespace, data: Path) -> None:
     """Synthetic inputs through the real schemas, written as Parquet for the build phase."""
-    from pipeline.curate.synthetic import fill_schema, task_code, trajectory
+    from pipeline.curate.synthetic import task_code, task_rows, trajectory
     from pipeline.identity import task_id
     from pipeline.storage import conform
 
@@ -53,21 +53,7 @@ def generate(args: argparse.Namespace, data: Path) -> None:
     with Clock() as clock:
         codes = [task_code(i) for i in range(n_tasks)]
         ids = [task_id(c) for c in codes]
-        tasks = [
-            fill_schema(
-                "tasks",
-                {
-                    "task_id": t,
-                    "code": c,
-                    "ops": ["torch.relu", "torch.mul"],
-                    "data_source": "torch#2",
-                    "composer": "programmatic",
-                    "seed": i,
-                    "run_id": "synth",
-                },
-            )
-            for i, (t, c) in enumerate(zip(ids, codes))
-        ]
+        tasks = task_rows(codes)
         pq.write_table(conform("tasks", tasks), data / "tasks.parquet")
         pq.write_table(
             pa.Table.from_pylist([{"task_id": t, "valid": True, "reason": "", "run_id": "val"} for t in ids]),

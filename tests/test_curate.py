@@ -14,7 +14,7 @@ from pipeline.curate.critic import gae, returns
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.split import split_of
 from pipeline.curate.stage import curate, load_result, save_result
-from pipeline.curate.synthetic import TOOLS_JSON, scenario, trajectory
+from pipeline.curate.synthetic import JUNK, TOOLS_JSON, scenario, trajectory
 from pipeline.storage import SchemaError, conform
 
 
@@ -429,32 +429,15 @@ def test_hostile_rows_never_crash_and_every_item_is_accounted_for(scen):
     import random
 
     good = json.loads(json.dumps(trajectory(scen["ids"]["good"], 7, task_code="x")))
-    junk = [
-        None,
-        "",
-        "x",
-        5,
-        -1.5,
-        True,
-        [],
-        {},
-        [None],
-        [5],
-        [{"role": 5}],
-        [{"tool_calls": "no"}],
-        [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}],
-        {"a": [1]},
-        float("nan"),
-    ]
     rng = random.Random(0)
     rows = []
     for k, key in enumerate(sorted(good)):
-        for j, v in enumerate(rng.sample(junk, 6)):
+        for j, v in enumerate(rng.sample(JUNK, 6)):
             bad = json.loads(json.dumps(good))
             bad[key] = v
             bad["traj_id"] = bad["traj_id"] if key == "traj_id" else f"fuzz-{k}-{j}"
             rows.append(bad)
-    for i, msg_junk in enumerate(junk):  # and inside the conversation
+    for i, msg_junk in enumerate(JUNK):  # and inside the conversation
         bad = json.loads(json.dumps(good))
         bad["traj_id"] = f"fuzz-msg-{i}"
         bad["messages"][2] = msg_junk

@@ -12,7 +12,7 @@ from pipeline.curate.columns import to_rows
 from pipeline.curate.settings import CurateSettings
 from pipeline.curate.sft import chat_messages
 from pipeline.curate.stage import curate
-from pipeline.curate.synthetic import fill_schema, task_code
+from pipeline.curate.synthetic import task_code, task_rows
 from pipeline.identity import task_id
 
 
@@ -52,21 +52,7 @@ def rolled(tmp_path_factory):
         "rollout-real",
         runner=LocalRunner(),
     )
-    tasks = [
-        fill_schema(
-            "tasks",
-            {
-                "task_id": t,
-                "code": c,
-                "ops": ["torch.relu", "torch.mul"],
-                "data_source": "torch#2",
-                "composer": "programmatic",
-                "seed": i,
-                "run_id": "synth",
-            },
-        )
-        for i, (t, c) in enumerate(zip(ids, codes))
-    ]
+    tasks = task_rows(codes)
     val = [{"task_id": t, "valid": True, "run_id": "val"} for t in ids]
     con = [{"task_id": t, "contaminated": False, "run_id": "decon"} for t in ids]
     return {"traj": out, "tasks": tasks, "val": val, "con": con, "ids": ids}

@@ -6,30 +6,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.identity import task_id
+from pipeline.curate.synthetic import task_code, task_rows
 from pipeline.storage import CorruptFileError, DataStore, SchemaError, atomic_write_parquet, conform, read_parquet
 from schemas import get_schema
 
 
 def _rows(n=12):
-    out = []
-    for i in range(n):
-        code = f"import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * {i}\n"
-        out.append(
-            {
-                "task_id": task_id(code),
-                "code": code,
-                "ops": ["mul"],
-                "data_source": "t",
-                "composer": "p",
-                "seed": i,
-                "run_id": "r1",
-                "compose_reason": "",
-                "size_profile": "small",
-                "est_ms": None,
-            }
-        )
-    return out
+    return task_rows([task_code(i) for i in range(n)], "r1")
 
 
 def test_every_single_byte_corruption_is_an_error_or_reads_identical(tmp_path):

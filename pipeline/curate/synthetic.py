@@ -190,6 +190,52 @@ def trajectory(
     return fill_schema("trajectories", row)
 
 
+def task_rows(codes: list[str], run_id: str = "synth") -> list[dict[str, Any]]:
+    """`tasks` rows of these codes, as the programmatic composer writes them."""
+    from pipeline.identity import task_id
+
+    return [
+        fill_schema(
+            "tasks",
+            {
+                "task_id": task_id(c),
+                "code": c,
+                "ops": ["torch.relu", "torch.mul"],
+                "data_source": "torch#2",
+                "composer": "programmatic",
+                "seed": i,
+                "run_id": run_id,
+            },
+        )
+        for i, c in enumerate(codes)
+    ]
+
+
+# Values of the wrong shape for any field or message (fuzzing: bad input never crashes a run or loses a row).
+JUNK = [
+    None,
+    "",
+    "x",
+    5,
+    -1.5,
+    True,
+    [],
+    {},
+    [None],
+    [5],
+    [{"role": 5}],
+    [{"tool_calls": "no"}],
+    [{"role": "assistant", "tool_calls": [None, 3, {"function": 7}]}],
+    {"a": [1]},
+    float("nan"),
+    [{"role": "assistant", "content": {"x": 1}}],
+    [{"role": "tool", "tool_call_id": [1]}],
+    10**30,
+    -7,
+    float("inf"),
+]
+
+
 def task_code(i: int) -> str:
     return (
         f"import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
