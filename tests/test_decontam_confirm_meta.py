@@ -188,3 +188,15 @@ def test_a_near_variant_with_other_output_shapes_still_runs_and_is_decided(setti
     assert cols["reason"] == ["near_variant"] and out["near_variant"] == [True], (cols, out["evidence"])
     ev = json.loads(out["evidence"][0])
     assert ev["tried"][0]["status"] == "ran" and not ev["tried"][0]["equivalent"], ev
+
+
+def test_a_candidates_pairs_share_one_child_each_under_its_own_time_limit(settings):
+    """All of a candidate's pairs run in one forked child; a pair past its limit (a problem whose forward never
+    ends) times out alone: the candidate's next pair still runs and matches."""
+    from pipeline.decontam.semantic import confirm_pairs
+
+    endless = LINEAR.replace("        return torch.relu(self.fc(x))", "        while True:\n            pass")
+    fast = settings.model_copy(update={"confirm_timeout_s": 2.0})
+    reps = confirm_pairs([(LINEAR_PARA + "\n# again\n", endless), (LINEAR_PARA + "\n# again\n", LINEAR)], fast)
+    assert reps[0]["reason"] == "timeout" and not reps[0]["equivalent"], reps[0]
+    assert reps[1]["ok"] and reps[1]["equivalent"], reps[1]

@@ -104,10 +104,15 @@ def _messages(res) -> list:
     return got if isinstance(got, list) else ([res.result] if getattr(res, "result", None) is not None else [])
 
 
+def _job_units(job: list) -> int:
+    """Time limits a job gets (jailed.WORKER's _job_time): one, or one per pair of a candidate's confirmations."""
+    return max(1, len(job[2])) if job and job[0] == "confirm_many" else 1
+
+
 def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float) -> tuple[list, bool, object]:
     """One jailed process over `jobs`: (per-job results in order, as far as it got; whether it started; the run)."""
     payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
-    res = _RUN[0](source, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
+    res = _RUN[0](source, payload, 60 + per_job_s * sum(map(_job_units, jobs)), settings.semantic_memory_mb)
     got, started = [], False
     for m in _messages(res):
         if not isinstance(m, dict):
@@ -283,11 +288,23 @@ def confirm_pairs(
             reps[k] = got
         else:
             todo.setdefault(k, (c, r, f))
-    jobs = [["confirm", c, r] + ([] if f else ["match"]) for c, r, f in todo.values()]
-    for k, rep in zip(todo, run_jobs(jobs, settings, settings.confirm_timeout_s)):
-        reps[k] = rep
-        if not _transient(rep):
-            _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
+    # one job per candidate: its pairs in one forked child
+    groups: dict[str, list[str]] = {}
+    for k, (c, _, _) in todo.items():
+        groups.setdefault(c, []).append(k)
+    jobs = [["confirm_many", c, [todo[k][1] for k in ks], [not todo[k][2] for k in ks]] for c, ks in groups.items()]
+    for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s)):
+        got = res.get("reports") if res.get("ok") else None
+        for n, k in enumerate(ks):
+            if got is None:  # the child as a whole failed (timeout, worker_died, jail_*): each of its pairs so
+                rep = {key: res[key] for key in ("ok", "reason", "error") if key in res}
+            elif isinstance(got, list) and n < len(got) and isinstance(got[n], dict):
+                rep = got[n]
+            else:
+                rep = {"ok": False, "reason": "bad_result"}
+            reps[k] = rep
+            if not _transient(rep):
+                _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
     out = []
     for k in keys:
         rep = dict(reps[k])
