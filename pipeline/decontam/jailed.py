@@ -316,14 +316,17 @@ def _sliced(ts, first_only, rows=2):
     return out
 
 
-def _variants(g, max_numel):
+def _variants(g, max_numel, meta_only=False):
     """The candidate's inputs to try, smallest first (all batch inputs cut to 2 rows, the first one cut, whole);
-    get_inputs() when small, else random tensors of its shapes; any above max_numel skipped."""
+    get_inputs() when small, else random tensors of its shapes; any above max_numel skipped. `meta_only`: the
+    same variants as meta tensors of the shapes get_inputs() gives on meta."""
     torch.manual_seed(1)
     with torch.device("meta"):
         meta = list(g["get_inputs"]())
     real = None
-    if sum(t.numel() for t in meta if isinstance(t, torch.Tensor)) <= max_numel:
+    if meta_only:
+        pass
+    elif sum(t.numel() for t in meta if isinstance(t, torch.Tensor)) <= max_numel:
         torch.manual_seed(1)
         real = list(g["get_inputs"]())
     for variant in ("all", "first", "none"):
@@ -331,7 +334,7 @@ def _variants(g, max_numel):
         ins = src if variant == "none" else _sliced(src, variant == "first")
         if sum(t.numel() for t in ins if isinstance(t, torch.Tensor)) > max_numel:
             continue
-        if real is None:
+        if real is None and not meta_only:
             ins = [(torch.rand(t.shape, dtype=t.dtype) if t.is_floating_point() else
                     torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in ins]
         yield ins
@@ -341,15 +344,23 @@ _RANDOM_INITS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "ka
                  "xavier_normal_", "orthogonal_", "sparse_")
 
 
+def _meta_model(g, max_params):
+    """The model on meta tensors (no memory, no data); MemoryError when it has more than max_params parameters."""
+    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+    with torch.device("meta"):
+        model = _new_model(g, init)
+    size = sum(p.numel() for p in model.parameters())
+    if size > max_params:
+        raise MemoryError(f"{size} parameters")
+    return model
+
+
 def _model(g, seed, max_params, skipped):
     """The task's model with its random initializers skipped (about half of a confirmation's time went into
     kaiming_uniform_ on large layers; the values are overwritten: the reference's by normal_, the candidate's by
     the reference's or normal_). The tensors they were called on go into `skipped`; constant initializers run."""
+    _meta_model(g, max_params)
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    with torch.device("meta"):
-        size = sum(p.numel() for p in _new_model(g, init).parameters())
-    if size > max_params:
-        raise MemoryError(f"{size} parameters")
     torch.manual_seed(seed)
     saved = {n: getattr(torch.nn.init, n) for n in _RANDOM_INITS}
 
@@ -416,12 +427,113 @@ def _source_order(model, assigned):
     return params + bufs
 
 
-def confirm(cand_code, ref_code, max_numel):
+def _on_meta(t):
+    return torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _Budget(TorchDispatchMode):
+    """At most DRY_OPS ops per dry run: on meta tensors a loop the real kernel runs in C++ (an LSTM over 512 steps)
+    unrolls into Python-dispatched ops (seconds); past the budget the dry runs stop and the real run decides."""
+
+    def __init__(self):
+        super().__init__()
+        self.left = DRY_OPS
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.left -= 1
+        if self.left < 0:
+            DRY["off"] = True
+            raise _OverBudget()
+        return func(*args, **(kwargs or {}))
+
+
+DRY_OPS = 1000
+DRY = {"off": False}  # set for the rest of a confirmation when a dry run ran past its budget
+
+
+def _dry(model, ins):
+    with torch.no_grad(), _Budget():
+        return _flat(model(*[_on_meta(t) for t in ins]))
+
+
+def _accepts(model, ins):
+    """None when the (trusted) reference's forward runs on meta tensors of these inputs' shapes and dtypes, else
+    the exception it raised. Meta kernels make the same shape checks as real ones (and skip some: a transposed
+    convolution's channels), so a reference that rejects an input on meta rejects it for real (most pairs
+    shortlisted for sharing graph features with a problem fail so: its layers do not fit the candidate's inputs); a
+    meta kernel's own limits (no kernel, data-dependent output) or a dry run past its budget prove nothing: None,
+    the real run decides."""
+    if DRY["off"]:
+        return None
+    try:
+        _dry(model, ins)
+    except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as e:
+        if isinstance(e, NotImplementedError) or "meta" in str(e).lower() or "data-dependent" in str(e).lower():
+            return None
+        return None if DRY["off"] else e
+    except Exception:
+        return None
+    return None
+
+
+def _meta_shapes(ref, cand, ins):
+    """Both models' output shapes on meta tensors of these inputs, or None where either does not run on meta (the
+    real run decides). Honest code has the same shapes on meta as for real; a task that makes them differ only
+    turns its own pair into a mismatch, as its trace can."""
+    if DRY["off"]:
+        return None
+    try:
+        ro, co = _dry(ref, ins), _dry(cand, ins)
+    except Exception:
+        return None
+    return [list(t.shape) for t in ro], [list(t.shape) for t in co]
+
+
+def _same_inputs(r_meta, c_in):
+    return c_in is not None and len(r_meta) == len(c_in) and all(
+        isinstance(a, torch.Tensor) == isinstance(b, torch.Tensor)
+        and (not isinstance(a, torch.Tensor) or a.shape[1:] == b.shape[1:]) for a, b in zip(r_meta, c_in))
+
+
+def confirm(cand_code, ref_code, max_numel, match_only=False):
+    DRY["off"] = False
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
-    skipped = set()
-    (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
     with torch.device("meta"):
         r_meta = list(gr["get_inputs"]())
+    # Which of the candidate's input variants the reference takes, known on meta tensors before any weight is drawn
+    # (drawing them was half of a confirmation's time; most pairs end here). The same variants, weights and
+    # inputs as a run without this step: it only leaves out runs that would raise.
+    ref_meta, cand_meta = _meta_model(gr, 4 * max_numel), _meta_model(gc, 4 * max_numel)
+    # First at the shapes the candidate's get_inputs gives on meta, without drawing its inputs (a quarter of what
+    # was left): a task whose inputs' shapes depend on the device can mislead only this, about itself, as its
+    # trace (which chose these pairs) can.
+    shown = [_accepts(ref_meta, ins) for ins in _variants(gc, max_numel, meta_only=True)]
+    if shown and all(e is not None for e in shown):
+        raise shown[-1]
+    variants, err = [], None
+    for c_in in _variants(gc, max_numel):
+        e = _accepts(ref_meta, c_in)
+        if e is None:
+            variants.append(c_in)
+        else:
+            err = e
+    if not variants:
+        if err is not None:
+            raise err
+        return {"ok": False, "reason": "inputs_too_large"}
+    shapes = _meta_shapes(ref_meta, cand_meta, variants[0]) if match_only else None
+    if shapes is not None and shapes[0] != shapes[1]:
+        # The outputs' shapes differ on the inputs the run would take: the run would raise (meta kernels skip some
+        # checks: a transposed convolution's channels) or give outputs of these shapes; no match either way. Asked
+        # only where the outputs cannot make a near_variant (the caller knows from the graphs).
+        return {"ok": False, "reason": "output_shapes_differ", "on_meta": True,
+                "ref_shapes": shapes[0][:4], "cand_shapes": shapes[1][:4]}
+    skipped = set()
+    (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
         for p in ref.parameters():
             p.normal_(0, 0.5)
@@ -438,20 +550,15 @@ def confirm(cand_code, ref_code, max_numel):
         return ro, co
 
     ro = co = c_in = None
-    err = None
-    for c_in in _variants(gc, max_numel):
+    for c_in in variants:
         try:
             ro, co = run(c_in)
             break
         except Exception as e:  # this slice does not fit the model (A[:2] @ B[:2]): the next one
             err = e
     if ro is None:
-        if err is not None:
-            raise err
-        return {"ok": False, "reason": "inputs_too_large"}
-    same_inputs = c_in is not None and len(r_meta) == len(c_in) and all(
-        isinstance(a, torch.Tensor) == isinstance(b, torch.Tensor)
-        and (not isinstance(a, torch.Tensor) or a.shape[1:] == b.shape[1:]) for a, b in zip(r_meta, c_in))
+        raise err
+    same_inputs = _same_inputs(r_meta, c_in)
     shapes_r = [list(t.shape) for t in ro]
     shapes_c = [list(t.shape) for t in co]
     out = {"ok": True, "mapping": mapping, "unmatched_cand": len(ct) - len(mapping),
@@ -472,11 +579,49 @@ def confirm(cand_code, ref_code, max_numel):
     return out
 
 
+class _PairTimeout(BaseException):  # not an Exception: a model's own `except Exception` does not swallow it
+    pass
+
+
+def _pair_alarm(*_):
+    raise _PairTimeout()
+
+
+def confirm_many(cand_code, refs, match_only):
+    """One candidate beside each of its problems in one child (one fork for all its pairs: the fork, not the runs,
+    was most of a pair's cost once most pairs end on meta). Each pair has its own time limit; whatever the task
+    does to this process (patched torch, a swallowed alarm) concerns its own pairs only."""
+    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    out = []
+    for ref_code, only in zip(refs, match_only):
+        t0 = time.monotonic()
+        signal.signal(signal.SIGALRM, _pair_alarm)
+        signal.setitimer(signal.ITIMER_REAL, TIME_S)
+        try:
+            rep = confirm(cand_code, ref_code, max_numel, bool(only))
+        except _PairTimeout:
+            rep = {"ok": False, "reason": "timeout"}
+        except Exception as e:
+            rep = {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        rep["wall_s"] = round(time.monotonic() - t0, 4)
+        out.append(rep)
+    return {"ok": True, "reports": out}
+
+
+def _job_time(job):
+    return TIME_S * (max(1, len(job[2])) if job[0] == "confirm_many" else 1)
+
+
 def run_child(job):
+    if job[0] == "confirm_many":
+        return confirm_many(job[1], job[2], job[3])
     signal.alarm(int(TIME_S) + 1)  # a child that ignores the parent's kill still dies
     if job[0] == "trace":
         return trace(job[1])
-    return confirm(job[1], job[2], int(PAYLOAD.get("max_numel", 20_000_000)))
+    # job[3] == "match": only whether the outputs match matters (not a possible near_variant)
+    return confirm(job[1], job[2], int(PAYLOAD.get("max_numel", 20_000_000)), len(job) > 3 and job[3] == "match")
 
 
 def _channel_fd():
@@ -523,8 +668,9 @@ def fork_one(job):
     os.close(w)
     buf, t0 = bytearray(), time.monotonic()
     timed_out = False
+    limit = _job_time(job)
     while True:
-        left = TIME_S - (time.monotonic() - t0)
+        left = limit - (time.monotonic() - t0)
         if left <= 0:
             timed_out = True
             break

@@ -23,7 +23,7 @@ from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
 from pipeline.decontam.jailed import TRACE_FIELDS, TRACER_VERSION, code_key  # noqa: F401 - one place for a trace
 from pipeline.decontam.settings import DecontamSettings
 
-CONFIRM_VERSION = "3"  # bump when jailed.confirm changes: cached confirmation reports become stale
+CONFIRM_VERSION = "4"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
 _LOCK = threading.Lock()
@@ -104,10 +104,15 @@ def _messages(res) -> list:
     return got if isinstance(got, list) else ([res.result] if getattr(res, "result", None) is not None else [])
 
 
+def _job_units(job: list) -> int:
+    """Time limits a job gets (jailed.WORKER's _job_time): one, or one per pair of a candidate's confirmations."""
+    return max(1, len(job[2])) if job and job[0] == "confirm_many" else 1
+
+
 def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float) -> tuple[list, bool, object]:
     """One jailed process over `jobs`: (per-job results in order, as far as it got; whether it started; the run)."""
     payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
-    res = _RUN[0](source, payload, 60 + per_job_s * len(jobs), settings.semantic_memory_mb)
+    res = _RUN[0](source, payload, 60 + per_job_s * sum(map(_job_units, jobs)), settings.semantic_memory_mb)
     got, started = [], False
     for m in _messages(res):
         if not isinstance(m, dict):
@@ -259,25 +264,47 @@ def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
     return float(d) <= atol + rtol * float(s) and float(s) > 0
 
 
-def confirm_pairs(pairs: list[tuple[str, str]], settings: DecontamSettings) -> list[dict]:
+def _confirm_key(cand: str, ref: str, full: bool) -> str:
+    return code_key(f"confirm{CONFIRM_VERSION}{'' if full else 'match'}\0" + cand + "\0" + ref)
+
+
+def confirm_pairs(
+    pairs: list[tuple[str, str]], settings: DecontamSettings, full: list[bool] | None = None
+) -> list[dict]:
     """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
-    traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances)."""
+    traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances).
+    `full[i]` false: only whether pair i's outputs match matters (it cannot be a near_variant): the jailed run may
+    stop at outputs whose shapes differ on meta tensors (`output_shapes_differ`); a full report serves it too."""
     root = cache_dir(settings)
-    keys = [code_key(f"confirm{CONFIRM_VERSION}\0" + c + "\0" + r) for c, r in pairs]
+    modes = full if full is not None else [True] * len(pairs)
+    keys = [_confirm_key(c, r, f) for (c, r), f in zip(pairs, modes)]
     reps: dict[str, dict] = {}
-    todo: dict[str, tuple[str, str]] = {}
-    for k, pair in zip(keys, pairs):
+    todo: dict[str, tuple[str, str, bool]] = {}
+    for k, (c, r), f in zip(keys, pairs, modes):
         got = _cache_get(root, k)
+        if got is None and not f:
+            got = _cache_get(root, _confirm_key(c, r, True))
         if got is not None and not _stale(got, settings.confirm_timeout_s):
             reps[k] = got
         else:
-            todo.setdefault(k, pair)
-    for k, rep in zip(
-        todo, run_jobs([["confirm", c, r] for c, r in todo.values()], settings, settings.confirm_timeout_s)
-    ):
-        reps[k] = rep
-        if not _transient(rep):
-            _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
+            todo.setdefault(k, (c, r, f))
+    # one job per candidate: its pairs in one forked child
+    groups: dict[str, list[str]] = {}
+    for k, (c, _, _) in todo.items():
+        groups.setdefault(c, []).append(k)
+    jobs = [["confirm_many", c, [todo[k][1] for k in ks], [not todo[k][2] for k in ks]] for c, ks in groups.items()]
+    for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s)):
+        got = res.get("reports") if res.get("ok") else None
+        for n, k in enumerate(ks):
+            if got is None:  # the child as a whole failed (timeout, worker_died, jail_*): each of its pairs so
+                rep = {key: res[key] for key in ("ok", "reason", "error") if key in res}
+            elif isinstance(got, list) and n < len(got) and isinstance(got[n], dict):
+                rep = got[n]
+            else:
+                rep = {"ok": False, "reason": "bad_result"}
+            reps[k] = rep
+            if not _transient(rep):
+                _cache_put(root, k, {**rep, "limit_s": settings.confirm_timeout_s})
     out = []
     for k in keys:
         rep = dict(reps[k])
@@ -371,8 +398,6 @@ def semantic_pass(
     functional_match (outputs equal to a reference problem's) or near_variant (semantically near, outputs differ,
     at most near_variant_changes ops changed; removed or kept per near_variant_policy). `carried`: the traces
     validation made (code -> JSON), used instead of tracing again."""
-    from pipeline.decontam.graphfp import difference, is_near_variant
-
     n = len(codes)
     out: dict[str, list] = {
         "view": [VIEW_OF_REASON.get(r, "") if c else "" for r, c in zip(cols["reason"], cols["contaminated"])],
@@ -416,7 +441,11 @@ def semantic_pass(
             jobs.append((codes[i], ref_codes[j]))
             owners.append((row, k, j))
     re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
-    reports = confirm_pairs(re_jobs + jobs, settings) if re_jobs or jobs else []
+    # a re-checked copy becomes a near_variant only on outputs of equal shapes: its run can stop where they differ
+    full = [False] * len(re_jobs) + [
+        _could_be_near_variant(views[k], j, sims[row, j], ref, settings) for row, k, j in owners
+    ]
+    reports = confirm_pairs(re_jobs + jobs, settings, full) if re_jobs or jobs else []
     _recheck_apply(recheck, reports[: len(re_jobs)], cols, out, ref_ids, ref, settings)
     reports = reports[len(re_jobs) :]
     per_row: dict[int, list] = {}
@@ -461,20 +490,10 @@ def semantic_pass(
         # inputs) and semantically near, from which only one or two ops changed in place
         best, diff = -1, None
         for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]):
-            if (
-                sims[row, j] < settings.near_variant_threshold
-                or not ref.views[j].ok
-                or views[k].truncated  # a graph's first ops cannot show what changed
-                or ref.views[j].truncated
-                or not (rep.get("ok") and rep.get("cand_shapes"))
-            ):
+            if not (rep.get("ok") and rep.get("cand_shapes")):
                 continue
-            d = difference(views[k].graph, ref.views[j].graph)
-            # the same graph and called ops whose outputs still differ (tensors the mapping could not tie): the
-            # problem itself, at the least a near-variant of it
-            if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) or (
-                sims[row, j] >= 1.0 and not d["n_changes"]
-            ):
+            d = _near_variant_difference(views[k], j, sims[row, j], ref, settings)
+            if d is not None:
                 best, diff = j, d
                 break
         if best < 0:
@@ -499,6 +518,30 @@ def semantic_pass(
             }
         )
     return out
+
+
+def _near_variant_difference(
+    view: SemView, j: int, sim: float, ref: SemanticReference, settings: DecontamSettings
+) -> dict | None:
+    """The difference from problem j when the graphs allow a near_variant of it (outputs shown to differ then
+    decide), else None: semantically near, both views whole (a graph's first ops cannot show what changed), 1 to
+    near_variant_changes ops changed in place, or the same graph and called ops (tensors the mapping could not tie:
+    the problem itself, at the least a near-variant of it)."""
+    from pipeline.decontam.graphfp import difference, is_near_variant
+
+    if sim < settings.near_variant_threshold or not ref.views[j].ok or view.truncated or ref.views[j].truncated:
+        return None
+    d = difference(view.graph, ref.views[j].graph)
+    if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) or (
+        sim >= 1.0 and not d["n_changes"]
+    ):
+        return d
+    return None
+
+
+def _could_be_near_variant(view: SemView, j: int, sim: float, ref: SemanticReference, settings) -> bool:
+    """Whether the run beside problem j can make the row a near_variant (then it must run to its end)."""
+    return _near_variant_difference(view, j, float(sim), ref, settings) is not None
 
 
 def _recheck_candidates(

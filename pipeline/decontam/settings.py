@@ -43,9 +43,10 @@ class DecontamSettings(BaseModel):
         False,
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
-        "(docs/contamination.md). Off by default: new tasks still cost ~0.09 s of jailed CPU "
-        "each for confirmations (~240 ms per pair, one pair per three candidates) against ~2 ms "
-        "for the token views; a re-check (confirmations cached) is within 2x.",
+        "(docs/contamination.md). Off by default: new tasks still cost ~11 ms of jailed CPU "
+        "each for confirmations (~34 ms per pair, one forked child per candidate with pairs) against "
+        "~2 ms for the token views (~7x the views alone at 6,000 candidates); a re-check "
+        "(confirmations cached) is within 2x.",
     )
     semantic_threshold: float = Field(
         0.5,
