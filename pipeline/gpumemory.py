@@ -39,14 +39,20 @@ def slots_for(fraction: float) -> int:
 
 
 def _open(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # Read-only descriptors take flocks too, so files readable by every uid serve every user's runs on the host.
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        os.fchmod(fd, 0o644)
+    except OSError:  # another uid's file: its creator made it readable
+        pass
+    return fd
 
 
 @contextmanager
 def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
     """Hold `slots` of the GPU's memory slots for a block (all of them at most); yields the seconds waited."""
     d = directory or memory_dir()
-    os.makedirs(d, mode=0o700, exist_ok=True)
+    os.makedirs(d, mode=0o755, exist_ok=True)
     want = max(1, min(SLOTS, slots))
     t0 = time.perf_counter()
     turn = _open(os.path.join(d, "turnstile"))
