@@ -267,21 +267,7 @@ def scenario(
     ]
     codes = {n: task_code(i) for i, n in enumerate(names)}
     ids = {n: make_task_id(c) for n, c in codes.items()}
-    tasks = [
-        fill_schema(
-            "tasks",
-            {
-                "task_id": ids[n],
-                "code": codes[n],
-                "ops": ["torch.relu", "torch.mul"],
-                "data_source": "torch#2",
-                "composer": "programmatic",
-                "seed": i,
-                "run_id": run_synth,
-            },
-        )
-        for i, n in enumerate(names)
-    ]
+    tasks = task_rows([codes[n] for n in names], run_synth)
 
     def verdict(n: str) -> dict[str, Any]:
         row = {
