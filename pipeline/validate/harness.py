@@ -256,7 +256,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         device = "cpu"
     dev = torch.device(device)
     if device.startswith("cuda") and p.get("gpu_memory_fraction"):
-        # Its share of a GPU run by several candidates: past it, the task runs again alone (stage.validate).
+        # Its share of a GPU run by several candidates: past it, the task runs again with more (stage._on_gpu).
         torch.cuda.set_per_process_memory_fraction(
             float(p["gpu_memory_fraction"]), dev.index if dev.index is not None else torch.cuda.current_device()
         )

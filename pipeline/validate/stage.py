@@ -280,8 +280,9 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
 def _on_gpu(payload: dict[str, Any], s: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, float]:
     """Run the candidate with its share of the GPU's memory (1/jobs_per_gpu), held through pipeline.gpumemory so
     that the candidates on a GPU never ask for more than it has together. Out of memory at its share says nothing
-    about the task: it runs again with twice the share, up to the whole GPU (waiting for room meanwhile), and the
-    last run's row is its verdict. Returns the sandbox result, the sealed samples and the share."""
+    about the task: it runs again with the share its out-of-memory message says it needed (`next_share`), up to the
+    whole GPU (waiting for room meanwhile), and the last run's row is its verdict. Returns the sandbox result, the
+    sealed samples and the share."""
     from pipeline.gpumemory import SLOTS, claimed, slots_for
 
     k = slots_for(1.0 / max(1, int(s.get("jobs_per_gpu", 1))))
