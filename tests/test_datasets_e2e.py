@@ -172,6 +172,8 @@ def test_synth_to_published_datasets_on_gpu(tmp_path, kernelbench_path):
     (validated with every filter, torch.compile and the runtime window included) and tests/test_rollout.py's task,
     whose replayed trajectory writes a real kernel (the window is opened down to 0.01 ms for it: a 16 MB ReLU takes
     0.04 ms on an H200). Prints the rows per config and the filter yields; every published config loads."""
+    import time
+
     from test_rollout import TASK, kernel_script
     from test_rollout import settings as rollout_settings
 
@@ -187,6 +189,7 @@ def test_synth_to_published_datasets_on_gpu(tmp_path, kernelbench_path):
     from pipeline.validate.settings import ValidateSettings
     from pipeline.validate.stage import validate
 
+    t0 = time.perf_counter()
     root = tmp_path / "data"
     store = DataStore(root)
     synth = synthesize(SynthSettings(n=4, size_profile="gpu", seed_per_run=True), RUN)
@@ -194,15 +197,21 @@ def test_synth_to_published_datasets_on_gpu(tmp_path, kernelbench_path):
     store.write("tasks", tasks, RUN)
     val = validate(tasks, ValidateSettings(runtime_window_ms=(0.01, 100.0), memory_mb=0, timeout_s=300), "cuda")
     store.write("validation", val, RUN)
-    print("\nvalidation:", [(r["task_id"][:8], r["reason"], r["eager_ms"]) for r in val.to_pylist()])
+    print(
+        f"\nvalidation ({time.perf_counter() - t0:.0f} s):",
+        [(r["task_id"][:8], r["reason"], r["eager_ms"]) for r in val.to_pylist()],
+    )
     clean, con = _clean_tasks(store, tasks, val, kernelbench_path)
     assert task_id(TASK) in clean.column("task_id").to_pylist(), (val.to_pylist(), con.to_pylist())
 
     scripts = {t: _copy_script() for t in clean.column("task_id").to_pylist()} | {task_id(TASK): kernel_script()}
     ev = {"cache_dir": str(tmp_path / "eval-cache")}
-    traj = rollout(clean, rollout_settings(), ReplayBackend(scripts), ev, RUN, out_dir=root, runner=LocalRunner())
+    # Every trajectory in flight at once: their builds use the host's cores, their timed regions take the GPU's lock.
+    traj = rollout(
+        clean, rollout_settings(concurrency=4), ReplayBackend(scripts), ev, RUN, out_dir=root, runner=LocalRunner()
+    )
     rewards = {r["task_id"][:8]: r["final_reward"] for r in traj.to_pylist()}
-    print("final rewards:", rewards)
+    print(f"final rewards ({time.perf_counter() - t0:.0f} s):", rewards)
     assert rewards[task_id(TASK)[:8]] >= 1  # measured on the GPU
 
     result = _curated(root, CurateSettings(), "cur-e2e-gpu")
