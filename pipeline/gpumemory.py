@@ -6,9 +6,9 @@ candidates on a GPU never ask for more memory than it has together, and a big ta
 failing beside others. The kernel drops a dead holder's flocks, so a killed job never keeps its slots.
 
 Claims pass one turnstile file (exclusive, while taking slots): the claimant holding it takes free slots and then
-waits for the next busy one until it has enough. Only the turnstile's holder waits while holding slots, and every
-other holder is a running job that frees its slots when it ends: no deadlock, and a big claim is not starved by a
-stream of small ones (they queue behind it at the turnstile).
+the slots that running jobs free, whichever end first, until it has enough. Only the turnstile's holder waits while
+holding slots, and every other holder is a running job that frees its slots when it ends: no deadlock, and a big
+claim is not starved by a stream of small ones (they queue behind it at the turnstile).
 
 Only trusted parents take these files: they live outside the directory that jailed processes see (the GPU's lock,
 pipeline.gpulock), so a candidate cannot hold slots to stall the others.
@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 SLOTS = 64
+POLL_MAX_S = 0.05  # the longest pause of a claim waiting for slots (a job runs for seconds)
 
 
 def memory_dir(gpu_ids: str | None = None) -> str:
@@ -70,11 +71,24 @@ def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
                     held.append(fd)
                 except BlockingIOError:
                     pass
+            # The rest from whichever running jobs end first (each frees its slots when it ends): every busy slot is
+            # tried in turn, the pause between rounds growing to POLL_MAX_S. Blocking on one given slot instead held
+            # the turnstile, and every claim behind it, for as long as that slot's job ran while others stood free.
             busy = [fd for fd in fds if fd not in held]
+            pause = 0.002
             while len(held) < want:
-                fd = busy.pop(0)
-                fcntl.flock(fd, fcntl.LOCK_EX)  # its holder, a running job, frees it when it ends
-                held.append(fd)
+                for fd in list(busy):
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue
+                    busy.remove(fd)
+                    held.append(fd)
+                    if len(held) == want:
+                        break
+                else:
+                    time.sleep(pause)
+                    pause = min(POLL_MAX_S, pause * 2)
         finally:
             fcntl.flock(turn, fcntl.LOCK_UN)
             os.close(turn)

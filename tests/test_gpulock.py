@@ -155,6 +155,41 @@ def test_memory_claims_never_exceed_the_gpu_and_a_big_claim_waits_for_room(tmp_p
     assert _free_slots(d) == SLOTS  # every slot back
 
 
+def test_a_claim_takes_the_slots_of_whichever_job_ends_first(tmp_path):
+    """A claim waiting for room gets it from the first job that ends, not from one chosen in advance: here the job
+    holding the low-numbered slots keeps them until the claim is served."""
+    from pipeline.gpumemory import SLOTS, claimed
+
+    d = str(tmp_path / "mem")
+    first_in, release_second, got = threading.Event(), threading.Event(), threading.Event()
+
+    def second_job() -> None:
+        with claimed(SLOTS // 2, d):
+            first_in.set()
+            release_second.wait(60)
+
+    def claim() -> None:
+        with claimed(SLOTS // 4, d):
+            got.set()
+
+    with claimed(SLOTS // 2, d):  # the low-numbered slots, held until the claim is served
+        t2 = threading.Thread(target=second_job)
+        t2.start()
+        assert first_in.wait(60)
+        assert _free_slots(d) == 0
+        t3 = threading.Thread(target=claim)
+        t3.start()
+        # The claim is waiting once it holds the turnstile (a state, not a delay: checked until it holds)
+        turnstile = os.path.join(d, "turnstile")
+        while _try(turnstile, fcntl.LOCK_EX) and not got.is_set():
+            threading.Event().wait(0.01)
+        release_second.set()
+        assert got.wait(60), "the claim waited for the job that had not ended"
+    t2.join(60)
+    t3.join(60)
+    assert _free_slots(d) == SLOTS
+
+
 def test_a_dead_claimant_frees_its_memory_slots(tmp_path):
     from pipeline.gpumemory import SLOTS, claimed
 
