@@ -66,6 +66,7 @@ def measure(path: str, workers: int, budget: float, limit: int | None, progress:
             done.append(r)
             if log:  # a run cut off by its caller still leaves its figures
                 keep = ("reason", "gpu_memory_share", "sandbox_wall_s", "compile_s", "eager_ms", "peak_memory_mb")
+                keep += ("phase_s",)
                 log.write(json.dumps({"t": round(time.perf_counter() - t0, 1), **{k: r.get(k) for k in keep}}) + "\n")
                 log.flush()
     except cf.TimeoutError:
@@ -81,6 +82,12 @@ def measure(path: str, workers: int, budget: float, limit: int | None, progress:
     eager = sorted(r["eager_ms"] for r in done if r.get("eager_ms"))
     walls = sorted(r["sandbox_wall_s"] for r in done if r.get("sandbox_wall_s"))
     comp = sorted(r["compile_s"] for r in done if r.get("compile_s"))
+    # Where the time went: per phase, the sum over finished tasks (worker-seconds) and the median where it ran.
+    per_phase: dict[str, list[float]] = collections.defaultdict(list)
+    for r in done:
+        for k, v in json.loads(r.get("phase_s") or "{}").items():
+            if v is not None:
+                per_phase[k].append(v)
     out = {
         "workers": workers,
         "tasks_done": len(done),
@@ -95,6 +102,9 @@ def measure(path: str, workers: int, budget: float, limit: int | None, progress:
         "last_run_wall_s_median": walls[len(walls) // 2] if walls else None,
         "compile_s_median": comp[len(comp) // 2] if comp else None,
         "runtime_window_checked": sum(bool(r.get("runtime_window_checked")) for r in done),
+        "phase_worker_s": {k: round(sum(v), 1) for k, v in per_phase.items()},
+        "phase_median_s": {k: sorted(v)[len(v) // 2] for k, v in per_phase.items()},
+        "worker_s": round(workers * elapsed, 1),
     }
     print(json.dumps(out, indent=1), flush=True)
 

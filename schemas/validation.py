@@ -46,7 +46,7 @@ FILTERS = (
 
 SCHEMA = table_schema(
     "validation",
-    6,
+    7,
     "Sandboxed validation of candidate tasks: one row per candidate, the first failing filter's reason, every "
     "filter's result (null: not run) and the measured values.",
     [
@@ -81,6 +81,14 @@ SCHEMA = table_schema(
         field("output_shape", STR, "JSON list of output shapes", nullable=True),
         field("peak_memory_mb", F64, "peak GPU memory (cuda) or process max RSS (cpu), MiB", nullable=True),
         field("n_params", I64, "number of parameter elements", nullable=True),
+        field(
+            "phase_s",
+            STR,
+            "JSON: seconds per phase of the candidate's run (start: jail and interpreter; import, build, forward, "
+            "checks, eager_timing, compile, compiled_timing, trace; gpu_lock_wait: waiting for the GPU's lock) and, "
+            "on a GPU, memory_wait (for its memory share) and earlier_runs (runs out of memory at a smaller share)",
+            nullable=True,
+        ),
         field("unused", STR_LIST, "unused parameters / submodules (module:NAME) found"),
     ]
     + [field(f"check_{name}", BOOL, doc, nullable=True) for name, doc in FILTERS]

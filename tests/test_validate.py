@@ -3,6 +3,7 @@ completes, and valid tasks pass. Candidates run as real Ray tasks in real sandbo
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pyarrow as pa
@@ -218,6 +219,10 @@ def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_sett
         assert rows[n]["runtime_window_checked"] is False  # CPU: recorded as not checked
         assert rows[n]["check_runtime_window"] is None
     assert rows["good"]["eager_ms"] > 0 and rows["good"]["n_params"] == 72
+    # Where its time went, phase by phase (from the jail's start to the eager timing; CPU: nothing compiled here)
+    phases = json.loads(rows["good"]["phase_s"])
+    assert {"start", "import", "build", "forward", "checks", "eager_timing"} <= set(phases), phases
+    assert all(v >= 0 for v in phases.values()) and phases["import"] > 0, phases
     assert rows["flood_stdout"]["stdout_bytes"] > 2_000_000
     assert rows["unused_param"]["unused"] == ["b"]
     assert rows["unused_module"]["unused"] == ["module:act"]
@@ -336,6 +341,21 @@ def test_out_of_gpu_memory_beside_others_is_not_the_tasks_fault(tmp_path):
     out = validate(pa.table({"code": code}), s, "cuda", executor=LocalExecutor(threads=2)).to_pylist()
     assert all(r["valid"] for r in out), [(r["reason"], r["detail"]) for r in out]
     assert any(r["gpu_alone"] for r in out)
+
+
+def test_timing_stops_at_a_warm_call_far_past_the_window():
+    """The first warm-up call is timed: past the give-up bound its time is the answer (a task far outside the runtime
+    window holds the GPU's exclusive timing lock for one call, not thirteen); below it, warm-up and trials all run."""
+    from pipeline.validate.harness import _median_ms
+
+    calls = []
+    assert _median_ms(lambda: calls.append(1), "cpu", 3, 10, give_up_ms=-1.0) >= 0 and len(calls) == 1
+    calls.clear()
+    _median_ms(lambda: calls.append(1), "cpu", 3, 10, give_up_ms=None)
+    assert len(calls) == 13
+    calls.clear()
+    _median_ms(lambda: calls.append(1), "cpu", 3, 10, give_up_ms=1e9)
+    assert len(calls) == 13
 
 
 def test_output_comparison_is_chunked_and_exact():

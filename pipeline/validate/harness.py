@@ -222,33 +222,51 @@ def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
     return replaced(torch, before, _integrity(torch))
 
 
-def _median_ms(fn, device: str, warmup: int, trials: int) -> float:
+OUT_OF_WINDOW_FACTOR = 4.0  # a warm call this many times the window's top: out of the window without more calls
+
+
+def _one_ms(fn, device: str) -> float:
     import torch
 
-    for _ in range(warmup):
-        fn()
-    times = []
     if device.startswith("cuda"):
         torch.cuda.synchronize()
-        for _ in range(trials):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-    else:
-        for _ in range(trials):
-            t = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t) * 1e3)
-    times.sort()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e)
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e3
+
+
+def _median_ms(fn, device: str, warmup: int, trials: int, give_up_ms: float | None = None) -> float:
+    """Median of `trials` timed calls after `warmup` calls. The first warm-up call is timed: above `give_up_ms`,
+    its time is the answer (the forward already ran warm several times before any timing)."""
+    first = _one_ms(fn, device)
+    if give_up_ms is not None and first > give_up_ms:
+        return first
+    for _ in range(warmup - 1):
+        fn()
+    times = sorted(_one_ms(fn, device) for _ in range(trials))
     return times[len(times) // 2]
 
 
 def check(p: dict[str, Any]) -> dict[str, Any]:
     """Run every runtime filter on `p["code"]`. Keys of `p`: device, seed, atol, rtol, det_atol, check_compile,
-    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction."""
+    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction, sent_at."""
+    # Seconds per phase (and waiting for the GPU's lock) go into the report: where a validation's time goes.
+    phases: dict[str, float] = {}
+    if p.get("sent_at"):
+        phases["start"] = round(max(0.0, time.time() - float(p["sent_at"])), 3)
+    clock = [time.perf_counter()]
+
+    def mark(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(phases.get(name, 0.0) + now - clock[0], 3)
+        clock[0] = now
+
     import torch
 
     device = p.get("device", "cpu")
@@ -282,8 +300,10 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         "n_params": None,
         "unused": [],
         "runtime_window_checked": False,
+        "phase_s": phases,
     }
     checks, details = m["checks"], m["details"]
+    mark("import")
 
     def fail(name: str, detail: str = "", stop: bool = False) -> None:
         checks[name] = False
@@ -337,8 +357,14 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
 
     gpu_lock = p.get("gpu_lock") if device.startswith("cuda") else None
 
+    @contextlib.contextmanager
+    def gpu(shared: bool):
+        with held(gpu_lock, shared=shared) as waited:
+            phases["gpu_lock_wait"] = round(phases.get("gpu_lock_wait", 0.0) + waited[0], 3)
+            yield
+
     def run(model, xs):
-        with torch.no_grad(), held(gpu_lock, shared=True):
+        with torch.no_grad(), gpu(shared=True):
             return _flat(model(*xs))
 
     try:
@@ -374,8 +400,10 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats(dev)
         try:
-            with torch.no_grad(), held(gpu_lock, shared=True):
+            mark("build")
+            with torch.no_grad(), gpu(shared=True):
                 raw = model(*xs)
+            mark("forward")
             ok("forward")
         except Exception as e:
             if _is_oom(e):
@@ -517,11 +545,16 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         trials = int(p.get("timing_trials", 10))
         # Eager timing and the runtime window come before torch.compile: a task outside the window is dropped
         # without paying for its compilation (most of a validation's time).
+        mark("checks")
         if timed:
-            with torch.no_grad(), held(gpu_lock, shared=False):
-                m["eager_ms"] = round(_median_ms(lambda: model(*xs), device, 3, trials), 4)
+            lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
+            # A warm call far past the window's top ends the timing there: the remaining calls would hold the GPU's
+            # exclusive timing lock, and every other candidate's GPU work, for seconds.
+            give_up = OUT_OF_WINDOW_FACTOR * float(hi) if device.startswith("cuda") else None
+            with torch.no_grad(), gpu(shared=False):
+                m["eager_ms"] = round(_median_ms(lambda: model(*xs), device, 3, trials, give_up), 4)
+            mark("eager_timing")
             if device.startswith("cuda"):
-                lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
                 m["runtime_window_checked"] = True
                 if lo <= m["eager_ms"] <= hi:
                     ok("runtime_window")
@@ -545,6 +578,7 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 cout = run(cmodel, xs)
                 m["compile_s"] = round(time.perf_counter() - t0, 3)
+                mark("compile")
                 ok("compile_runs")
             except Exception as e:
                 if _is_oom(e):
@@ -564,8 +598,9 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         # The compiled model's time, and memory.
         if timed:
             if cmodel is not None and checks.get("compile_agree"):
-                with torch.no_grad(), held(gpu_lock, shared=False):
+                with torch.no_grad(), gpu(shared=False):
                     m["compile_ms"] = round(_median_ms(lambda: cmodel(*xs), device, 3, trials), 4)
+                mark("compiled_timing")
             if device.startswith("cuda"):
                 m["peak_memory_mb"] = round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)
             else:
@@ -655,6 +690,7 @@ def main(payload: dict[str, Any], emit, tracer_source: str | None = None) -> Non
     if tracer_source and m["reason"] == "" and float(payload.get("trace_s", 0.0)) > 0:
         late = {"ok": False, "reason": "timeout", "limit_s": 0.0}  # no time left: decontamination traces it
         rec = semantic_trace(payload["code"], tracer_source, budget) if budget > 0.5 else late
+        m["phase_s"]["trace"] = rec.get("wall_s", 0.0)
         try:
             import json
 

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,7 @@ def _empty_row(tid: str, device: str) -> dict[str, Any]:
         "output_bytes": None,
         "output_shape": None,
         "peak_memory_mb": None,
+        "phase_s": None,
         "n_params": None,
         "unused": [],
         "sandbox_reason": "",
@@ -213,8 +215,9 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         "timeout_s": s["timeout_s"],
         "trace_s": s["trace_s"],
     }
+    waits: dict[str, float] = {}
     if device.startswith("cuda"):
-        res, sealed, share = _on_gpu(payload, s)
+        res, sealed, share = _on_gpu(payload, s, waits)
         row["gpu_memory_share"] = share
         row["gpu_alone"] = share == 1.0 and int(s.get("jobs_per_gpu", 1)) > 1
     else:
@@ -250,6 +253,8 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
             row[k] = int(h[k]) if h.get(k) is not None else None
         row["output_shape"] = json.dumps(h["output_shape"]) if h.get("output_shape") is not None else None
         row["unused"] = [str(u) for u in h.get("unused", [])]
+        phases = h.get("phase_s") if isinstance(h.get("phase_s"), dict) else {}
+        row["phase_s"] = json.dumps({**{k: _finite(v) for k, v in phases.items()}, **waits})
     # A sandbox violation outranks whatever the harness reported: the candidate tried something forbidden.
     if res.reason:
         row["check_sandbox"] = False
@@ -277,23 +282,27 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _on_gpu(payload: dict[str, Any], s: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, float]:
+def _on_gpu(
+    payload: dict[str, Any], s: dict[str, Any], waits: dict[str, float]
+) -> tuple[Any, dict[str, Any] | None, float]:
     """Run the candidate with its share of the GPU's memory (1/jobs_per_gpu), held through pipeline.gpumemory so
     that the candidates on a GPU never ask for more than it has together. Out of memory at its share says nothing
     about the task: it runs again with the share its out-of-memory message says it needed (`next_share`), up to the
     whole GPU (waiting for room meanwhile), and the last run's row is its verdict. Returns the sandbox result, the
-    sealed samples and the share."""
+    sealed samples and the share; `waits` gets the seconds spent waiting for memory and in earlier runs."""
     from pipeline.gpumemory import SLOTS, claimed, slots_for
 
     k = slots_for(1.0 / max(1, int(s.get("jobs_per_gpu", 1))))
     while True:
-        with claimed(k):
+        with claimed(k) as waited:
+            waits["memory_wait"] = round(waits.get("memory_wait", 0.0) + waited, 3)
             # The candidate caps torch's allocator at its share, less what every process on the GPU holds outside
             # the allocator (its CUDA context, library workspaces); with the whole GPU, no cap.
             cap = k / SLOTS * (1.0 - GPU_HEADROOM) if k < SLOTS else None
             res, sealed = _jailed({**payload, "gpu_memory_fraction": cap}, s, "cuda")
         if res.reason != "memory_limit" or k == SLOTS:
             return res, sealed, k / SLOTS
+        waits["earlier_runs"] = round(waits.get("earlier_runs", 0.0) + (res.wall_s or 0.0), 3)
         k = next_share(k, res.error_message)
 
 
@@ -339,6 +348,7 @@ def _jailed(payload: dict[str, Any], s: dict[str, Any], device: str) -> tuple[An
         inductor = private_cache(shared, job / "inductor")
         env["TORCHINDUCTOR_CACHE_DIR"] = env["TRITON_CACHE_DIR"] = inductor
         payload["sealed_path"] = str(work / "sealed.pt")
+        payload["sent_at"] = time.time()
         reads = []
         if device.startswith("cuda"):
             lock = gpu_lock_file()
