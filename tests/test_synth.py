@@ -103,6 +103,45 @@ def test_gpu_profile_sizes_hit_the_estimated_window(catalog):
     assert sum(1.0 <= e <= 100.0 for e in ests) >= 8, ests
 
 
+def _meta_bytes(code: str) -> tuple[int, int]:
+    """(largest input, output bytes) of a task, run on meta tensors."""
+    import torch
+
+    ns: dict = {}
+    exec(code, ns)
+    with torch.device("meta"), torch.no_grad():
+        xs = ns["get_inputs"]()
+        y = ns["Model"](*ns["get_init_inputs"]())(*xs)
+    ys = y if isinstance(y, (list, tuple)) else [y]
+    size = lambda ts: [t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor)]  # noqa: E731
+    return max(size(xs)), sum(size(ys))
+
+
+def test_gpu_profile_never_composes_a_task_only_to_be_dropped_for_its_size(catalog):
+    """Every tensor of a gpu-profile chain stays within the validator's largest output (2 GiB by default): a quarter
+    of the 500 tasks composed before had outputs past it, each validated on a GPU only to be output_too_large."""
+    from pipeline.validate.settings import ValidateSettings
+
+    limit = ValidateSettings().max_output_mb * 2**20
+    sizes = [_meta_bytes(compose_task(catalog, s, MIX, profile("gpu", (2.0, 40.0))).code) for s in range(40)]
+    assert all(out <= limit and inp <= limit for inp, out in sizes), sizes
+    # A smaller cap holds too (with a window that 64 MiB tensors can reach)
+    small = [compose_task(catalog, s, MIX, profile("gpu", (0.01, 1.0), max_tensor_mb=64)) for s in range(10)]
+    assert all(max(_meta_bytes(c.code)) <= 64 * 2**20 for c in small)
+
+
+def test_gpu_profile_draws_another_chain_when_one_cannot_reach_the_window(catalog):
+    """A chain too light to come within half the target's lower bound at the size cap is not a task (the runtime
+    window would drop it after a GPU validation): the composer draws another, and says so when none reaches it."""
+    from pipeline.synth.composer import CompositionError
+
+    prof = profile("gpu", (2.0, 40.0), max_tensor_mb=1)  # 1 MiB tensors: nothing gets near 1 ms
+    with pytest.raises(CompositionError, match="below the target window"):
+        compose_task(catalog, 0, MIX, prof)
+    ests = [compose_task(catalog, s, MIX, profile("gpu", (2.0, 40.0))).est_ms for s in range(10)]
+    assert all(e >= 1.0 for e in ests), ests
+
+
 def test_synthesize_rows_match_the_tasks_schema(catalog):
     from pipeline.identity import task_id
     from pipeline.synth.stage import synthesize

@@ -36,7 +36,9 @@ class SizeProfile:
     launch_ms: float = 0.006
 
 
-def profile(name: str, target_ms: tuple[float, float] = (2.0, 40.0)) -> SizeProfile:
+def profile(name: str, target_ms: tuple[float, float] = (2.0, 40.0), max_tensor_mb: float = 2048.0) -> SizeProfile:
+    """The sizes tasks are composed at. gpu: every tensor of the chain at most `max_tensor_mb` (float32), the
+    validator's largest output by default, so that no composed task is made only to be dropped for its size."""
     if name == "small":
         return SizeProfile(
             name="small",
@@ -63,7 +65,7 @@ def profile(name: str, target_ms: tuple[float, float] = (2.0, 40.0)) -> SizeProf
             },
             batch=(1, 1 << 20),
             new_features=(64, 128, 256, 512, 1024),
-            max_elements=2**30,
+            max_elements=max(2, int(max_tensor_mb * 2**20) // 4),
             target_ms=target_ms,
         )
     raise ValueError(f"unknown size profile {name!r}: small | gpu")
@@ -117,14 +119,18 @@ def _symbols(rng: random.Random, prof: SizeProfile, shape: tuple[int, ...]) -> d
     }
 
 
-def _apply_meta(step_op: SeedOp, ctor: dict, call: dict, x, other):
-    """Run one op on meta tensors; returns the output (meta)."""
+def _apply_meta(step_op: SeedOp, ctor: dict, call: dict, x, other, max_elements: int | None = None):
+    """Run one op on meta tensors; returns the output (meta). A module's weight past `max_elements`: no use."""
     import torch
 
     fn = _callable_for(step_op)
     with torch.device("meta"):
         if step_op.is_module:
             m = fn(**ctor)
+            if max_elements is not None:
+                big = [t.shape for t in [*m.parameters(), *m.buffers()] if t.numel() > max_elements]
+                if big:
+                    raise CompositionError(f"{step_op.name}: weight {tuple(big[0])} past the size cap")
             y = m(x) if other is None else m(x, other)
         else:
             y = fn(x, **call) if other is None else fn(x, other, **call)
@@ -184,7 +190,9 @@ def _build_chain(
         call = _meta_args(op.call_args, cur, syms)
         oshape = _other_shape(op, cur, syms)
         other = torch.empty(oshape, device="meta") if oshape else None
-        y = _apply_meta(op, ctor, call, x, other)
+        if other is not None and other.numel() > prof.max_elements:
+            raise CompositionError(f"{op.name}: second operand {oshape} past the size cap")
+        y = _apply_meta(op, ctor, call, x, other, prof.max_elements)
         if (
             not isinstance(y, torch.Tensor)
             or not y.is_floating_point()
@@ -545,6 +553,10 @@ def compose_task(
         try:
             steps, in_range = _pick_chain(pool, k, rng, prof)
             steps, est = _rescale(steps, rng, prof, in_range)
+            if prof.target_ms and est < prof.target_ms[0] / 2:
+                # Too light to come near the window within the size cap: another chain, not a task the runtime
+                # window would drop after a GPU validation.
+                raise CompositionError(f"estimated {est:.2f} ms at the largest size, below the target window")
             code = emit_code(steps, rng, est)
             src = "transformers" if any(s.op.source == "transformers" for s in steps) else "torch"
             return Composed(

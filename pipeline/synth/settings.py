@@ -24,6 +24,11 @@ class SynthSettings(BaseModel):
         (2.0, 40.0),
         description="gpu profile: estimated eager-time window the sizes aim for (inside the filter's 1-100).",
     )
+    max_tensor_mb: float | None = Field(
+        None,
+        description="gpu profile: largest tensor a composed task makes anywhere in its chain, MiB; None: the "
+        "run's validate.max_output_mb (a task whose output is larger would only be dropped as output_too_large).",
+    )
     catalog_path: str | None = Field(None, description="Seed operator Parquet cache; None: ~/.cache/opforge/.")
     llm_examples: int = Field(2, description="llm composer: example tasks shown in the prompt.")
     llm_temperature: float = Field(0.8, description="llm composer: sampling temperature.")

@@ -23,7 +23,10 @@ STAGE = Stage(
 
 
 def plan(cfg: Any) -> Plan:
-    return Plan(args={"settings": cfg.synth, "run_id": cfg.run_id}, key=cfg.synth, rows_in=cfg.synth.n)
+    settings = cfg.synth
+    if settings.max_tensor_mb is None:  # the run's own output limit: no task is composed only to be dropped
+        settings = settings.model_copy(update={"max_tensor_mb": cfg.validate_.max_output_mb})
+    return Plan(args={"settings": settings, "run_id": cfg.run_id}, key=settings, rows_in=settings.n)
 
 
 def compose(_shard: Any, settings: Any, run_id: str) -> Any:
