@@ -13,7 +13,7 @@ import hashlib
 import json
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-TRACER_VERSION = "6"
+TRACER_VERSION = "7"  # 7: the inputs' and outputs' shapes and dtypes (`sig`: confirmations screened before a fork)
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -33,7 +33,13 @@ def code_key(code: str) -> str:
     return hashlib.sha256(f"{TRACER_VERSION}\0{torch_version()}\0{code}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes", "truncated")
+TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes", "truncated", "sig")
+# A failed trace is final (carried like a graph: the same tracer on the same code fails the same way on meta tensors),
+# but for failures that depend on the process it ran in rather than on the code: a timeout (validation's budget is
+# the time it had left), a jail's failure, and exceptions from memory, recursion depth or state the task's own
+# checks left behind in validation's process (a custom op or a class registered twice).
+TRANSIENT_ERRORS = ("MemoryError", "RecursionError", "OSError", "SystemError", "_TraceTimeout", "KeyboardInterrupt")
+TRANSIENT_MARKERS = ("already", "out of memory", "registered")
 
 
 def carry(text: object, code: str) -> str | None:
@@ -50,16 +56,33 @@ def carry(text: object, code: str) -> str | None:
 
 def carried(text: object, code: str) -> dict | None:
     """The trace record a `semantic_trace` value holds for `code`, when it was made for this code by this tracer and
-    torch and is final (a graph, or too large for one); else None (decontamination traces the task itself)."""
+    torch and is final (a graph, or a failure of the code's own: final_failure); else None (decontamination traces
+    the task itself)."""
     try:
         rec = json.loads(text) if isinstance(text, str) and text else None
     except ValueError:
         return None
     if not isinstance(rec, dict) or rec.get("key") != code_key(code):
         return None
-    if not (rec.get("ok") is True or rec.get("reason") == "graph_too_large"):
-        return None  # a failure there (time left, the harness's state) is not taken as final: traced again
+    if not (rec.get("ok") is True or final_failure(rec)):
+        return None  # a failure of the process it ran in, not of the code: traced again
     return {k: rec[k] for k in TRACE_FIELDS if k in rec}
+
+
+def final_failure(rec: dict) -> bool:
+    """A failed trace that tracing again would repeat: graph_too_large, or an exception of the code's own (not
+    memory, recursion or process state: TRANSIENT_*); a timeout is traced again (validation's time was what it had
+    left).
+    Trusting it costs nothing a task could not get anyway: its code runs in decontamination's trace too, and can
+    fail there at will (a failed trace only hides the task from the semantic view: about itself)."""
+    reason = rec.get("reason")
+    if reason == "graph_too_large":
+        return True
+    if reason != "exception":
+        return False
+    err = str(rec.get("error") or "")
+    kind = err.split(":", 1)[0].strip()
+    return bool(kind) and kind not in TRANSIENT_ERRORS and not any(m in err.lower() for m in TRANSIENT_MARKERS)
 
 
 # The tracer: `trace(code)` -> {"ok", "nodes", "top"} or {"ok": False, "reason"}. The decontamination worker below
@@ -220,9 +243,74 @@ def _truncated(rec):
     return {"ok": True, "nodes": nodes, "top": rec.top, "truncated": True, "n_nodes": len(rec.nodes)}
 
 
+def _sliced(ts, first_only, rows=2):
+    # The first rows of every tensor input along dim 0 when all share that size (the batch), or of the first one
+    # only (A in A @ B): the same function on less data; both models get the same slice.
+    tt = [t for t in ts if isinstance(t, torch.Tensor) and t.dim() > 0]
+    if not tt or (not first_only and len({t.shape[0] for t in tt}) != 1) or tt[0].shape[0] <= rows:
+        return ts
+    out, done = [], False
+    for t in ts:
+        if isinstance(t, torch.Tensor) and t.dim() > 0 and not (first_only and done):
+            out.append(t[:rows].clone())
+            done = True
+        else:
+            out.append(t)
+    return out
+
+
+class _OpBudget(TorchDispatchMode):
+    """At most n ops (the worker's dry runs' budget, DRY_OPS): past it the run stops (OverflowError)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.left = n
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.left -= 1
+        if self.left < 0:
+            raise OverflowError("op_budget")
+        return func(*args, **(kwargs or {}))
+
+
+def _sliced_outputs(model, inputs):
+    """The output signatures of the forward on the inputs' two sliced variants (confirm's "all" and "first":
+    _variants), on meta tensors within the dry runs' budget; None for a variant that raises or runs past it."""
+    out = []
+    for first_only in (False, True):
+        ins = _sliced(inputs, first_only)
+        try:
+            with torch.no_grad(), _OpBudget(1000):
+                out.append([_sig(t) for t in _tensors(model(*ins))])
+        except Exception as e:
+            if type(e).__name__ == "_TraceTimeout":  # validation's alarm (pipeline.validate.harness): the trace's end
+                raise
+            out.append(None)
+    return out
+
+
+def _sig(x):
+    """A value's signature: [shape, dtype] of a tensor, ["v", value] of a plain scalar, else None (opaque)."""
+    if isinstance(x, torch.Tensor):
+        return [list(x.shape), str(x.dtype).replace("torch.", "")]
+    if x is None or isinstance(x, (bool, int)) or (isinstance(x, float) and x == x and abs(x) != float("inf")):
+        return ["v", x]
+    return None
+
+
+def _tensors(o):
+    if isinstance(o, torch.Tensor):
+        return [o]
+    if isinstance(o, (list, tuple)):
+        return [t for x in o for t in _tensors(x)]
+    return []
+
+
 def trace(code):
     g = _load(code, "task")
     model, inputs = _build(g, "meta", 0)  # meta tensors: shapes only, no memory, no data-dependent work
+    # what the confirmation's screen needs to run a problem beside this task without its code (jailed.screen)
+    sig = {"inputs": [_sig(t) for t in inputs], "params": sum(p.numel() for p in model.parameters())}
     rec = _Recorder()
     for _, p in model.named_parameters():
         rec.leaf(p, "param")
@@ -235,8 +323,10 @@ def trace(code):
             out = model(*inputs)
     except OverflowError as e:
         if str(e) == "graph_too_large":
-            return _truncated(rec)
+            return {**_truncated(rec), "sig": sig}
         raise
+    sig["outputs"] = [_sig(t) for t in _tensors(out)]
+    sig["sliced"] = _sliced_outputs(model, inputs)
 
     def outs(o):
         if isinstance(o, torch.Tensor):
@@ -246,7 +336,7 @@ def trace(code):
         return None
 
     rec.nodes.append(["O", [outs(out)], -1])
-    return {"ok": True, "nodes": rec.nodes, "top": rec.top}
+    return {"ok": True, "nodes": rec.nodes, "top": rec.top, "sig": sig}
 
 '''
 
@@ -300,29 +390,15 @@ def _flat(out):
     return []
 
 
-def _sliced(ts, first_only, rows=2):
-    # The first rows of every tensor input along dim 0 when all share that size (the batch), or of the first one
-    # only (A in A @ B): the same function on less data; both models get the same slice.
-    tt = [t for t in ts if isinstance(t, torch.Tensor) and t.dim() > 0]
-    if not tt or (not first_only and len({t.shape[0] for t in tt}) != 1) or tt[0].shape[0] <= rows:
-        return ts
-    out, done = [], False
-    for t in ts:
-        if isinstance(t, torch.Tensor) and t.dim() > 0 and not (first_only and done):
-            out.append(t[:rows].clone())
-            done = True
-        else:
-            out.append(t)
-    return out
-
-
-def _variants(g, max_numel, meta_only=False):
+def _variants(g, max_numel, meta_only=False, meta=None, named=False):
     """The candidate's inputs to try, smallest first (all batch inputs cut to 2 rows, the first one cut, whole);
     get_inputs() when small, else random tensors of its shapes; any above max_numel skipped. `meta_only`: the
-    same variants as meta tensors of the shapes get_inputs() gives on meta."""
-    torch.manual_seed(1)
-    with torch.device("meta"):
-        meta = list(g["get_inputs"]())
+    same variants as meta tensors of the shapes get_inputs() gives on meta (or of `meta`, given: the screen's).
+    `named`: (variant, inputs)."""
+    if meta is None:
+        torch.manual_seed(1)
+        with torch.device("meta"):
+            meta = list(g["get_inputs"]())
     real = None
     if meta_only:
         pass
@@ -337,7 +413,7 @@ def _variants(g, max_numel, meta_only=False):
         if real is None and not meta_only:
             ins = [(torch.rand(t.shape, dtype=t.dtype) if t.is_floating_point() else
                     torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in ins]
-        yield ins
+        yield (variant, ins) if named else ins
 
 
 _RANDOM_INITS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
@@ -579,6 +655,133 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     return out
 
 
+def _from_sig(sig, max_dims=8):
+    """Meta tensors and plain values of an input signature the candidate's trace reported (untrusted data: checked
+    here), or None where it cannot be rebuilt (an opaque input, a malformed entry)."""
+    if not isinstance(sig, list) or len(sig) > 64:
+        return None
+    out = []
+    for s in sig:
+        if not (isinstance(s, list) and len(s) == 2):
+            return None
+        if s[0] == "v":
+            if not (s[1] is None or isinstance(s[1], (bool, int, float))):
+                return None
+            out.append(s[1])
+            continue
+        shape, dt = s
+        ok = isinstance(shape, list) and len(shape) <= max_dims and all(
+            type(d) is int and 0 <= d < 1 << 40 for d in shape)
+        dtype = getattr(torch, dt, None) if isinstance(dt, str) and dt.isidentifier() else None
+        if not ok or not isinstance(dtype, torch.dtype):
+            return None
+        out.append(torch.empty(shape, dtype=dtype, device="meta"))
+    return out
+
+
+_SCREENED = {}  # (problem's code, signature, match only) -> screen(): the worker's memo (depends on nothing else)
+_REFS = {}
+
+
+def _shapes_of(outs):
+    """Output shapes from reported output signatures ([shape, dtype] each), or None if malformed."""
+    if not isinstance(outs, list) or not all(isinstance(o, list) and len(o) == 2 and isinstance(o[0], list)
+                                             for o in outs):
+        return None
+    return [o[0] for o in outs]
+
+
+def screen(ref_code, sig, max_numel, match_only):
+    """confirm(candidate, problem)'s report where it is decided before the candidate's code would matter, or None
+    (confirm then runs). Runs in the worker itself, never in a candidate's child: only the problem's code
+    (trusted) runs here, on meta tensors rebuilt from the candidate's reported signature (its trace's `sig`: input
+    shapes and dtypes, parameter count, output shapes on each input variant), making confirm()'s own first steps in
+    its order: the problem's model on meta (an exception there ends every pair of it), the candidate's parameter
+    count (over 4 * max_numel: MemoryError), the same input variants (_variants: none left is inputs_too_large),
+    the same dry runs (_accepts: a problem that rejects every variant raises), and, for a pair only a match can
+    flag, the output shapes on the first variant taken (output_shapes_differ). Each ends confirm() with the same
+    report it gives here: no match, and no near_variant (which needs outputs compared). The signature is the
+    candidate's report about itself, as its trace (which chose the pair) is: a false one can only hide the
+    candidate, as its own code in its child can."""
+    key = (ref_code, json.dumps(sig, sort_keys=True), bool(match_only))
+    if key in _SCREENED:
+        return _SCREENED[key]
+    rep = None
+    DRY["off"] = False
+    try:
+        ins = _from_sig(sig.get("inputs")) if isinstance(sig, dict) else None
+        if ins is not None:
+            rep = _screen(ref_code, sig, ins, max_numel, match_only)
+    except Exception:
+        rep = None
+    DRY["off"] = False
+    _SCREENED[key] = rep
+    return rep
+
+
+def _screen(ref_code, sig, ins, max_numel, match_only):
+    def failed(e):
+        return {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
+
+    try:
+        gr = _REFS.get(ref_code)
+        if gr is None:
+            gr = _REFS[ref_code] = _load(ref_code, "reference")
+        with torch.device("meta"):
+            gr["get_inputs"]()
+        ref_meta = _meta_model(gr, 4 * max_numel)
+    except Exception as e:  # confirm() raises the same before the candidate's model is built
+        return failed(e)
+    params = sig.get("params")
+    if type(params) is int and params > 4 * max_numel:
+        return failed(MemoryError(f"{params} parameters"))
+    variants = list(_variants(None, max_numel, meta_only=True, meta=ins, named=True))
+    if not variants:
+        return {"ok": False, "reason": "inputs_too_large"}
+    shown = [_accepts(ref_meta, v) for _, v in variants]
+    if DRY["off"]:
+        return None
+    if all(e is not None for e in shown):
+        return failed(shown[-1])
+    if not match_only:
+        return None
+    name, first = next((n, v) for (n, v), e in zip(variants, shown) if e is None)
+    sliced = sig.get("sliced") if isinstance(sig.get("sliced"), list) and len(sig["sliced"]) == 2 else [None, None]
+    cand = _shapes_of({"all": sliced[0], "first": sliced[1], "none": sig.get("outputs")}[name])
+    if cand is None:
+        return None
+    try:
+        ref = [list(t.shape) for t in _dry(ref_meta, first)]
+    except Exception:
+        return None
+    if DRY["off"] or ref == cand:
+        return None
+    return {"ok": False, "reason": "output_shapes_differ", "on_meta": True, "ref_shapes": ref[:4],
+            "cand_shapes": cand[:4]}
+
+
+def run_job(job):
+    """A job in a forked child; a confirm_many job carrying the candidate's signature (job[4]) first has its pairs
+    screened here (screen): only the pairs left, if any, go to a child."""
+    if job[0] != "confirm_many" or len(job) < 5 or not isinstance(job[4], dict):
+        return fork_one(job)
+    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    decided = [screen(r, job[4], max_numel, m) for r, m in zip(job[2], job[3])]
+    keep = [k for k, d in enumerate(decided) if d is None]
+    reports = [dict(d, screened=True, wall_s=0.0) if d is not None else None for d in decided]
+    if keep:
+        res = fork_one(["confirm_many", job[1], [job[2][k] for k in keep], [job[3][k] for k in keep]])
+        got = res.get("reports") if res.get("ok") else None
+        for n, k in enumerate(keep):
+            if got is None:  # the child as a whole failed: each of its pairs so
+                reports[k] = {key: res[key] for key in ("ok", "reason", "error") if key in res}
+            elif isinstance(got, list) and n < len(got) and isinstance(got[n], dict):
+                reports[k] = got[n]
+            else:
+                reports[k] = {"ok": False, "reason": "bad_result"}
+    return {"ok": True, "reports": reports, "forked": bool(keep)}
+
+
 class _PairTimeout(BaseException):  # not an Exception: a model's own `except Exception` does not swallow it
     pass
 
@@ -733,7 +936,7 @@ emit_result({"start": True, "warm_s": warm_s})
 for i, job in enumerate(PAYLOAD["jobs"]):
     t0 = time.monotonic()
     try:
-        res = fork_one(job)
+        res = run_job(job)
     except PermissionError:  # a jail without fork: the caller runs one jailed process per job instead
         emit_result({"nofork": True})
         raise SystemExit(0)
@@ -745,4 +948,4 @@ emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_
 )
 
 # The same jobs, one per jailed process (a jail that forbids fork): no fork, no isolation needed.
-SINGLE = WORKER.replace("        res = fork_one(job)", "        res = run_child(job)")
+SINGLE = WORKER.replace("        res = run_job(job)", "        res = run_child(job)")
