@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.decontam.settings import DecontamSettings
 
-HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"  # codes of its own (semantic._MEM)
 TAIL = "\ndef get_init_inputs():\n    return []\n"
 LINEAR = (
     HEAD
@@ -58,7 +58,9 @@ OTHER_OUT = LINEAR.replace("nn.Linear(64, 32)", "nn.Linear(64, 16)")
 # only, as it did before the screen (the confirmation's first step asks its get_inputs on meta).
 LIAR = LINEAR_PARA.replace(
     "    return [torch.randn(8, 64)]", "    x = torch.randn(8, 64)\n    return [x[:, :48] if x.is_meta else x]"
-).replace("    def forward(self, x):\n", "    def forward(self, x):\n        if x.is_meta:\n            return x.relu()\n")
+).replace(
+    "    def forward(self, x):\n", "    def forward(self, x):\n        if x.is_meta:\n            return x.relu()\n", 1
+)
 # Integer indices: on float meta tensors of the same shape the problem would raise; with the traced dtype it runs.
 EMBED = (
     HEAD

@@ -543,17 +543,22 @@ def _accepts(model, ins):
     shortlisted for sharing graph features with a problem fail so: its layers do not fit the candidate's inputs); a
     meta kernel's own limits (no kernel, data-dependent output) or a dry run past its budget prove nothing: None,
     the real run decides."""
+    return _dry_run(model, ins)[0]
+
+
+def _dry_run(model, ins):
+    """_accepts's answer and the output shapes of the dry run (None unless it ran through)."""
     if DRY["off"]:
-        return None
+        return None, None
     try:
-        _dry(model, ins)
+        outs = _dry(model, ins)
     except (RuntimeError, ValueError, IndexError, TypeError, AssertionError) as e:
         if isinstance(e, NotImplementedError) or "meta" in str(e).lower() or "data-dependent" in str(e).lower():
-            return None
-        return None if DRY["off"] else e
+            return None, None
+        return (None if DRY["off"] else e), None
     except Exception:
-        return None
-    return None
+        return None, None
+    return None, [list(t.shape) for t in outs]
 
 
 def _meta_shapes(ref, cand, ins):
@@ -679,8 +684,8 @@ def _from_sig(sig, max_dims=8):
     return out
 
 
-_SCREENED = {}  # (problem's code, signature, match only) -> screen(): the worker's memo (depends on nothing else)
-_REFS = {}
+_REF_META = {}  # problem's code -> (its model on meta, None) or (None, the exception building it raised)
+_ON_VARIANT = {}  # (problem's code, input variant's signature) -> (_dry_run's answer, over its budget)
 
 
 def _shapes_of(outs):
@@ -689,6 +694,37 @@ def _shapes_of(outs):
                                              for o in outs):
         return None
     return [o[0] for o in outs]
+
+
+def _failed(e):
+    return {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
+
+
+def _ref_meta(ref_code, max_numel):
+    got = _REF_META.get(ref_code)
+    if got is None:
+        try:
+            gr = _load(ref_code, "reference")
+            with torch.device("meta"):
+                gr["get_inputs"]()
+            got = (_meta_model(gr, 4 * max_numel), None)
+        except Exception as e:  # confirm() raises the same before the candidate's model is built
+            got = (None, e)
+        _REF_META[ref_code] = got
+    return got
+
+
+def _on_variant(ref_code, model, ins):
+    """The problem's dry run on one input variant, as confirm() makes it first (a fresh budget: each variant's
+    answer is kept apart, and a pair any of whose variants ran past the budget is left to confirm())."""
+    key = (ref_code, json.dumps([_sig(t) for t in ins]))
+    got = _ON_VARIANT.get(key)
+    if got is None:
+        DRY["off"] = False
+        ans = _dry_run(model, ins)
+        got = _ON_VARIANT[key] = (ans, DRY["off"])
+        DRY["off"] = False
+    return got
 
 
 def screen(ref_code, sig, max_numel, match_only):
@@ -700,61 +736,40 @@ def screen(ref_code, sig, max_numel, match_only):
     count (over 4 * max_numel: MemoryError), the same input variants (_variants: none left is inputs_too_large),
     the same dry runs (_accepts: a problem that rejects every variant raises), and, for a pair only a match can
     flag, the output shapes on the first variant taken (output_shapes_differ). Each ends confirm() with the same
-    report it gives here: no match, and no near_variant (which needs outputs compared). The signature is the
-    candidate's report about itself, as its trace (which chose the pair) is: a false one can only hide the
-    candidate, as its own code in its child can."""
-    key = (ref_code, json.dumps(sig, sort_keys=True), bool(match_only))
-    if key in _SCREENED:
-        return _SCREENED[key]
-    rep = None
-    DRY["off"] = False
+    report it gives here: no match, and no near_variant (which needs outputs compared). The problem's answers depend
+    on its code and the shapes and dtypes only: kept per (problem, variant) in this worker (its meta model is built
+    once, as confirm() uses one for all its dry runs). The signature is the candidate's report about itself, as its
+    trace (which chose the pair) is: a false one can only hide the candidate, as its own code in its child can."""
     try:
         ins = _from_sig(sig.get("inputs")) if isinstance(sig, dict) else None
-        if ins is not None:
-            rep = _screen(ref_code, sig, ins, max_numel, match_only)
+        return _screen(ref_code, sig, ins, max_numel, match_only) if ins is not None else None
     except Exception:
-        rep = None
-    DRY["off"] = False
-    _SCREENED[key] = rep
-    return rep
+        return None
+    finally:
+        DRY["off"] = False
 
 
 def _screen(ref_code, sig, ins, max_numel, match_only):
-    def failed(e):
-        return {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
-
-    try:
-        gr = _REFS.get(ref_code)
-        if gr is None:
-            gr = _REFS[ref_code] = _load(ref_code, "reference")
-        with torch.device("meta"):
-            gr["get_inputs"]()
-        ref_meta = _meta_model(gr, 4 * max_numel)
-    except Exception as e:  # confirm() raises the same before the candidate's model is built
-        return failed(e)
+    ref_meta, err = _ref_meta(ref_code, max_numel)
+    if err is not None:
+        return _failed(err)
     params = sig.get("params")
     if type(params) is int and params > 4 * max_numel:
-        return failed(MemoryError(f"{params} parameters"))
+        return _failed(MemoryError(f"{params} parameters"))
     variants = list(_variants(None, max_numel, meta_only=True, meta=ins, named=True))
     if not variants:
         return {"ok": False, "reason": "inputs_too_large"}
-    shown = [_accepts(ref_meta, v) for _, v in variants]
-    if DRY["off"]:
-        return None
-    if all(e is not None for e in shown):
-        return failed(shown[-1])
+    runs = [_on_variant(ref_code, ref_meta, v) for _, v in variants]
+    if any(over for _, over in runs):
+        return None  # past the budget: confirm() stops its dry runs there and runs for real
+    if all(e is not None for (e, _), _ in runs):
+        return _failed(runs[-1][0][0])
     if not match_only:
         return None
-    name, first = next((n, v) for (n, v), e in zip(variants, shown) if e is None)
+    name, ref = next((n, shapes) for (n, _), ((e, shapes), _) in zip(variants, runs) if e is None)
     sliced = sig.get("sliced") if isinstance(sig.get("sliced"), list) and len(sig["sliced"]) == 2 else [None, None]
     cand = _shapes_of({"all": sliced[0], "first": sliced[1], "none": sig.get("outputs")}[name])
-    if cand is None:
-        return None
-    try:
-        ref = [list(t.shape) for t in _dry(ref_meta, first)]
-    except Exception:
-        return None
-    if DRY["off"] or ref == cand:
+    if cand is None or ref is None or ref == cand:
         return None
     return {"ok": False, "reason": "output_shapes_differ", "on_meta": True, "ref_shapes": ref[:4],
             "cand_shapes": cand[:4]}
@@ -851,6 +866,7 @@ def _close_channel():
 
 
 def fork_one(job):
+    _warm_up()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -901,7 +917,8 @@ def fork_one(job):
         return {"ok": False, "reason": "crashed"}
 
 
-# Warm up here, before any task: make_fx's first trace initializes lazily (~2 s); every forked child inherits it.
+# Warm up here (lazily: _warm_up, before the first fork): make_fx's first trace initializes lazily (~2 s); every forked
+# child inherits it.
 _WARM = """
 import torch
 import torch.nn as nn
@@ -920,17 +937,29 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+WARM = {"s": 0.0, "done": False}
+
+
+def _warm_up():
+    """Once, before the first fork (every forked child inherits it): a batch whose pairs the screen decides whole
+    forks nothing and never pays it (~1.5 s)."""
+    if WARM["done"]:
+        return
+    WARM["done"] = True
+    t = time.monotonic()
+    try:
+        trace(_WARM)
+        confirm(_WARM, _WARM, 1000)
+    except Exception:
+        pass
+    WARM["s"] = round(time.monotonic() - t, 3)
+    gc.collect()
+    gc.freeze()  # the warm parent's objects: never scanned by a child's collections (fewer copied pages per fork)
+
+
 t_start = time.monotonic()
-try:
-    trace(_WARM)
-    confirm(_WARM, _WARM, 1000)
-except Exception:
-    pass
-warm_s = round(time.monotonic() - t_start, 3)
-gc.collect()
-gc.freeze()  # the warm parent's objects: never scanned by a child's collections (fewer copied pages per fork)
 _guard_channel()
-emit_result({"start": True, "warm_s": warm_s})
+emit_result({"start": True})
 # One message per job as soon as it is done: a task that kills this process costs only itself (the caller keeps
 # the results before it, gives it a worker_died row and runs the rest in a new process).
 for i, job in enumerate(PAYLOAD["jobs"]):
@@ -942,7 +971,7 @@ for i, job in enumerate(PAYLOAD["jobs"]):
         raise SystemExit(0)
     res["wall_s"] = round(time.monotonic() - t0, 4)
     emit_result({"i": i, "r": res})
-emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_start, 3), "warm_s": warm_s,
+emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_start, 3), "warm_s": WARM["s"],
              "cpu_s": round(sum(os.times()[:4]), 3)})  # this process and its children (for benchmarks)
 '''
 )
