@@ -17,7 +17,8 @@ import pytest
 
 from pipeline.decontam.settings import DecontamSettings
 
-HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"  # codes of its own (semantic._MEM)
+# "# screened": codes of their own (semantic._MEM is shared by the test session)
+HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 TAIL = "\ndef get_init_inputs():\n    return []\n"
 LINEAR = (
     HEAD

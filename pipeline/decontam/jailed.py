@@ -6,6 +6,9 @@ another task's trace (monkey-patched torch, altered globals): each child starts 
 after its job. The child's answer travels over a pipe; the parent kills a child that runs past its time limit.
 Everything a child reports is written by untrusted code: the stage computes verdicts from data it can check (the
 graph's shape, a numeric difference) and a task can only misreport about itself.
+The worker itself runs only trusted code: before forking a candidate's child it screens the candidate's pairs
+(`screen`: the problems' dry runs on meta tensors of the shapes the candidate's trace reported), and forks only for
+the pairs that screen cannot decide.
 """
 
 import functools
@@ -670,7 +673,9 @@ def _from_sig(sig, max_dims=8):
         if not (isinstance(s, list) and len(s) == 2):
             return None
         if s[0] == "v":
-            if not (s[1] is None or isinstance(s[1], (bool, int, float))):
+            # small plain values only: the problem runs in the worker itself, and a size it allocates from
+            # an input must not be the candidate's to choose
+            if not (s[1] is None or (isinstance(s[1], (bool, int, float)) and abs(s[1]) <= 1 << 16)):
                 return None
             out.append(s[1])
             continue
