@@ -226,6 +226,8 @@ class _Meter:
             if name == "semantic_views":
                 rec[3] += sum(not v.cached for v in out)
                 self.child_s += [v.trace_s for v in out if not v.cached]
+            else:
+                rec[3] += sum(bool(r.get("screened")) for r in out)
             return out
 
         setattr(self.sem, name, timed)
@@ -248,16 +250,17 @@ class _Meter:
         )
         return (
             f"tracing: {tr[0]} views asked, {tr[3]} traced now, {tr[1]:.2f} s wall / {tr[2]:.2f} s worker CPU "
-            f"({per}); confirmation: {cf[0]} pairs, {cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
+            f"({per}); confirmation: {cf[0]} pairs ({cf[3]} decided by the screen, without the candidate's code), "
+            f"{cf[1]:.2f} s wall / {cf[2]:.2f} s worker CPU; "
             f"{starts} jailed workers started"
         )
 
 
 def carried_traces(rows, cache: str) -> list[str | None]:
     """The `semantic_trace` each candidate would arrive with from validation (pipeline.validate runs the same
-    tracer): its trace record in `cache` (where an earlier pass traced it), keyed like the validation stage's."""
-    import json
-
+    tracer and stores whatever it gave for a valid task, a failure too: pipeline.validate.stage): its trace record
+    in `cache` (where an earlier pass traced it), keyed like the validation stage's. Which of them decontamination
+    takes as final is its own rule (pipeline.decontam.jailed.carried), not the benchmark's."""
     from pipeline.decontam.jailed import carry, code_key
 
     out = []
@@ -265,7 +268,7 @@ def carried_traces(rows, cache: str) -> list[str | None]:
         k = code_key(code)
         p = Path(cache) / k[:2] / f"{k}.json"
         out.append(carry(p.read_text(), code) if p.exists() else None)
-    return [t if t and json.loads(t).get("ok") else None for t in out]
+    return out
 
 
 def semantic_section(refs, rows, labels, settings, args) -> None:
@@ -275,6 +278,7 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
     confirmations run in the jail; (3) warm: traces carried and confirmation reports in the cache (a re-check).
     The process's in-memory copy of the cache is dropped before each pass: every pass reads what a new process
     would. `--traces-from DIR`: the candidates' traces from DIR (an earlier run's cache); pass (1) is skipped."""
+    import json
     import shutil
     import tempfile
 
@@ -334,7 +338,12 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
             f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
             f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
             f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; "
-            + (f"{sum(x is not None for x in traces)} traces carried; " if carried else "")
+            + (
+                f"{sum(x is not None for x in traces)} traces carried "
+                f"({sum(x is not None and not json.loads(x).get('ok') for x in traces)} of them failed); "
+                if carried
+                else ""
+            )
             + f"statuses {dict(collections.Counter(status))}; reasons "
             f"{dict(sorted(collections.Counter(out.column('reason').to_pylist()).items()))}"
         )

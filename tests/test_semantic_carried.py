@@ -1,6 +1,7 @@
 """Validation traces each valid task for the semantic view (the same tracer, in the same jailed process as its
 checks) and decontamination uses that trace instead of tracing again; a trace made for another code, tracer or
-torch, or a failed one, is not used. Real validation harness, real jail."""
+torch, or one that timed out (validation's time left), is not used (a failure of the code's own is:
+tests/test_decontam_screen.py). Real validation harness, real jail."""
 
 from __future__ import annotations
 

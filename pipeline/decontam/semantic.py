@@ -26,6 +26,7 @@ from pipeline.decontam.settings import DecontamSettings
 CONFIRM_VERSION = "4"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
+_MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
 _LOCK = threading.Lock()
 
 
@@ -39,6 +40,7 @@ class SemView:
     cached: bool = False
     error: str = ""
     truncated: bool = False  # the forward's first MAX_NODES ops only: shortlists for confirmation, nothing else
+    sig: dict | None = None  # shapes and dtypes the trace reported (tracer 7; jailed.screen): screens confirmations
 
     @property
     def status(self) -> str:
@@ -205,7 +207,18 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
     if not g.outputs:
         return SemView(False, "no_tensor_output", cached=cached)
-    return SemView(True, "", feats, g, float(rec.get("wall_s") or 0), cached, truncated=bool(rec.get("truncated")))
+    sig = rec.get("sig")
+    ok_sig = isinstance(sig, dict) and isinstance(sig.get("inputs"), list) and len(json.dumps(sig)) <= _MAX_SIG
+    return SemView(
+        True,
+        "",
+        feats,
+        g,
+        float(rec.get("wall_s") or 0),
+        cached,
+        truncated=bool(rec.get("truncated")),
+        sig=sig if ok_sig else None,
+    )
 
 
 def semantic_views(
@@ -269,12 +282,17 @@ def _confirm_key(cand: str, ref: str, full: bool) -> str:
 
 
 def confirm_pairs(
-    pairs: list[tuple[str, str]], settings: DecontamSettings, full: list[bool] | None = None
+    pairs: list[tuple[str, str]],
+    settings: DecontamSettings,
+    full: list[bool] | None = None,
+    sigs: dict[str, dict] | None = None,
 ) -> list[dict]:
     """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
     traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances).
     `full[i]` false: only whether pair i's outputs match matters (it cannot be a near_variant): the jailed run may
-    stop at outputs whose shapes differ on meta tensors (`output_shapes_differ`); a full report serves it too."""
+    stop at outputs whose shapes differ on meta tensors (`output_shapes_differ`); a full report serves it too.
+    `sigs`: candidate code -> its trace's signature: the worker screens its pairs first (jailed.screen: `screened`
+    reports, decided without the candidate's code) and forks a child for the candidate only when a pair is left."""
     root = cache_dir(settings)
     modes = full if full is not None else [True] * len(pairs)
     keys = [_confirm_key(c, r, f) for (c, r), f in zip(pairs, modes)]
@@ -292,7 +310,11 @@ def confirm_pairs(
     groups: dict[str, list[str]] = {}
     for k, (c, _, _) in todo.items():
         groups.setdefault(c, []).append(k)
-    jobs = [["confirm_many", c, [todo[k][1] for k in ks], [not todo[k][2] for k in ks]] for c, ks in groups.items()]
+    sigs = sigs or {}
+    jobs = [
+        ["confirm_many", c, [todo[k][1] for k in ks], [not todo[k][2] for k in ks], sigs.get(c)]
+        for c, ks in groups.items()
+    ]
     for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s)):
         got = res.get("reports") if res.get("ok") else None
         for n, k in enumerate(ks):
@@ -445,7 +467,8 @@ def semantic_pass(
     full = [False] * len(re_jobs) + [
         _could_be_near_variant(views[k], j, sims[row, j], ref, settings) for row, k, j in owners
     ]
-    reports = confirm_pairs(re_jobs + jobs, settings, full) if re_jobs or jobs else []
+    sigs = {codes[i]: v.sig for i, v in zip(copies + todo, views_all) if v.ok and v.sig is not None}
+    reports = confirm_pairs(re_jobs + jobs, settings, full, sigs) if re_jobs or jobs else []
     _recheck_apply(recheck, reports[: len(re_jobs)], cols, out, ref_ids, ref, settings)
     reports = reports[len(re_jobs) :]
     per_row: dict[int, list] = {}

@@ -1,0 +1,191 @@
+"""Confirmations screened before the candidate's fork, and failed traces carried as final; through the real jail.
+
+The trace (tracer 7) reports the task's inputs' shapes and dtypes; the jailed worker runs the problem (trusted code,
+nothing of the candidate's) on meta tensors of them, the way a confirmation would first, and a pair whose problem
+rejects every input variant is decided there (the same report and error the run gives) without forking the
+candidate; so is a pair only a match can flag whose outputs, on the first input variant the problem takes, have other
+shapes than the candidate's trace reported on it (`output_shapes_differ`). Both directions: a paraphrase still runs
+and matches, a problem that takes integer indices is not rejected for want of dtypes, a pair that could be a
+near_variant still runs, and a task whose trace lies about its inputs hides only itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.decontam.settings import DecontamSettings
+
+# "# screened": codes of their own (semantic._MEM is shared by the test session)
+HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+TAIL = "\ndef get_init_inputs():\n    return []\n"
+LINEAR = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 32)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+"""
+    + TAIL
+)
+LINEAR_PARA = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(32, 64))
+        self.b = nn.Parameter(torch.empty(32))
+
+    def forward(self, x):
+        return torch.clamp(torch.addmm(self.b, x, self.w.t()), min=0)
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+"""
+    + TAIL
+)
+# Inputs the problem's layer does not take (48 features for a Linear(64, .)): decided by the screen.
+OTHER_WIDTH = LINEAR.replace("torch.randn(8, 64)", "torch.randn(8, 48)").replace("Linear(64", "Linear(48")
+# Same inputs, outputs of another shape (a Linear(64, 16)).
+OTHER_OUT = LINEAR.replace("nn.Linear(64, 32)", "nn.Linear(64, 16)")
+# Lies on meta tensors: 48 features there (its trace's), 64 for real. Its pair is screened out: it hides itself
+# only, as it did before the screen (the confirmation's first step asks its get_inputs on meta).
+LIAR = LINEAR_PARA.replace(
+    "    return [torch.randn(8, 64)]", "    x = torch.randn(8, 64)\n    return [x[:, :48] if x.is_meta else x]"
+).replace(
+    "    def forward(self, x):\n", "    def forward(self, x):\n        if x.is_meta:\n            return x.relu()\n", 1
+)
+# Integer indices: on float meta tensors of the same shape the problem would raise; with the traced dtype it runs.
+EMBED = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+
+    def forward(self, idx):
+        return torch.tanh(self.emb(idx))
+
+def get_inputs():
+    return [torch.randint(0, 100, (4, 8))]
+"""
+    + TAIL
+)
+EMBED_PARA = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.empty(100, 16))
+
+    def forward(self, idx):
+        e = F.embedding(idx, self.table)
+        return 2 * torch.sigmoid(2 * e) - 1
+
+def get_inputs():
+    return [torch.randint(0, 100, (4, 8))]
+"""
+    + TAIL
+)
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> DecontamSettings:
+    return DecontamSettings(semantic=True, workers=1, semantic_cache_dir=str(tmp_path_factory.mktemp("screen")))
+
+
+@pytest.fixture(scope="module")
+def screened(settings):
+    """Each pair twice: screened (the trace's signature sent along) and not (a fresh key: the code plus a comment)."""
+    from pipeline.decontam.semantic import confirm_pairs, semantic_views
+
+    cands = [LINEAR_PARA, OTHER_WIDTH, LIAR, EMBED_PARA, OTHER_OUT, OTHER_OUT]
+    refs = [LINEAR, LINEAR, LINEAR, EMBED, LINEAR, LINEAR + "\n# full\n"]
+    full = [True, True, True, True, False, True]
+    views = semantic_views(cands, settings)
+    sigs = {c: v.sig for c, v in zip(cands, views)}
+    reps = confirm_pairs(list(zip(cands, refs)), settings, full, sigs)
+    plain = confirm_pairs([(c + "\n# plain\n", r) for c, r in zip(cands, refs)], settings, full)
+    return views, reps, plain
+
+
+def test_the_trace_reports_input_and_output_shapes_and_dtypes(screened):
+    views, _, _ = screened
+    sig = views[0].sig
+    assert views[0].ok and sig["inputs"] == [[[8, 64], "float32"]] and sig["params"] == 32 * 64 + 32, sig
+    assert sig["outputs"] == [[[8, 32], "float32"]] and sig["sliced"] == [[[[2, 32], "float32"]]] * 2, sig
+    assert views[2].sig["inputs"] == [[[8, 48], "float32"]]  # what the liar shows on meta tensors
+    assert views[3].sig["inputs"] == [[[4, 8], "int64"]], views[3].sig
+
+
+def test_a_pair_the_problem_rejects_is_decided_without_the_candidate(screened):
+    _, reps, plain = screened
+    rep, run = reps[1], plain[1]
+    assert rep["screened"] and rep["reason"] == "exception" and not rep["equivalent"], rep
+    # the same decision and the same error as the run in the candidate's child
+    assert not run["ok"] and run["reason"] == "exception" and not run["equivalent"] and not run.get("screened")
+    assert rep["error"] == run["error"] and "48" in rep["error"] and "64" in rep["error"], (rep, run)
+
+
+def test_other_output_shapes_are_decided_only_where_no_near_variant_is_possible(screened):
+    _, reps, plain = screened
+    match, full = reps[4], reps[5]
+    assert match["screened"] and match["reason"] == "output_shapes_differ" and not match["equivalent"], match
+    keys = ("ok", "reason", "on_meta", "ref_shapes", "cand_shapes")
+    assert {k: match[k] for k in keys} == {k: plain[4][k] for k in keys}, (match, plain[4])  # the run's report
+    assert full["ok"] and not full.get("screened") and full["cand_shapes"] == [[2, 16]], full  # ran for real
+
+
+def test_a_paraphrase_still_runs_and_matches(screened):
+    _, reps, plain = screened
+    for rep in (reps[0], plain[0]):
+        assert rep["ok"] and rep["equivalent"] and not rep.get("screened"), rep
+
+
+def test_dtypes_keep_a_problem_that_takes_integer_indices(screened):
+    _, reps, plain = screened
+    for rep in (reps[3], plain[3]):
+        assert rep["ok"] and rep["equivalent"] and not rep.get("screened"), rep
+
+
+def test_a_task_that_lies_in_its_trace_hides_only_itself(screened):
+    _, reps, plain = screened
+    assert reps[2]["screened"] and not reps[2]["equivalent"]  # hidden by its own lie
+    # as the confirmation's own first step on meta tensors (the candidate's get_inputs there) hid it before
+    assert plain[2]["reason"] == "exception" and not plain[2]["equivalent"], plain[2]
+    assert reps[0]["equivalent"] and reps[3]["equivalent"]  # the others in the same worker are unaffected
+
+
+def test_a_failed_trace_is_carried_as_final_unless_the_process_failed_it(settings, tmp_path):
+    from pipeline.decontam.jailed import carried, carry
+    from pipeline.decontam.semantic import cache_dir, semantic_views
+
+    code = OTHER_WIDTH + "\n# carried failure\n"
+
+    def rec(**kw) -> str:
+        return carry(json.dumps({"ok": False, "wall_s": 0.01, **kw}), code)
+
+    failed = rec(reason="exception", error="RuntimeError: mat1 and mat2 shapes cannot be multiplied")
+    assert carried(failed, code)["reason"] == "exception"
+    assert carried(failed, code + " ") is None  # another code's
+    assert carried(rec(reason="graph_too_large"), code) is not None
+    for transient in (
+        rec(reason="timeout", limit_s=3.0),
+        rec(reason="exception", error="MemoryError: "),
+        rec(reason="exception", error="RecursionError: maximum recursion depth exceeded"),
+        rec(reason="exception", error="RuntimeError: Tried to register an operator (mylib::f) ... already"),
+        rec(reason="jail_timeout"),
+        rec(reason="crashed"),
+    ):
+        assert carried(transient, code) is None, transient
+    s = settings.model_copy(update={"semantic_cache_dir": str(tmp_path / "fresh")})
+    v = semantic_views([code], s, {code: failed})[0]
+    assert not v.ok and v.reason == "exception" and v.cached  # taken as it came: not traced again
+    assert not any(cache_dir(s).rglob("*.json"))
