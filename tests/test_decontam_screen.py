@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.decontam.settings import DecontamSettings
 
-# "# screened": codes of their own (semantic._MEM is shared by the test session)
+# "# screened": codes of their own (no other test file traces them)
 HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 TAIL = "\ndef get_init_inputs():\n    return []\n"
 LINEAR = (

@@ -289,3 +289,16 @@ def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semant
     assert mixed[1].reason in ("crashed", "") and len(mixed) == 4
     for x, y in ((alone[0], mixed[0]), (alone[1], mixed[3])):
         assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()
+
+
+def test_the_in_process_cache_is_per_cache_directory(tmp_path):
+    """A record cached under one directory is not served for another: a run pointed at a fresh cache traces again,
+    whatever this process read before (the in-process copy was keyed by code alone)."""
+    import pipeline.decontam.semantic as sem
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    sem._cache_put(a, "k" * 32, {"ok": True, "from": "a"})
+    assert sem._cache_get(a, "k" * 32) == {"ok": True, "from": "a"}
+    assert sem._cache_get(b, "k" * 32) is None
+    sem._MEM.clear()  # what a new process reads: the file under a
+    assert sem._cache_get(a, "k" * 32) == {"ok": True, "from": "a"}

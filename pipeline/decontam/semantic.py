@@ -25,7 +25,7 @@ from pipeline.decontam.settings import DecontamSettings
 
 CONFIRM_VERSION = "4"  # bump when jailed.confirm changes: cached confirmation reports become stale
 _EMPTY = np.zeros(0, dtype=np.uint32)
-_MEM: dict[str, dict] = {}  # in-process cache of the on-disk one
+_MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
 _LOCK = threading.Lock()
 
@@ -59,7 +59,7 @@ def cache_dir(settings: DecontamSettings) -> Path:
 
 
 def _cache_get(root: Path, key: str) -> dict | None:
-    got = _MEM.get(key)
+    got = _MEM.get((str(root), key))
     if got is not None:
         return got
     p = root / key[:2] / f"{key}.json"
@@ -67,12 +67,12 @@ def _cache_get(root: Path, key: str) -> dict | None:
         got = json.loads(p.read_text())
     except (OSError, ValueError):
         return None
-    _MEM[key] = got
+    _MEM[(str(root), key)] = got
     return got
 
 
 def _cache_put(root: Path, key: str, value: dict) -> None:
-    _MEM[key] = value
+    _MEM[(str(root), key)] = value
     p = root / key[:2] / f"{key}.json"
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
