@@ -36,9 +36,15 @@ class SizeProfile:
     launch_ms: float = 0.006
 
 
-def profile(name: str, target_ms: tuple[float, float] = (2.0, 40.0), max_tensor_mb: float = 2048.0) -> SizeProfile:
-    """The sizes tasks are composed at. gpu: every tensor of the chain at most `max_tensor_mb` (float32), the
-    validator's largest output by default, so that no composed task is made only to be dropped for its size."""
+def profile(
+    name: str, target_ms: tuple[float, float] = (2.0, 40.0), max_tensor_mb: float | None = None
+) -> SizeProfile:
+    """The sizes tasks are composed at. gpu: every tensor of the chain at most `max_tensor_mb` (float32; None: the
+    validator's default largest output), so that no composed task is made only to be dropped for its size."""
+    if max_tensor_mb is None:
+        from pipeline.validate.settings import ValidateSettings
+
+        max_tensor_mb = float(ValidateSettings.model_fields["max_output_mb"].default)
     if name == "small":
         return SizeProfile(
             name="small",

@@ -97,9 +97,9 @@ def compose_with_llm(
     """`settings.n` rows of `tasks`; one chat per task, concurrent (the engine batches them)."""
     from pipeline.llm.backend import SamplingParams
     from pipeline.synth.composer import CompositionError, _by_kind, compose_task, profile, sample_n_ops, usable_pool
-    from pipeline.synth.stage import max_tensor_mb, task_seed
+    from pipeline.synth.stage import task_seed
 
-    prof = profile(prof_name, tuple(settings.target_ms), max_tensor_mb(settings))
+    prof = profile(prof_name, tuple(settings.target_ms), settings.max_tensor_mb)
     pool = usable_pool(catalog)
     examples: list[str] = []
     for j in range(50):

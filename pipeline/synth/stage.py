@@ -62,19 +62,10 @@ def synthesize(settings: SynthSettings, run_id: str, *, catalog=None, backend=No
     return conform("tasks", rows)
 
 
-def max_tensor_mb(settings: SynthSettings) -> float:
-    """The composer's largest tensor: its own setting, else the validator's default largest output."""
-    if settings.max_tensor_mb is not None:
-        return float(settings.max_tensor_mb)
-    from pipeline.validate.settings import ValidateSettings
-
-    return float(ValidateSettings.model_fields["max_output_mb"].default)
-
-
 def _programmatic(settings: SynthSettings, run_id: str, catalog, prof_name: str) -> list[dict[str, Any]]:
     from pipeline.synth.composer import CompositionError, compose_task, profile
 
-    prof = profile(prof_name, tuple(settings.target_ms), max_tensor_mb(settings))
+    prof = profile(prof_name, tuple(settings.target_ms), settings.max_tensor_mb)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i in range(settings.n):
