@@ -223,6 +223,10 @@ def test_every_filter_and_hostile_candidate_gets_its_reason(ray_local, fast_sett
     phases = json.loads(rows["good"]["phase_s"])
     assert {"start", "import", "build", "forward", "checks", "eager_timing"} <= set(phases), phases
     assert all(v >= 0 for v in phases.values()) and phases["import"] > 0, phases
+    from pipeline.validate.harness import PHASES
+
+    # Only the harness's phases reach a row, whatever a candidate writes into its report
+    assert all(set(json.loads(r["phase_s"] or "{}")) <= set(PHASES) for r in rows.values())
     assert rows["flood_stdout"]["stdout_bytes"] > 2_000_000
     assert rows["unused_param"]["unused"] == ["b"]
     assert rows["unused_module"]["unused"] == ["module:act"]

@@ -222,6 +222,19 @@ def _replaced(torch: Any, before: dict[str, Any]) -> list[str]:
     return replaced(torch, before, _integrity(torch))
 
 
+# The phases a run reports in `phase_s` (the parent keeps these keys only: the report is the candidate's to write).
+PHASES = (
+    "start",
+    "import",
+    "build",
+    "forward",
+    "checks",
+    "eager_timing",
+    "compile",
+    "compiled_timing",
+    "trace",
+    "gpu_lock_wait",
+)
 OUT_OF_WINDOW_FACTOR = 4.0  # a warm call this many times the window's top: out of the window without more calls
 
 

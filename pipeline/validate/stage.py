@@ -185,6 +185,7 @@ def _finite(v: Any) -> float | None:
 def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
     """Validate one candidate: {"task_id", "code", "settings": dict, "device", "compose_reason"} -> a row."""
     from pipeline.sandbox import READONLY_MARKERS
+    from pipeline.validate.harness import PHASES
     from pipeline.validate.static import static_checks
 
     s, device = item["settings"], item["device"]
@@ -254,7 +255,7 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         row["output_shape"] = json.dumps(h["output_shape"]) if h.get("output_shape") is not None else None
         row["unused"] = [str(u) for u in h.get("unused", [])]
         phases = h.get("phase_s") if isinstance(h.get("phase_s"), dict) else {}
-        row["phase_s"] = json.dumps({**{k: _finite(v) for k, v in phases.items()}, **waits})
+        row["phase_s"] = json.dumps({**{k: _finite(phases[k]) for k in PHASES if k in phases}, **waits})
     # A sandbox violation outranks whatever the harness reported: the candidate tried something forbidden.
     if res.reason:
         row["check_sandbox"] = False
