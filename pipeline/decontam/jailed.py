@@ -284,7 +284,7 @@ def _sliced_outputs(model, inputs):
         ins = _sliced(inputs, first_only)
         try:
             with torch.no_grad(), _OpBudget(1000):
-                out.append([_sig(t) for t in _tensors(model(*ins))])
+                out.append([_sig(t) for t in _flat(model(*ins))])
         except Exception as e:
             if type(e).__name__ == "_TraceTimeout":  # validation's alarm (pipeline.validate.harness): the trace's end
                 raise
@@ -301,11 +301,12 @@ def _sig(x):
     return None
 
 
-def _tensors(o):
-    if isinstance(o, torch.Tensor):
-        return [o]
-    if isinstance(o, (list, tuple)):
-        return [t for x in o for t in _tensors(x)]
+def _flat(out):
+    # The tensors of a (nested) output; the worker below, which runs after this text, uses it too.
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flat(o)]
     return []
 
 
@@ -328,7 +329,7 @@ def trace(code):
         if str(e) == "graph_too_large":
             return {**_truncated(rec), "sig": sig}
         raise
-    sig["outputs"] = [_sig(t) for t in _tensors(out)]
+    sig["outputs"] = [_sig(t) for t in _flat(out)]
     sig["sliced"] = _sliced_outputs(model, inputs)
 
     def outs(o):
@@ -383,14 +384,6 @@ def _match(cand, ref):
                 used.add(rn)
                 break
     return mapping
-
-
-def _flat(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flat(o)]
-    return []
 
 
 def _variants(g, max_numel, meta_only=False, meta=None, named=False):

@@ -19,6 +19,8 @@ import tokenize
 import warnings
 from typing import Callable
 
+from pipeline.decontam.astwalk import dotted
+
 _WORDS = [
     "feat",
     "hidden",
@@ -314,12 +316,9 @@ def _import_aliases(tree: ast.AST) -> dict[str, str]:
 
 
 def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name) and node.id in aliases:
-        return ".".join([aliases[node.id], *parts[::-1]])
+    parts = dotted(node)
+    if parts and parts[0] in aliases:
+        return ".".join([aliases[parts[0]], *parts[1:]])
     return None
 
 
