@@ -65,7 +65,8 @@ def measure(path: str, workers: int, budget: float, limit: int | None, progress:
             r = f.result()
             done.append(r)
             if log:  # a run cut off by its caller still leaves its figures
-                keep = ("reason", "gpu_memory_share", "sandbox_wall_s", "compile_s", "eager_ms", "peak_memory_mb")
+                keep = ("task_id", "reason", "gpu_memory_share", "sandbox_wall_s", "compile_s", "eager_ms")
+                keep += ("compile_ms", "peak_memory_mb")
                 keep += ("phase_s",)
                 log.write(json.dumps({"t": round(time.perf_counter() - t0, 1), **{k: r.get(k) for k in keep}}) + "\n")
                 log.flush()

@@ -323,6 +323,11 @@ def test_runtime_window_on_gpu(tmp_path):
     # The window comes before torch.compile: a task outside it is dropped without being compiled.
     (r,) = validate(pa.table({"code": [tiny]}), ValidateSettings(memory_mb=0), "cuda").to_pylist()
     assert r["reason"] == "runtime_out_of_window" and r["check_compile_runs"] is None and r["compile_s"] is None, r
+    # A task far past the window's top is out of it after one warm call, before the eager checks run.
+    slow = task("for _ in range(3000):\n    x = torch.sin(x)\nreturn x", inputs="[torch.randn(2**27)]")
+    (r,) = validate(pa.table({"code": [slow]}), s, "cuda").to_pylist()
+    assert r["reason"] == "runtime_out_of_window" and r["eager_ms"] > 400.0, r
+    assert r["check_deterministic"] is None and r["check_non_constant"] is None, r
 
 
 @pytest.mark.gpu
@@ -360,6 +365,32 @@ def test_timing_stops_at_a_warm_call_far_past_the_window():
     calls.clear()
     _median_ms(lambda: calls.append(1), "cpu", 3, 10, give_up_ms=1e9)
     assert len(calls) == 13
+
+
+def test_timed_calls_hold_the_timing_lock_and_warm_up_calls_do_not():
+    """The first call and the trials run inside the timing context (the GPU's lock exclusive), the warm-up calls
+    inside the other one: nothing is measured there, so they need not keep the GPU from every other candidate."""
+    import contextlib
+
+    from pipeline.validate.harness import _median_ms
+
+    where: list[str] = []
+    state = {"in": "none"}
+
+    def ctx(name):
+        @contextlib.contextmanager
+        def c():
+            state["in"] = name
+            yield
+            state["in"] = "none"
+
+        return c
+
+    _median_ms(lambda: where.append(state["in"]), "cpu", 3, 10, None, (ctx("warm"), ctx("timed")))
+    assert where == ["timed"] + ["warm"] * 2 + ["timed"] * 10
+    where.clear()
+    _median_ms(lambda: where.append(state["in"]), "cpu", 3, 10, -1.0, (ctx("warm"), ctx("timed")))
+    assert where == ["timed"]
 
 
 def test_output_comparison_is_chunked_and_exact():
