@@ -435,3 +435,24 @@ def test_a_task_out_of_gpu_memory_at_its_share_runs_again_with_what_it_needed():
     assert next_share(40, msg) == 60 and next_share(60, msg) == SLOTS
     huge = msg.replace("Tried to allocate 8.00 GiB", "Tried to allocate 900.00 GiB")
     assert next_share(4, huge) == SLOTS
+
+
+def test_a_deadline_fires_once_and_a_late_cancel_waits_for_the_end():
+    """The watchdog behind the runtime window's early stops: cancelled in time, nothing is sent; fired, its verdict is
+    the only one (the caller's cancel then waits for the process to end instead of sending a second)."""
+    import threading
+
+    from pipeline.validate.harness import _Deadline
+
+    fired = threading.Event()
+    d = _Deadline(3600.0, fired.set)
+    d.cancel()
+    assert not fired.is_set()
+    sent = []
+    released = threading.Event()
+    d = _Deadline(0.0, lambda: (sent.append("verdict"), released.set()))
+    assert released.wait(60)
+    late = threading.Thread(target=d.cancel, daemon=True)
+    late.start()
+    late.join(0.2)  # a cancel after the verdict never returns: the verdict's sender ends the process
+    assert late.is_alive() and sent == ["verdict"]

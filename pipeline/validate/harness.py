@@ -237,6 +237,7 @@ PHASES = (
     "gpu_lock_wait",
 )
 OUT_OF_WINDOW_FACTOR = 4.0  # a warm call this many times the window's top: out of the window without more calls
+COLD_CALL_ALLOWANCE_S = 20.0  # a first call's one-off costs (CUDA libraries' set-up, NVRTC-compiled kernels)
 
 
 def _one_ms(fn, device: str) -> float:
@@ -275,9 +276,38 @@ def _median_ms(fn, device: str, warmup: int, trials: int, give_up_ms: float | No
     return times[len(times) // 2]
 
 
-def check(p: dict[str, Any]) -> dict[str, Any]:
+class _Deadline:
+    """Calls `expire()` from a timer thread unless cancelled within `limit_s` (a call on the GPU cannot be
+    interrupted, but the process can end: its GPU work ends with it). `expire` ends the process; a cancel that comes
+    too late waits for that, so only one report ever goes out."""
+
+    def __init__(self, limit_s: float, expire) -> None:
+        import threading
+
+        self._lock, self._fired = threading.Lock(), False
+        self._expire = expire
+        self._timer = threading.Timer(limit_s, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self._fired = True
+        self._expire()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            fired = self._fired
+        while fired:  # the verdict is going out; the process ends
+            time.sleep(3600)
+
+
+def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
     """Run every runtime filter on `p["code"]`. Keys of `p`: device, seed, atol, rtol, det_atol, check_compile,
-    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction, sent_at."""
+    runtime_window_ms, max_output_mb, max_memory_mb, timing_trials, run_all, gpu_memory_fraction, gpu_jobs, sent_at.
+    `bail(report)`: sends a report from a watchdog thread, which then ends the process (a call far past the runtime
+    window is not waited for)."""
     # Seconds per phase (and waiting for the GPU's lock) go into the report: where a validation's time goes.
     phases: dict[str, float] = {}
     if p.get("sent_at"):
@@ -421,24 +451,61 @@ def check(p: dict[str, Any]) -> dict[str, Any]:
         cuda_state = torch.cuda.get_rng_state(dev) if device.startswith("cuda") else None
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats(dev)
+        lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
+        give_up = OUT_OF_WINDOW_FACTOR * float(hi) if device.startswith("cuda") else None
+
+        def out_of_window(limit_s: float, why: str):
+            # From a watchdog thread while the candidate's call still runs: the verdict goes out and the process
+            # ends, its GPU work with it (waiting would hold the GPU's lock, and every candidate behind it).
+            def expire() -> None:
+                import os
+
+                r = {k: v for k, v in m.items() if k not in ("sealed", "_save")}
+                r["checks"], r["details"] = dict(checks), dict(details)
+                r["eager_ms"], r["runtime_window_checked"] = round(limit_s * 1e3, 4), True
+                r["checks"]["runtime_window"] = False
+                r["details"]["runtime_window"] = f"eager over {limit_s:.3g} s ({why}), outside [{lo}, {hi}] ms"
+                r["reason"] = REASON_OF["runtime_window"]
+                try:
+                    bail(r)
+                finally:
+                    os._exit(0)
+
+            return _Deadline(limit_s, expire) if bail is not None and give_up is not None and not run_all else None
+
         try:
             mark("build")
+            # The first call shares the GPU with at most `gpu_jobs` candidates (time-sliced: each slowed at most that
+            # many times) and pays one-off costs: past both, its warm time cannot be inside the window.
+            jobs = max(1, int(p.get("gpu_jobs", 1)))
+            first_limit = jobs * (give_up or 0.0) / 1e3 + COLD_CALL_ALLOWANCE_S
             with torch.no_grad(), gpu(shared=True):
-                raw = model(*xs)
+                watch = out_of_window(first_limit, f"a first call sharing the GPU with up to {jobs}")
+                try:
+                    raw = model(*xs)
+                    if device.startswith("cuda"):
+                        torch.cuda.synchronize(dev)
+                finally:
+                    if watch is not None:
+                        watch.cancel()
             mark("forward")
             ok("forward")
         except Exception as e:
             if _is_oom(e):
                 raise
             fail("forward", f"{type(e).__name__}: {e}", stop=True)
-        lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
-        give_up = OUT_OF_WINDOW_FACTOR * float(hi) if device.startswith("cuda") else None
         if give_up is not None:
             # One warm call, timed alone, before the checks: a task far past the window's top is out of it now,
             # instead of after a dozen forward calls of seconds each (every one of them holds back every timing on
-            # the GPU, and through the lock's turnstile every other candidate's GPU work).
+            # the GPU, and through the lock's turnstile every other candidate's GPU work). Not waited for past
+            # 1.5x the bound: alone on the GPU, nothing but the task makes it slow.
             with torch.no_grad(), gpu(shared=False):
-                probe = _one_ms(lambda: model(*xs), device)
+                watch = out_of_window(1.5 * give_up / 1e3, "one warm call alone on the GPU")
+                try:
+                    probe = _one_ms(lambda: model(*xs), device)
+                finally:
+                    if watch is not None:
+                        watch.cancel()
             mark("window_probe")
             if probe > give_up and not run_all:
                 m["eager_ms"], m["runtime_window_checked"] = round(probe, 4), True
@@ -732,7 +799,7 @@ def main(payload: dict[str, Any], emit, tracer_source: str | None = None) -> Non
     go to `payload["sealed_path"]` (written with the torch.save captured before the candidate ran); the report,
     without them, over the channel. A valid task's semantic trace (`tracer_source`, within `trace_s` and the time
     the sandbox has left) goes into the report as `semantic_trace`."""
-    m = check(payload)
+    m = check(payload, emit)
     sealed, save = m.pop("sealed", {}), m.pop("_save", None)
     if payload.get("sealed_path") and save is not None and sealed:
         save(sealed, payload["sealed_path"])  # before the trace runs the task's code once more

@@ -213,6 +213,7 @@ def check_candidate(item: dict[str, Any]) -> dict[str, Any]:
         "max_memory_mb": s["max_memory_mb"],
         "timing_trials": s["timing_trials"],
         "run_all": s["run_all"],
+        "gpu_jobs": int(s.get("jobs_per_gpu", 1)),
         "timeout_s": s["timeout_s"],
         "trace_s": s["trace_s"],
     }
