@@ -349,7 +349,8 @@ def test_out_of_gpu_memory_beside_others_is_not_the_tasks_fault(tmp_path):
     s = ValidateSettings(check_compile=False, memory_mb=0, jobs_per_gpu=2)
     out = validate(pa.table({"code": code}), s, "cuda", executor=LocalExecutor(threads=2)).to_pylist()
     assert all(r["valid"] for r in out), [(r["reason"], r["detail"]) for r in out]
-    assert any(r["gpu_alone"] for r in out)
+    # One ran again with the share its out-of-memory message asked for: more than half, so never beside the other.
+    assert any(r["gpu_memory_share"] > 0.5 for r in out), [r["gpu_memory_share"] for r in out]
 
 
 def test_timing_stops_at_a_warm_call_far_past_the_window():
