@@ -10,7 +10,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipeline.decontam.jailed import carried, code_key
+from pipeline.decontam.jailed import carried, code_key, ready_fingerprint
 from pipeline.decontam.settings import DecontamSettings
 from pipeline.kernelbench import load_reference
 from pipeline.validate.settings import ValidateSettings
@@ -82,7 +82,8 @@ def test_a_valid_task_carries_its_trace_keyed_by_its_code(validated):
     r = rows["softmax"]
     assert r["valid"], r
     rec = json.loads(r["semantic_trace"])
-    assert rec["key"] == code_key(SOFTMAX) and rec["ok"] and rec["nodes"], rec
+    assert rec["key"] == code_key(SOFTMAX) and rec["ok"] and json.loads(rec["graph"])["nodes"], rec
+    assert ready_fingerprint(rec) is not None  # fingerprinted where it was made: decontamination reads it ready
     assert 0 < rec["cpu_s"] < 10 and rec["wall_s"] > 0  # its cost, measured in the harness
     assert carried(r["semantic_trace"], SOFTMAX) is not None
     # made for this code only: another code (a copy that only claims it) does not get it

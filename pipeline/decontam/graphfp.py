@@ -13,6 +13,9 @@ Normalization (each rule erases one way of writing the same computation):
 Fingerprint: Weisfeiler-Lehman subtree hashes of depth 0..3 of every node reachable from the output, each with
 its occurrence count (two relus differ from one), as a sorted uint32 set (MinHash/Jaccard like the other views).
 Everything here reads data a task's trace reported: sizes are capped, malformed entries are skipped.
+`fingerprint(nodes, top)`: what a decision reads of a trace (the features, the counts `difference` compares, the
+input shapes), made once where the trace is made (validation's carry, decontamination's trace cache) and read back
+by `from_fingerprint` without normalizing again; the graph itself is rebuilt only for the auditor's report.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ _ACI = {"add", "mul", "maximum", "minimum"}  # associative, commutative: flatten
 _COMMUTATIVE = _ACI | {"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or"}
 WL_DEPTH = 3
 MAX_NODES = 4000
+FP_VERSION = "1"  # bump when normalize, wl_features or fingerprint change: stored fingerprints are made again
 
 
 def _base(target: str) -> str:
@@ -391,3 +395,32 @@ def is_near_variant(diff: dict, max_changes: int, min_kept: int) -> bool:
     if not (diff["substitution"] and 1 <= diff["n_changes"] <= max_changes):
         return False
     return bool(diff.get("same_ops")) or diff.get("kept", 0) >= min_kept
+
+
+def fingerprint(nodes: list, top: list | None = None) -> dict:
+    """What the decision reads of a traced graph (JSON-ready): the Weisfeiler-Lehman features (little-endian uint32,
+    hex), the input and parameter shapes, the op counts `difference` compares, the number of outputs."""
+    g = normalize(nodes, top)
+    return {
+        "features": wl_features(g).astype("<u4").tobytes().hex(),
+        "inputs": g.inputs,
+        "params": g.params,
+        "top": dict(g.top),
+        "detail": dict(g.detail),
+        "n_outputs": len(g.outputs),
+    }
+
+
+def from_fingerprint(fp: dict) -> tuple[np.ndarray, SemGraph]:
+    """A fingerprint's features and its graph without nodes (labels, operands and outputs empty: what `difference`
+    and the shortlist read). Raises ValueError on a malformed one (the caller normalizes the trace instead)."""
+    feats = np.frombuffer(bytes.fromhex(fp["features"]), dtype="<u4").astype(np.uint32)
+    if feats.size > 1 and not bool(np.all(feats[1:] > feats[:-1])):
+        raise ValueError("features not sorted and unique")
+    g = SemGraph(
+        top=Counter({str(k): int(v) for k, v in fp["top"].items()}),
+        detail=Counter({str(k): int(v) for k, v in fp["detail"].items()}),
+        inputs=[[int(d) for d in s] for s in fp["inputs"]],
+        params=[[int(d) for d in s] for s in fp["params"]],
+    )
+    return feats, g

@@ -37,6 +37,8 @@ def code_key(code: str) -> str:
 
 
 TRACE_FIELDS = ("ok", "reason", "nodes", "top", "wall_s", "cpu_s", "error", "limit_s", "n_nodes", "truncated", "sig")
+GRAPH_FIELDS = ("nodes", "top")  # stored as one JSON text (`graph`): parsed only where the graph itself is shown
+STORED_FIELDS = tuple(k for k in TRACE_FIELDS if k not in GRAPH_FIELDS) + ("graph", "fp")
 # A failed trace is final (carried like a graph: the same tracer on the same code fails the same way on meta tensors),
 # but for failures that depend on the process it ran in rather than on the code: a timeout (validation's budget is
 # the time it had left), a jail's failure, and exceptions from memory, recursion depth or state the task's own
@@ -45,16 +47,66 @@ TRANSIENT_ERRORS = ("MemoryError", "RecursionError", "OSError", "SystemError", "
 TRANSIENT_MARKERS = ("already", "out of memory", "registered")
 
 
+def fp_key(graph_text: str) -> str:
+    """The key a stored fingerprint is read back by: sha256(graphfp's version, the graph text it was made of)."""
+    from pipeline.decontam.graphfp import FP_VERSION
+
+    return hashlib.sha256(f"{FP_VERSION}\0{graph_text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def pack(rec: dict) -> dict:
+    """A trace report as it is stored (decontamination's trace cache, validation's `semantic_trace` column): its
+    fields, the graph (nodes, top) as one JSON text (`graph`: a reader that needs only the fingerprint does not
+    parse it) and the fingerprint made of it here (graphfp.fingerprint, keyed by fp_key of that text). Only the
+    report's fields are read (its nodes, or the graph text of a record packed before): an `fp` the (untrusted)
+    report brings itself is dropped, so every stored fingerprint was made by this function from the nodes stored
+    beside it."""
+    out = {k: rec[k] for k in TRACE_FIELDS if k in rec and k not in GRAPH_FIELDS}
+    try:
+        src = graph_of(rec)
+    except (ValueError, RecursionError):
+        src = None
+    if src is not None:
+        from pipeline.decontam.graphfp import fingerprint
+
+        text = json.dumps({"nodes": src[0], "top": src[1]})
+        out["graph"] = text
+        try:
+            out["fp"] = {"of": fp_key(text), **fingerprint(*src)}
+        except Exception:  # a malformed graph: its reader normalizes it and fails the same way (bad_trace)
+            pass
+    return out
+
+
+def graph_of(rec: dict) -> tuple[list, list | None] | None:
+    """The traced nodes and called ops of a stored record (packed, or a report with `nodes`), or None."""
+    if isinstance(rec.get("graph"), str):
+        g = json.loads(rec["graph"])
+        return (g.get("nodes"), g.get("top")) if isinstance(g, dict) and isinstance(g.get("nodes"), list) else None
+    return (rec["nodes"], rec.get("top")) if isinstance(rec.get("nodes"), list) else None
+
+
+def ready_fingerprint(rec: dict) -> dict | None:
+    """The record's stored fingerprint when it was made (by `pack`, this graphfp version) of the graph text stored
+    beside it; None otherwise (the reader normalizes the graph itself): a fingerprint is never read for another
+    graph than its own."""
+    fp, text = rec.get("fp"), rec.get("graph")
+    if isinstance(fp, dict) and isinstance(text, str) and fp.get("of") == fp_key(text):
+        return fp
+    return None
+
+
 def carry(text: object, code: str) -> str | None:
     """A trace reported by validation's harness (JSON text), as the `semantic_trace` column keeps it: its fields
-    and the key of the code the parent sent (computed here, never taken from the report)."""
+    packed with their fingerprint (`pack`: made here, where the trace is made, so that decontamination reads it
+    ready) and the key of the code the parent sent (computed here, never taken from the report)."""
     try:
         rec = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
     if not isinstance(rec, dict):
         return None
-    return json.dumps({"key": code_key(code), **{k: rec[k] for k in TRACE_FIELDS if k in rec}})
+    return json.dumps({"key": code_key(code), **pack(rec)})
 
 
 def carried(text: object, code: str) -> dict | None:
@@ -69,7 +121,7 @@ def carried(text: object, code: str) -> dict | None:
         return None
     if not (rec.get("ok") is True or final_failure(rec)):
         return None  # a failure of the process it ran in, not of the code: traced again
-    return {k: rec[k] for k in TRACE_FIELDS if k in rec}
+    return {k: rec[k] for k in TRACE_FIELDS + STORED_FIELDS if k in rec}
 
 
 def final_failure(rec: dict) -> bool:
@@ -644,16 +696,28 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     if shapes_r == shapes_c and ro:
         diffs, scale = [], []
         for a, b in zip(ro, co):
-            a, b = a.double(), b.double()
-            if a.is_complex() or b.is_complex():
-                a, b = torch.view_as_real(a.cdouble()), torch.view_as_real(b.cdouble())
+            a, b = _compared(a, b)
             d = (a - b).abs()
             diffs.append(float(d.max()) if d.numel() else 0.0)
             scale.append(float(a.abs().max()) if a.numel() else 0.0)
         out["max_abs_diff"] = max(diffs)
         out["ref_scale"] = max(scale)
-        out["finite"] = all(bool(torch.isfinite(t.double()).all()) for t in ro + co if not t.is_complex())
+        # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
+        out["finite"] = all(bool(torch.isfinite(t).all()) for t in ro + co if not t.is_complex())
     return out
+
+
+def _compared(a, b):
+    """Both outputs in the dtype their difference is taken in: float32 when both are float32 or narrower floats
+    (the difference of two float32 values rounded once, within 2**-24 of it relative, far below the tolerance's
+    1e-4; upcasting 2 x 30M-element outputs to float64 was a third of the largest confirmations' time), float64
+    otherwise (float64, integers, mixed), complex as (real, imag) pairs."""
+    if a.is_complex() or b.is_complex():
+        return torch.view_as_real(a.cdouble()), torch.view_as_real(b.cdouble())
+    narrow = (torch.float32, torch.float16, torch.bfloat16)
+    if a.dtype in narrow and b.dtype in narrow:
+        return a.float(), b.float()
+    return a.double(), b.double()
 
 
 def _from_sig(sig, max_dims=8):
@@ -958,6 +1022,11 @@ def _warm_up():
 t_start = time.monotonic()
 _guard_channel()
 emit_result({"start": True})
+# torch's objects as imported: never scanned again by this process's collections (the screens allocate many small
+# objects, and collections walked the whole torch heap: in-process, half of the 6,000-candidate check's screens took
+# 1.8 s of CPU so against 2.9 s; _warm_up froze it only at the first fork)
+gc.collect()
+gc.freeze()
 # One message per job as soon as it is done: a task that kills this process costs only itself (the caller keeps
 # the results before it, gives it a worker_died row and runs the rest in a new process).
 for i, job in enumerate(PAYLOAD["jobs"]):

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.decontam.graphfp import SemGraph, normalize, wl_features
-from pipeline.decontam.jailed import TRACE_FIELDS, TRACER_VERSION, code_key  # noqa: F401 - one place for a trace
+from pipeline.decontam.graphfp import SemGraph, fingerprint, from_fingerprint, normalize
+from pipeline.decontam.jailed import TRACER_VERSION, code_key, graph_of, pack, ready_fingerprint  # noqa: F401
 from pipeline.decontam.settings import DecontamSettings
 
-CONFIRM_VERSION = "4"  # bump when jailed.confirm changes: cached confirmation reports become stale
+# bump when jailed.confirm changes: cached confirmation reports become stale (5: outputs compared in float32 where
+# both are: jailed._compared)
+CONFIRM_VERSION = "5"
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
@@ -35,12 +37,14 @@ class SemView:
     ok: bool
     reason: str = ""  # why there is no graph (trace_error, timeout, graph_too_large ...)
     features: np.ndarray = field(default_factory=lambda: _EMPTY)
-    graph: SemGraph | None = None
+    summary: SemGraph | None = None  # the graph without its nodes (graphfp.from_fingerprint): what decisions read
     trace_s: float = 0.0
     cached: bool = False
     error: str = ""
     truncated: bool = False  # the forward's first MAX_NODES ops only: shortlists for confirmation, nothing else
     sig: dict | None = None  # shapes and dtypes the trace reported (tracer 7; jailed.screen): screens confirmations
+    record: dict | None = field(default=None, repr=False)  # the stored trace: the whole graph is rebuilt from it
+    _graph: SemGraph | None = field(default=None, repr=False)
 
     @property
     def status(self) -> str:
@@ -48,7 +52,16 @@ class SemView:
 
     @property
     def input_key(self) -> str:
-        return json.dumps(self.graph.inputs) if self.graph is not None else ""
+        return json.dumps(self.summary.inputs) if self.summary is not None else ""
+
+    @property
+    def graph(self) -> SemGraph | None:
+        """The whole normalized graph (nodes and operands), rebuilt on first use: only the auditor's report shows
+        it; decisions read `summary` and `features`, made once where the trace was made."""
+        if self._graph is None and self.ok and self.record is not None:
+            src = graph_of(self.record)
+            self._graph = normalize(*src) if src is not None else None
+        return self._graph
 
 
 def cache_dir(settings: DecontamSettings) -> Path:
@@ -192,7 +205,7 @@ def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[d
 
 
 def _view_of(rec: dict, cached: bool) -> SemView:
-    if not rec.get("ok") or not isinstance(rec.get("nodes"), list):
+    if not rec.get("ok") or not (isinstance(rec.get("nodes"), list) or isinstance(rec.get("graph"), str)):
         return SemView(
             False,
             str(rec.get("reason") or "trace_error")[:40],
@@ -201,11 +214,13 @@ def _view_of(rec: dict, cached: bool) -> SemView:
             error=str(rec.get("error", ""))[:300],
         )
     try:
-        g = normalize(rec["nodes"], rec.get("top"))
-        feats = wl_features(g)
+        # the fingerprint made where the trace was made (jailed.pack), else made now from the nodes
+        fp = ready_fingerprint(rec) or fingerprint(*graph_of(rec))
+        feats, summary = from_fingerprint(fp)
+        n_outputs = int(fp["n_outputs"])
     except Exception as e:  # malformed report from a hostile trace: no semantic view for that task only
         return SemView(False, "bad_trace", cached=cached, error=f"{type(e).__name__}: {e}"[:300])
-    if not g.outputs:
+    if not n_outputs:
         return SemView(False, "no_tensor_output", cached=cached)
     sig = rec.get("sig")
     ok_sig = isinstance(sig, dict) and isinstance(sig.get("inputs"), list) and len(json.dumps(sig)) <= _MAX_SIG
@@ -213,11 +228,12 @@ def _view_of(rec: dict, cached: bool) -> SemView:
         True,
         "",
         feats,
-        g,
+        summary,
         float(rec.get("wall_s") or 0),
         cached,
         truncated=bool(rec.get("truncated")),
         sig=sig if ok_sig else None,
+        record=rec,
     )
 
 
@@ -249,8 +265,7 @@ def semantic_views(
             if _transient(r):
                 recs[k] = r  # the jail failed: not cached, tried again next time
                 continue
-            r = {key: r[key] for key in TRACE_FIELDS if key in r}
-            r["limit_s"] = settings.trace_timeout_s
+            r = pack({**r, "limit_s": settings.trace_timeout_s})  # with its fingerprint, made once
             recs[k] = r
             _cache_put(root, k, r)
     return [_view_of(recs[k], k in cached) for k in keys]
@@ -554,7 +569,7 @@ def _near_variant_difference(
 
     if sim < settings.near_variant_threshold or not ref.views[j].ok or view.truncated or ref.views[j].truncated:
         return None
-    d = difference(view.graph, ref.views[j].graph)
+    d = difference(view.summary, ref.views[j].summary)
     if is_near_variant(d, settings.near_variant_changes, settings.near_variant_min_kept) or (
         sim >= 1.0 and not d["n_changes"]
     ):
@@ -596,7 +611,7 @@ def _recheck_candidates(
         out["semantic_score"][i], out["semantic_ref"][i] = sim, ref_ids[j]
         if sim < settings.near_variant_threshold:
             continue
-        diff = difference(v.graph, ref.views[j].graph)
+        diff = difference(v.summary, ref.views[j].summary)
         if is_near_variant(diff, settings.near_variant_changes, settings.near_variant_min_kept):
             cand.append((i, v, j, sim, diff))
     return cand

@@ -43,10 +43,10 @@ class DecontamSettings(BaseModel):
         False,
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
-        "(docs/contamination.md). Off by default: new tasks still cost ~11 ms of jailed CPU "
-        "each for confirmations (~34 ms per pair, one forked child per candidate with pairs) against "
-        "~2 ms for the token views (~7x the views alone at 6,000 candidates); a re-check "
-        "(confirmations cached) is within 2x.",
+        "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
+        "tasks still take 2.6-3.1x the views alone (their confirmations: most pairs screened in the "
+        "jailed worker, the few that must run forked per candidate); a re-check (confirmations "
+        "cached) is within 1.5x.",
     )
     semantic_threshold: float = Field(
         0.5,
