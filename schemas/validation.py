@@ -85,7 +85,8 @@ SCHEMA = table_schema(
             "phase_s",
             STR,
             "JSON: seconds per phase of the candidate's run (start: jail and interpreter; import, build, forward, "
-            "checks, eager_timing, compile, compiled_timing, trace; gpu_lock_wait: waiting for the GPU's lock) and, "
+            "window_probe, checks, eager_timing, compile, compiled_timing, trace; gpu_lock_wait: waiting for the "
+            "GPU's lock) and, "
             "on a GPU, memory_wait (for its memory share) and earlier_runs (runs out of memory at a smaller share)",
             nullable=True,
         ),
