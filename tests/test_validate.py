@@ -93,6 +93,17 @@ CASES = {
     "relu_of_nonnegative": (task("return torch.relu(x)", inputs="[torch.rand(4, 8)]"), "identity_output"),
     "inplace_input": (task("x.mul_(2)\nreturn x"), "mutates_inputs"),
     "inplace_then_new": (task("x.add_(1.0)\nreturn torch.tanh(x) * 2"), "mutates_inputs"),
+    # The inputs' state is a digest (sums, a position-weighted sum, sampled bytes): values only moved are caught too.
+    "inplace_permute": (task("x.copy_(x.flip(0))\nreturn torch.tanh(x) * 2"), "mutates_inputs"),
+    # The first inputs are drawn again from their seed: a get_inputs() that draws differently each time fails.
+    "inputs_differ_per_draw": (
+        task(
+            "return torch.tanh(x) * 2",
+            inputs="[torch.randn(4, 8) + len(DRAWS.append(1) or DRAWS)]",
+            header="import torch\nimport torch.nn as nn\nDRAWS = []",
+        ),
+        "nondeterministic",
+    ),
     # Hostile candidates.
     "infinite_loop": (task("while True:\n    pass"), "timeout"),
     "memory_bomb": (task("return torch.empty(2**40) + x.sum()"), "memory_limit"),
