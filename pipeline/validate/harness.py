@@ -468,11 +468,12 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
         for name, mod in model.named_modules():
             if name and not list(mod.children()):
                 hooks.append(mod.register_forward_hook(lambda _m, _i, _o, name=name: called.add(name)))
-        # A pristine copy of the inputs: a task whose forward writes into its inputs cannot be a reference (the
-        # kernel evaluator rejects candidates that do, so an honest kernel for it could never pass).
-        # A digest, not a copy: a task's peak on the GPU bounds how many share it (a copy held a second set of
-        # inputs; one in host memory took seconds to make and compare with 16 candidates on a host).
-        pristine = [_digest(x) if isinstance(x, torch.Tensor) else None for x in xs]
+        # The inputs' state before the forward: a task whose forward writes into its inputs cannot be a reference
+        # (the kernel evaluator rejects candidates that do, so an honest kernel for it could never pass); the same
+        # digests later tell whether two seeds drew the same inputs. Digests, not a copy: a task's peak on the GPU
+        # bounds how many share it (a copy held a second set of inputs; one in host memory took seconds to make and
+        # compare with 16 candidates on a host).
+        xs_sig = [_digest(x) if isinstance(x, torch.Tensor) else None for x in xs]
         cpu_state = torch.get_rng_state()
         cuda_state = torch.cuda.get_rng_state(dev) if device.startswith("cuda") else None
         if device.startswith("cuda"):
@@ -480,7 +481,8 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
         lo, hi = p.get("runtime_window_ms", (1.0, 100.0))
         give_up = OUT_OF_WINDOW_FACTOR * float(hi) if device.startswith("cuda") else None
 
-        def out_of_window(limit_s: float, why: str):
+        @contextlib.contextmanager
+        def out_of_window_after(limit_s: float, why: str):
             # From a watchdog thread while the candidate's call still runs: the verdict goes out and the process
             # ends, its GPU work with it (waiting would hold the GPU's lock, and every candidate behind it).
             def expire() -> None:
@@ -497,7 +499,12 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
                 finally:
                     os._exit(0)
 
-            return _Deadline(limit_s, expire) if bail is not None and give_up is not None and not run_all else None
+            watch = _Deadline(limit_s, expire) if bail is not None and give_up is not None and not run_all else None
+            try:
+                yield
+            finally:
+                if watch is not None:
+                    watch.cancel()
 
         try:
             mark("build")
@@ -506,14 +513,10 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
             jobs = max(1, int(p.get("gpu_jobs", 1)))
             first_limit = jobs * (give_up or 0.0) / 1e3 + COLD_CALL_ALLOWANCE_S
             with torch.no_grad(), gpu(shared=True):
-                watch = out_of_window(first_limit, f"a first call sharing the GPU with up to {jobs}")
-                try:
+                with out_of_window_after(first_limit, f"a first call sharing the GPU with up to {jobs}"):
                     raw = model(*xs)
                     if device.startswith("cuda"):
                         torch.cuda.synchronize(dev)
-                finally:
-                    if watch is not None:
-                        watch.cancel()
             mark("forward")
             ok("forward")
         except Exception as e:
@@ -526,20 +529,15 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
             # the GPU, and through the lock's turnstile every other candidate's GPU work). Not waited for past
             # 1.5x the bound: alone on the GPU, nothing but the task makes it slow.
             with torch.no_grad(), gpu(shared=False):
-                watch = out_of_window(1.5 * give_up / 1e3, "one warm call alone on the GPU")
-                try:
+                with out_of_window_after(1.5 * give_up / 1e3, "one warm call alone on the GPU"):
                     probe = _one_ms(lambda: model(*xs), device)
-                finally:
-                    if watch is not None:
-                        watch.cancel()
             mark("window_probe")
             if probe > give_up and not run_all:
                 m["eager_ms"], m["runtime_window_checked"] = round(probe, 4), True
                 fail("runtime_window", f"eager {m['eager_ms']} ms (one warm call) outside [{lo}, {hi}]", stop=True)
         for h in hooks:
             h.remove()
-        mutated = [i for i, (x, c) in enumerate(zip(xs, pristine)) if c is not None and _digest(x) != c]
-        del pristine
+        mutated = [i for i, (x, c) in enumerate(zip(xs, xs_sig)) if c is not None and _digest(x) != c]
         if mutated:
             fail("inputs_unchanged", f"forward changed input(s) {mutated} in place", stop=True)
         ok("inputs_unchanged")
@@ -564,8 +562,8 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
             ok("output_size")
         # Determinism: a second model built and run from the same seeds. The first inputs are let go meanwhile and
         # drawn again afterwards from their seed (a deterministic task draws the same; one that does not fails here):
-        # a task's peak memory bounds how many share a GPU, so no two sets of inputs are held at once.
-        xs_sig = [_digest(x) if isinstance(x, torch.Tensor) else None for x in xs]
+        # a task's peak memory bounds how many share a GPU, so no two sets of inputs are held at once. (Their state
+        # is still `xs_sig`: the forward left them unchanged.)
         del xs
         model2 = build(seed)
         out2 = run(model2, make_inputs(seed + 1))
