@@ -15,6 +15,8 @@ import functools
 import hashlib
 import json
 
+from pipeline.inlining import inline
+
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
 TRACER_VERSION = "7"  # 7: the inputs' and outputs' shapes and dtypes (`sig`: confirmations screened before a fork)
 
@@ -298,20 +300,7 @@ def _truncated(rec):
     return {"ok": True, "nodes": nodes, "top": rec.top, "truncated": True, "n_nodes": len(rec.nodes)}
 
 
-def _sliced(ts, first_only, rows=2):
-    # The first rows of every tensor input along dim 0 when all share that size (the batch), or of the first one
-    # only (A in A @ B): the same function on less data; both models get the same slice.
-    tt = [t for t in ts if isinstance(t, torch.Tensor) and t.dim() > 0]
-    if not tt or (not first_only and len({t.shape[0] for t in tt}) != 1) or tt[0].shape[0] <= rows:
-        return ts
-    out, done = [], False
-    for t in ts:
-        if isinstance(t, torch.Tensor) and t.dim() > 0 and not (first_only and done):
-            out.append(t[:rows].clone())
-            done = True
-        else:
-            out.append(t)
-    return out
+from pipeline.decontam.slicing import batch_slice
 
 
 class _OpBudget(TorchDispatchMode):
@@ -333,7 +322,7 @@ def _sliced_outputs(model, inputs):
     _variants), on meta tensors within the dry runs' budget; None for a variant that raises or runs past it."""
     out = []
     for first_only in (False, True):
-        ins = _sliced(inputs, first_only)
+        ins = batch_slice(inputs, first_only=first_only)
         try:
             with torch.no_grad(), _OpBudget(1000):
                 out.append([_sig(t) for t in _flat(model(*ins))])
@@ -395,6 +384,7 @@ def trace(code):
     return {"ok": True, "nodes": rec.nodes, "top": rec.top, "sig": sig}
 
 '''
+TRACER = inline(TRACER, "pipeline.decontam.slicing")  # one batch_slice for the tracer and the calibration
 
 WORKER = (
     TRACER
@@ -455,7 +445,7 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
         real = list(g["get_inputs"]())
     for variant in ("all", "first", "none"):
         src = real if real is not None else meta
-        ins = src if variant == "none" else _sliced(src, variant == "first")
+        ins = src if variant == "none" else batch_slice(src, first_only=variant == "first")
         if sum(t.numel() for t in ins if isinstance(t, torch.Tensor)) > max_numel:
             continue
         if real is None and not meta_only:

@@ -19,6 +19,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from pipeline.decontam.slicing import batch_slice
+
 KINDS = ("functional", "formula", "matmul", "conv_unfold", "reduction", "algebra", "helpers")
 
 HELPERS = """
@@ -448,24 +450,6 @@ def paraphrase(code: str, kinds: list[str], rng: random.Random) -> Paraphrase | 
     head = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
     helpers = HELPERS + "\n\ndef _p_apply(m, x):\n    return m(x)\n"
     return Paraphrase("", tuple(kinds), head + helpers + "\n\n" + body + "\n", renames)
-
-
-def batch_slice(inputs: list, rows: int = 2, first_only: bool = False) -> list:
-    """The first `rows` of the tensor inputs along dim 0 when they share that size (the batch), or of the first
-    tensor only (the rows of A in A @ B): the same function on less data (both sides get the same slice)."""
-    import torch
-
-    ts = [t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0]
-    if not ts or (not first_only and len({t.shape[0] for t in ts}) != 1) or ts[0].shape[0] <= rows:
-        return inputs
-    out, done = [], False
-    for t in inputs:
-        if isinstance(t, torch.Tensor) and t.dim() > 0 and not (first_only and done):
-            out.append(t[:rows].clone())
-            done = True
-        else:
-            out.append(t)
-    return out
 
 
 def runnable(code: str, max_params: int = 20_000_000, max_inputs: int = 20_000_000) -> bool:
