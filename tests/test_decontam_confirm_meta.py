@@ -14,48 +14,12 @@ import json
 import pytest
 
 from pipeline.decontam.settings import DecontamSettings
+from tests._linear_tasks import linear_tasks
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-LINEAR = (
-    HEAD
-    + """class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 32)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-def get_inputs():
-    return [torch.randn(8, 64)]
-
-def get_init_inputs():
-    return []
-"""
-)
-# The same computation written differently (a paraphrase): must still run and match.
-LINEAR_PARA = (
-    HEAD
-    + """class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.empty(32, 64))
-        self.b = nn.Parameter(torch.empty(32))
-
-    def forward(self, x):
-        return torch.clamp(torch.addmm(self.b, x, self.w.t()), min=0)
-
-def get_inputs():
-    return [torch.randn(8, 64)]
-
-def get_init_inputs():
-    return []
-"""
-)
-# Inputs the reference's layer does not take (48 features for a Linear(64, .)): the reference raises.
-OTHER_WIDTH = LINEAR.replace("torch.randn(8, 64)", "torch.randn(8, 48)").replace("Linear(64", "Linear(48")
-# Same inputs, outputs of another shape (a Linear(64, 16)): no match possible.
-OTHER_OUT = LINEAR.replace("nn.Linear(64, 32)", "nn.Linear(64, 16)")
+# The problem, a paraphrase, inputs its layer does not take, outputs of another shape (tests/_linear_tasks.py).
+LINEAR, LINEAR_PARA, OTHER_WIDTH, OTHER_OUT = linear_tasks(HEAD)
+# OTHER_WIDTH: the reference raises; OTHER_OUT: no match possible (outputs of another shape).
 # A transposed convolution whose channels do not fit: meta kernels do not check them (the real run raises).
 CONVT = (
     HEAD

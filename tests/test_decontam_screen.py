@@ -16,45 +16,14 @@ import json
 import pytest
 
 from pipeline.decontam.settings import DecontamSettings
+from tests._linear_tasks import linear_tasks
 
 # "# screened": codes of their own (no other test file traces them)
 HEAD = "# screened\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 TAIL = "\ndef get_init_inputs():\n    return []\n"
-LINEAR = (
-    HEAD
-    + """class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 32)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-def get_inputs():
-    return [torch.randn(8, 64)]
-"""
-    + TAIL
-)
-LINEAR_PARA = (
-    HEAD
-    + """class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.empty(32, 64))
-        self.b = nn.Parameter(torch.empty(32))
-
-    def forward(self, x):
-        return torch.clamp(torch.addmm(self.b, x, self.w.t()), min=0)
-
-def get_inputs():
-    return [torch.randn(8, 64)]
-"""
-    + TAIL
-)
-# Inputs the problem's layer does not take (48 features for a Linear(64, .)): decided by the screen.
-OTHER_WIDTH = LINEAR.replace("torch.randn(8, 64)", "torch.randn(8, 48)").replace("Linear(64", "Linear(48")
-# Same inputs, outputs of another shape (a Linear(64, 16)).
-OTHER_OUT = LINEAR.replace("nn.Linear(64, 32)", "nn.Linear(64, 16)")
+# The problem, a paraphrase, inputs its layer does not take, outputs of another shape (tests/_linear_tasks.py).
+LINEAR, LINEAR_PARA, OTHER_WIDTH, OTHER_OUT = linear_tasks(HEAD)
+# OTHER_WIDTH is decided by the screen; OTHER_OUT's outputs have another shape.
 # Lies on meta tensors: 48 features there (its trace's), 64 for real. Its pair is screened out: it hides itself
 # only, as it did before the screen (the confirmation's first step asks its get_inputs on meta).
 LIAR = LINEAR_PARA.replace(
