@@ -364,6 +364,71 @@ def test_out_of_gpu_memory_beside_others_is_not_the_tasks_fault(tmp_path):
     assert any(r["gpu_memory_share"] > 0.5 for r in out), [r["gpu_memory_share"] for r in out]
 
 
+@pytest.mark.gpu
+def test_a_task_sure_to_run_out_of_its_share_says_so_before_allocating(tmp_path):
+    """Twice its inputs, weights and outputs past its share of the GPU, a task is out of memory there before it
+    allocates anything (in torch's message form, with what it needs); validated beside 15 others, it runs again with
+    that and is valid."""
+    import torch
+
+    from pipeline.validate.harness import check
+
+    big = task("return x * 2.0 + 1.0", inputs="[torch.randn(2**30)]")  # 4 GiB in, 4 GiB out: 16 GiB estimated
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="estimated before allocating") as e:
+        check({"code": big, "device": "cuda", "gpu_memory_fraction": 0.9 / 16, "check_compile": False})
+    assert "Tried to allocate 16.000 GiB" in str(e.value)
+    assert torch.cuda.memory_allocated() == 0
+    # A module-level cache that get_inputs fills: the estimate fills its own namespace's, never the real one with
+    # meta tensors.
+    cached = task(
+        "return torch.sin(x) * 2",
+        inputs="_inputs()",
+        header="import torch\nimport torch.nn as nn\n_C = []\n\n\ndef _inputs():\n"
+        "    _C.append(torch.randn(2**24) if not _C else _C[-1] + torch.randn(2**24))\n    return [_C[-1]]",
+    )
+    s = ValidateSettings(memory_mb=0, jobs_per_gpu=16)
+    out = validate(pa.table({"code": [big, cached]}), s, "cuda").to_pylist()
+    assert out[0]["valid"] and out[0]["gpu_memory_share"] > 1 / 16, [(r["reason"], r["detail"]) for r in out]
+    assert out[1]["check_forward"] is True and out[1]["gpu_memory_share"] == 1 / 16, (
+        out[1]["reason"],
+        out[1]["detail"],
+    )
+
+
+def test_a_tasks_footprint_comes_from_the_meta_device_and_leaves_its_module_alone():
+    """Inputs, weights, buffers and outputs, counted without memory; a forward that cannot run on the meta device
+    leaves its outputs out; a task that cannot build there has no footprint; module state stays the real build's."""
+    import torch
+
+    from pipeline.validate.harness import _footprint
+
+    lin = task(
+        "return self.lin(x)",
+        init="self.lin = nn.Linear(1024, 2048)\nself.register_buffer('b', torch.zeros(256))",
+        inputs="[torch.randn(64, 1024)]",
+    )
+    assert _footprint(torch, lin) == 4 * (64 * 1024 + 1024 * 2048 + 2048 + 256 + 64 * 2048)
+    data_dependent = task("return x[: int(x.sum().item()) % 3 + 1]", inputs="[torch.randn(1000)]")
+    assert _footprint(torch, data_dependent) == 4 * 1000
+    assert _footprint(torch, task("return x", init="self.w = torch.randn(4).numpy()")) is None
+    assert _footprint(torch, "this is not python") is None
+
+
+def test_what_torch_compile_imports_early_is_no_patching():
+    """The harness imports torch.compile's modules on a thread while the eager checks run; its patching check runs
+    after them, so none of them may rebind a watched name (an honest task would be dropped as monkey_patching)."""
+    import sys
+
+    import torch
+
+    from pipeline.validate.harness import COMPILE_MODULES, _integrity, _preload, _replaced
+
+    before = _integrity(torch)
+    _preload(COMPILE_MODULES).join()
+    assert "torch._inductor.compile_fx" in sys.modules
+    assert _replaced(torch, before) == []
+
+
 def test_timing_stops_at_a_warm_call_far_past_the_window():
     """The first warm-up call is timed: past the give-up bound its time is the answer (a task far outside the runtime
     window holds the GPU's exclusive timing lock for one call, not thirteen); below it, warm-up and trials all run."""

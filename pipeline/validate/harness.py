@@ -261,8 +261,61 @@ PHASES = (
     "trace",
     "gpu_lock_wait",
 )
+# A validation's peak GPU memory over its task's inputs, weights and outputs: 2.0-5.9 for nearly every task
+# measured on the H200 (1.3-1.9 for a few with large inputs and small outputs). Twice that size past its share, a
+# task is out of memory there before it allocates anything (`_footprint`).
+PEAK_FACTOR = 2.0
+# What torch.compile's first call imports on a GPU: loaded on a thread while the eager checks run (seconds of a
+# validation's CPU time that otherwise wait for the compile phase).
+COMPILE_MODULES = (
+    "torch._dynamo",
+    "torch._inductor.compile_fx",
+    "torch._inductor.codegen.triton",
+    "torch._inductor.runtime.triton_heuristics",
+)
 OUT_OF_WINDOW_FACTOR = 4.0  # a warm call this many times the window's top: out of the window without more calls
 COLD_CALL_ALLOWANCE_S = 20.0  # a first call's one-off costs (CUDA libraries' set-up, NVRTC-compiled kernels)
+
+
+def _footprint(torch: Any, code: str) -> int | None:
+    """Bytes of a task's inputs, weights, buffers and outputs, from a build on the meta device (no memory, no
+    compute) in a namespace of its own (module state the real build sees stays untouched). None where the task does
+    not build there; its outputs count 0 where only its forward does not run there."""
+
+    def size(ts: Any) -> int:
+        return sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))
+
+    try:
+        ns: dict[str, Any] = {"__name__": "candidate"}
+        exec(compile(code, "<candidate>", "exec"), ns)
+        with torch.device("meta"), torch.no_grad():
+            model = ns["Model"](*ns["get_init_inputs"]())
+            xs = list(ns["get_inputs"]())
+            n = size(xs) + size(model.parameters()) + size(model.buffers())
+            try:
+                n += size(_flat(model(*xs)))
+            except Exception:  # noqa: BLE001 - data-dependent code, ops without a meta kernel: outputs unknown
+                pass
+        return n
+    except Exception:  # noqa: BLE001 - the real build reports what is wrong with the task
+        return None
+
+
+def _preload(names: tuple[str, ...]) -> Any:
+    """Import `names` on a daemon thread (returned, to join); a failure is left for the real import to report."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001
+                pass
+
+    t = threading.Thread(target=load, name="opforge-preload", daemon=True)
+    t.start()
+    return t
 
 
 def _one_ms(fn, device: str) -> float:
@@ -411,6 +464,21 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
     if replaced:
         return _finish(m, "patching", "replaced after the module body: " + ", ".join(replaced[:8]))
     checks["patching"] = True
+    frac = p.get("gpu_memory_fraction") if device.startswith("cuda") else None
+    if frac:
+        # Sure to run out of its share: it runs again with a larger one (stage._on_gpu) after seconds here, not
+        # after its forward, checks and compilation. The message has torch's form, which the stage reads.
+        need = _footprint(torch, p["code"])
+        total = torch.cuda.get_device_properties(dev).total_memory
+        if need is not None and PEAK_FACTOR * need > float(frac) * total:
+            raise torch.cuda.OutOfMemoryError(
+                f"CUDA out of memory (estimated before allocating: {PEAK_FACTOR}x the {need / 2**30:.3f} GiB of the "
+                f"task's inputs, weights and outputs, against a share of {float(frac) * total / 2**30:.3f} GiB). "
+                f"Tried to allocate {PEAK_FACTOR * need / 2**30:.3f} GiB. GPU has a total capacity of "
+                f"{total / 2**30:.3f} GiB."
+            )
+    # Joined before anything else imports these (the patching check below, torch.compile): never two importers.
+    preload = _preload(COMPILE_MODULES) if device.startswith("cuda") and p.get("check_compile", True) else None
 
     import contextlib
 
@@ -666,6 +734,8 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
         del out_eval
         # Checked again before torch.compile (which wraps nn.Module.__init__ and torch.manual_seed itself): the
         # eager filters above ran forward several times, so a replacement made inside forward is in place now.
+        if preload is not None:
+            preload.join()
         replaced = _replaced(torch, before)
         if replaced:
             fail("patching", "replaced while running: " + ", ".join(replaced[:8]), stop=True)
