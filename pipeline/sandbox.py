@@ -54,6 +54,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import bytecode
+
 log = logging.getLogger("opforge.sandbox")
 
 # Reason codes (snake_case). "" means the code ran and delivered a result.
@@ -1054,7 +1056,10 @@ def run_sandboxed(
     t0 = time.monotonic()
     is_path = isinstance(code_or_script, os.PathLike)
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        wdirs, xdirs, rdirs = _dirs(write_dirs), _dirs(exec_dirs), _dirs(read_dirs, readable=True)
+        # Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode).
+        pyc = bytecode.prefix(_package_dir())
+        wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
+        rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
         script = os.path.realpath(code_or_script) if is_path else None
         code = Path(script).read_text(errors="replace") if script else str(code_or_script)
         (ctl / "payload.json").write_text(json.dumps(payload, default=str))
@@ -1084,6 +1089,8 @@ def run_sandboxed(
         for f in ctl.iterdir():
             os.chmod(f, 0o644)
         child_env = _base_env(wd_s, env, bool(gpus))
+        if pyc:
+            child_env["PYTHONPYCACHEPREFIX"] = pyc
         cpu = cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env)
         info_r = None
         if not jailed:
@@ -1350,7 +1357,10 @@ def run_command(
     jailed = mode == "jail"
     t0 = time.monotonic()
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        wdirs, xdirs, rdirs = _dirs(write_dirs), _dirs(exec_dirs), _dirs(read_dirs, readable=True)
+        # Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode).
+        pyc = bytecode.prefix(_package_dir())
+        wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
+        rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
         child_env = _base_env(wd_s, env, bool(gpu))
         info_r = None
         if not jailed:

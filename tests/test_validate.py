@@ -373,26 +373,25 @@ def test_a_task_sure_to_run_out_of_its_share_says_so_before_allocating(tmp_path)
 
     from pipeline.validate.harness import check
 
-    big = task("return x * 2.0 + 1.0", inputs="[torch.randn(2**30)]")  # 4 GiB in, 4 GiB out: 16 GiB estimated
+    # 5 GiB in, 5 MiB out: 10.01 GiB estimated, past 1/16 of an H200 (7.9 GiB with its headroom).
+    big = task("return (x.view(-1, 1024) * 2.0).sum(1)", inputs="[torch.randn(5 * 2**28)]")
     with pytest.raises(torch.cuda.OutOfMemoryError, match="estimated before allocating") as e:
         check({"code": big, "device": "cuda", "gpu_memory_fraction": 0.9 / 16, "check_compile": False})
-    assert "Tried to allocate 16.000 GiB" in str(e.value)
+    assert "Tried to allocate 10.0" in str(e.value)
     assert torch.cuda.memory_allocated() == 0
     # A module-level cache that get_inputs fills: the estimate fills its own namespace's, never the real one with
     # meta tensors.
     cached = task(
         "return torch.sin(x) * 2",
-        inputs="_inputs()",
-        header="import torch\nimport torch.nn as nn\n_C = []\n\n\ndef _inputs():\n"
-        "    _C.append(torch.randn(2**24) if not _C else _C[-1] + torch.randn(2**24))\n    return [_C[-1]]",
+        inputs="[_const() * torch.randn(2**24)]",
+        header="import torch\nimport torch.nn as nn\n_C = []\n\n\ndef _const():\n    if not _C:\n"
+        "        _C.append(torch.randn(2**24))\n    return _C[0]",
     )
     s = ValidateSettings(memory_mb=0, jobs_per_gpu=16)
     out = validate(pa.table({"code": [big, cached]}), s, "cuda").to_pylist()
     assert out[0]["valid"] and out[0]["gpu_memory_share"] > 1 / 16, [(r["reason"], r["detail"]) for r in out]
-    assert out[1]["check_forward"] is True and out[1]["gpu_memory_share"] == 1 / 16, (
-        out[1]["reason"],
-        out[1]["detail"],
-    )
+    assert out[1]["check_inputs"] is True and out[1]["check_forward"] is True, (out[1]["reason"], out[1]["detail"])
+    assert out[1]["check_deterministic"] is True and out[1]["gpu_memory_share"] == 1 / 16, out[1]["reason"]
 
 
 def test_a_tasks_footprint_comes_from_the_meta_device_and_leaves_its_module_alone():
