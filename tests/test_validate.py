@@ -385,7 +385,7 @@ def test_a_task_sure_to_run_out_of_its_share_says_so_before_allocating(tmp_path)
         "return torch.sin(x) * 2",
         inputs="[_const() * torch.randn(2**24)]",
         header="import torch\nimport torch.nn as nn\n_C = []\n\n\ndef _const():\n    if not _C:\n"
-        "        _C.append(torch.randn(2**24))\n    return _C[0]",
+        "        _C.append(torch.arange(2**24) % 7 + 1.0)\n    return _C[0]",
     )
     s = ValidateSettings(memory_mb=0, jobs_per_gpu=16)
     out = validate(pa.table({"code": [big, cached]}), s, "cuda").to_pylist()
