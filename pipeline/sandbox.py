@@ -1362,6 +1362,8 @@ def run_command(
         wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
         rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
         child_env = _base_env(wd_s, env, bool(gpu))
+        if pyc:
+            child_env["PYTHONPYCACHEPREFIX"] = pyc
         info_r = None
         if not jailed:
             _warn_unsafe()

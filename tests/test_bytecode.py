@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from pipeline import bytecode
-from pipeline.sandbox import run_sandboxed
+from pipeline.sandbox import run_command, run_sandboxed
 
 
 def cached(prefix: Path, source: Path) -> Path:
@@ -68,10 +68,22 @@ def test_jailed_jobs_load_the_trusted_bytecode_and_cannot_write_it(tmp_path, mon
             "emit_result({'value': opforge_bc_jailed.VALUE, 'prefix': sys.pycache_prefix, 'wrote': wrote})"
         )
         r = run_sandboxed(code, read_dirs=[str(src)], timeout_s=60)
+        # A jailed command that runs Python (a build, a rollout tool's command) gets the same tree.
+        c = run_command(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; sys.path.insert(0, {str(src)!r}); import opforge_bc_jailed as m; "
+                "print(m.VALUE, sys.pycache_prefix)",
+            ],
+            read_dirs=[str(src)],
+            timeout_s=60,
+        )
     finally:
         bytecode.prefix.cache_clear()
     assert r.ok, (r.reason, r.error_message)
     assert r.result == {"value": 2, "prefix": str(prefix), "wrote": False}
+    assert c.ok and c.stdout.split() == ["2", str(prefix)], (c.reason, c.stderr[-500:])
     after = sorted(p.relative_to(prefix) for p in prefix.rglob("*"))
     assert set(after) - set(before) <= {Path(".lock")}, set(after) ^ set(before)
 
