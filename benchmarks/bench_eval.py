@@ -354,7 +354,7 @@ def main() -> None:
     ap.add_argument("--inflight", type=int, default=6, help="evaluations in flight for --only first_verdict")
     ap.add_argument(
         "--only",
-        choices=["repeatability", "agreement", "first_verdict"],
+        choices=["repeatability", "agreement", "first_verdict", "throughput"],
         default="",
         help="run one GPU phase alone (its own device call: the phases together outlast one call)",
     )
@@ -395,6 +395,10 @@ def main() -> None:
     if args.only == "first_verdict":
         show("device", torch.cuda.get_device_name(0))
         show("first_verdict", bench_first_verdict(work, args.inflight))
+        return
+    if args.only == "throughput":
+        show("device", torch.cuda.get_device_name(0))
+        show("throughput", bench_throughput(cache, work, args.n_batch))
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))
