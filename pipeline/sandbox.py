@@ -368,6 +368,13 @@ def _package_dir() -> str:
     return str(Path(__file__).resolve().parent)
 
 
+def _bytecode_tree(writable: list[str]) -> str | None:
+    """Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode);
+    none for a job that could write into the tree."""
+    tree = bytecode.prefix(_package_dir(), tuple(_python_roots()))
+    return tree if tree and not bytecode.overlaps(tree, writable) else None
+
+
 def _gpu_indices(gpu: bool | list[int]) -> list[int]:
     if gpu is True:
         vis = os.environ.get("CUDA_VISIBLE_DEVICES", "")
@@ -1056,9 +1063,8 @@ def run_sandboxed(
     t0 = time.monotonic()
     is_path = isinstance(code_or_script, os.PathLike)
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        # Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode).
-        pyc = bytecode.prefix(_package_dir())
         wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
+        pyc = _bytecode_tree([wd_s, *wdirs, *xdirs])
         rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
         script = os.path.realpath(code_or_script) if is_path else None
         code = Path(script).read_text(errors="replace") if script else str(code_or_script)
@@ -1357,9 +1363,8 @@ def run_command(
     jailed = mode == "jail"
     t0 = time.monotonic()
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        # Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode).
-        pyc = bytecode.prefix(_package_dir())
         wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
+        pyc = _bytecode_tree([wd_s, *wdirs, *xdirs])
         rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
         child_env = _base_env(wd_s, env, bool(gpu))
         if pyc:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from pipeline import bytecode
-from pipeline.sandbox import run_command, run_sandboxed
+from pipeline.sandbox import _package_dir, _python_roots, run_command, run_sandboxed
 
 
 def cached(prefix: Path, source: Path) -> Path:
@@ -46,11 +46,11 @@ def test_jailed_jobs_load_the_trusted_bytecode_and_cannot_write_it(tmp_path, mon
     mod = src / "opforge_bc_jailed.py"
     mod.write_text("VALUE = 1\n")
     prefix = tmp_path / "pyc"
-    bytecode.fill(prefix, [str(src)])
+    assert bytecode.fill(prefix, [str(src)])
     pyc = cached(prefix, mod)
     data = pyc.read_bytes()
     pyc.write_bytes(data[:16] + marshal.dumps(compile("VALUE = 2\n", str(mod), "exec")))
-    (prefix / "done.json").write_text(bytecode._stamp(bytecode.source_dirs([str(Path(bytecode.__file__).parent)])))
+    (prefix / "done.json").write_text(bytecode._stamp(bytecode.source_dirs(tuple(_python_roots()), _package_dir())))
     before = sorted(p.relative_to(prefix) for p in prefix.rglob("*"))
     monkeypatch.setenv("OPFORGE_JAIL_PYCACHE", "on")
     monkeypatch.setenv("OPFORGE_JAIL_PYCACHE_DIR", str(prefix))
@@ -92,6 +92,48 @@ def test_off_means_no_tree(monkeypatch):
     monkeypatch.setenv("OPFORGE_JAIL_PYCACHE", "off")
     bytecode.prefix.cache_clear()
     try:
-        assert bytecode.prefix(str(Path(bytecode.__file__).parent)) is None
+        assert bytecode.prefix(_package_dir(), tuple(_python_roots())) is None
     finally:
         bytecode.prefix.cache_clear()
+
+
+def test_a_job_that_could_write_where_the_tree_lies_gets_no_tree(tmp_path, monkeypatch):
+    """A tree inside a job's writable dir (or holding it) would let that job plant bytecode for later jobs: such a
+    job runs without the tree."""
+    wd = tmp_path / "wd"
+    prefix = wd / "cache" / "pyc"
+    prefix.mkdir(parents=True)
+    (prefix / "done.json").write_text(bytecode._stamp(bytecode.source_dirs(tuple(_python_roots()), _package_dir())))
+    monkeypatch.setenv("OPFORGE_JAIL_PYCACHE", "on")
+    monkeypatch.setenv("OPFORGE_JAIL_PYCACHE_DIR", str(prefix))
+    bytecode.prefix.cache_clear()
+    try:
+        code = "import sys\nemit_result(sys.pycache_prefix)"
+        inside = run_sandboxed(code, write_dirs=[str(wd)], timeout_s=60)
+        holding = run_sandboxed(code, exec_dirs=[str(prefix / "sub")], timeout_s=60)
+        apart = run_sandboxed(code, write_dirs=[str(tmp_path / "other")], timeout_s=60)
+    finally:
+        bytecode.prefix.cache_clear()
+    assert inside.ok and inside.result is None, (inside.reason, inside.error_message)
+    assert holding.ok and holding.result is None, (holding.reason, holding.error_message)
+    assert apart.ok and apart.result == str(prefix), (apart.reason, apart.error_message)
+    assert bytecode.overlaps(str(prefix), [str(wd)]) and bytecode.overlaps(str(prefix), [str(prefix / "x")])
+    assert not bytecode.overlaps(str(prefix), [str(tmp_path / "other"), str(wd / "cache" / "pyc2")])
+
+
+def test_the_compiler_runs_nothing_from_the_callers_dir_or_the_tree(tmp_path, monkeypatch):
+    """The fill runs in an isolated interpreter from /: a `py_compile.py` in the caller's working dir, or
+    PYTHONPYCACHEPREFIX pointing at a planted tree, never runs there."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    marker = tmp_path / "ran"
+    (cwd / "py_compile.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "planted"))
+    monkeypatch.setenv("PYTHONPATH", str(cwd))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "opforge_bc_iso.py").write_text("X = 1\n")
+    assert bytecode.fill(tmp_path / "pyc", [str(src)])
+    assert cached(tmp_path / "pyc", src / "opforge_bc_iso.py").exists() and not marker.exists()
+    assert not (tmp_path / "planted").exists()

@@ -265,30 +265,24 @@ PHASES = (
 # measured on the H200 (1.3-1.9 for a few with large inputs and small outputs). Twice that size past its share, a
 # task is out of memory there before it allocates anything (`_footprint`).
 PEAK_FACTOR = 2.0
-# What torch.compile's first call imports on a GPU: loaded on a thread while the eager checks run (seconds of a
-# validation's CPU time that otherwise wait for the compile phase).
-COMPILE_MODULES = (
-    "torch._dynamo",
-    "torch._inductor.compile_fx",
-    "torch._inductor.codegen.triton",
-    "torch._inductor.runtime.triton_heuristics",
-)
 OUT_OF_WINDOW_FACTOR = 4.0  # a warm call this many times the window's top: out of the window without more calls
 COLD_CALL_ALLOWANCE_S = 20.0  # a first call's one-off costs (CUDA libraries' set-up, NVRTC-compiled kernels)
 
 
 def _footprint(torch: Any, code: str) -> int | None:
     """Bytes of a task's inputs, weights, buffers and outputs, from a build on the meta device (no memory, no
-    compute) in a namespace of its own (module state the real build sees stays untouched). None where the task does
-    not build there; its outputs count 0 where only its forward does not run there."""
+    compute; the module body too) in a namespace of its own (module state the real build sees stays untouched),
+    dropped before returning (what the task made on a device explicitly is freed). None where the task does not
+    build there; its outputs count 0 where only its forward does not run there."""
+    import gc
 
     def size(ts: Any) -> int:
         return sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))
 
+    ns: dict[str, Any] = {"__name__": "candidate"}
     try:
-        ns: dict[str, Any] = {"__name__": "candidate"}
-        exec(compile(code, "<candidate>", "exec"), ns)
         with torch.device("meta"), torch.no_grad():
+            exec(compile(code, "<candidate>", "exec"), ns)
             model = ns["Model"](*ns["get_init_inputs"]())
             xs = list(ns["get_inputs"]())
             n = size(xs) + size(model.parameters()) + size(model.buffers())
@@ -296,26 +290,15 @@ def _footprint(torch: Any, code: str) -> int | None:
                 n += size(_flat(model(*xs)))
             except Exception:  # noqa: BLE001 - data-dependent code, ops without a meta kernel: outputs unknown
                 pass
+            del model, xs
         return n
     except Exception:  # noqa: BLE001 - the real build reports what is wrong with the task
         return None
-
-
-def _preload(names: tuple[str, ...]) -> Any:
-    """Import `names` on a daemon thread (returned, to join); a failure is left for the real import to report."""
-    import importlib
-    import threading
-
-    def load() -> None:
-        for name in names:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001
-                pass
-
-    t = threading.Thread(target=load, name="opforge-preload", daemon=True)
-    t.start()
-    return t
+    finally:
+        # The task's functions hold their namespace (__globals__): cleared, and collected now, not at some later
+        # collection while the real build holds its own copies.
+        ns.clear()
+        gc.collect()
 
 
 def _one_ms(fn, device: str) -> float:
@@ -477,8 +460,6 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
                 f"Tried to allocate {PEAK_FACTOR * need / 2**30:.3f} GiB. GPU has a total capacity of "
                 f"{total / 2**30:.3f} GiB."
             )
-    # Joined before anything else imports these (the patching check below, torch.compile): never two importers.
-    preload = _preload(COMPILE_MODULES) if device.startswith("cuda") and p.get("check_compile", True) else None
 
     import contextlib
 
@@ -734,8 +715,6 @@ def check(p: dict[str, Any], bail=None) -> dict[str, Any]:
         del out_eval
         # Checked again before torch.compile (which wraps nn.Module.__init__ and torch.manual_seed itself): the
         # eager filters above ran forward several times, so a replacement made inside forward is in place now.
-        if preload is not None:
-            preload.join()
         replaced = _replaced(torch, before)
         if replaced:
             fail("patching", "replaced while running: " + ", ".join(replaced[:8]), stop=True)
