@@ -80,3 +80,38 @@ def test_a_child_reuses_a_freed_large_block_and_its_reports_are_unchanged():
     assert forked[1]["max_abs_diff"] is not None and forked[1]["max_abs_diff"] < 1e-4, forked[1]
     assert {k: forked[1].get(k) for k in keys} == {k: single[1].get(k) for k in keys}
     assert {k: forked[2]["reports"][0].get(k) for k in keys} == {k: single[1].get(k) for k in keys}
+
+
+def _small(body: str) -> str:
+    return (
+        HEAD
+        + f"""class Model(nn.Module):
+    def forward(self, x):
+        return {body}
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+"""
+    )
+
+
+def test_outputs_finite_or_not_are_told_apart_in_every_dtype():
+    """`finite` (jailed._finite: one pass, no copy) says what torch.isfinite(...).all() said: a nan (log of a
+    negative) or an infinity (float16 overflow, -inf from a log of zero) anywhere in either output makes it False;
+    integer outputs and finite floats of every width keep it True."""
+    cases = {
+        "torch.log(x)": False,
+        "(x * 1e6).half()": False,
+        "torch.log(torch.relu(x)).double()": False,
+        "torch.where(x > 0, float('nan'), x).bfloat16()": False,
+        "torch.tanh(x).half()": True,
+        "x.double() * 2": True,
+        "x.argmax(1)": True,
+        "(x > 0).sum(1)": True,
+    }
+    reps = _reports(WORKER, [["confirm", _small(b), _small(b)] for b in cases])
+    for (body, want), rep in zip(cases.items(), reps):
+        assert rep["ok"] and rep["finite"] is want, (body, rep)

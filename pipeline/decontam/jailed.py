@@ -693,8 +693,21 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         out["max_abs_diff"] = max(diffs)
         out["ref_scale"] = max(scale)
         # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
-        out["finite"] = all(bool(torch.isfinite(t).all()) for t in ro + co if not t.is_complex())
+        out["finite"] = all(_finite(t) for t in ro + co if not t.is_complex())
     return out
+
+
+def _finite(t):
+    """torch.isfinite(t).all(), in one pass without a copy: a float tensor holds a nan or an infinity exactly when
+    its least or greatest element is one (aminmax propagates nan). isfinite's five passes over the 2 x 28M-element
+    outputs of the largest confirmations were a tenth of their time; integers and bools are always finite."""
+    if not t.is_floating_point() or t.numel() == 0:
+        return True
+    try:
+        lo, hi = torch.aminmax(t)
+    except (RuntimeError, NotImplementedError):  # a dtype aminmax lacks (float8): the plain check
+        return bool(torch.isfinite(t).all())
+    return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
 def _compared(a, b):
