@@ -693,8 +693,21 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         out["max_abs_diff"] = max(diffs)
         out["ref_scale"] = max(scale)
         # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
-        out["finite"] = all(bool(torch.isfinite(t).all()) for t in ro + co if not t.is_complex())
+        out["finite"] = all(_finite(t) for t in ro + co if not t.is_complex())
     return out
+
+
+def _finite(t):
+    """torch.isfinite(t).all(), in one pass without a copy: a float tensor holds a nan or an infinity exactly when
+    its least or greatest element is one (aminmax propagates nan). isfinite's five passes over the 2 x 28M-element
+    outputs of the largest confirmations were a tenth of their time; integers and bools are always finite."""
+    if not t.is_floating_point() or t.numel() == 0:
+        return True
+    try:
+        lo, hi = torch.aminmax(t)
+    except (RuntimeError, NotImplementedError):  # a dtype aminmax lacks (float8): the plain check
+        return bool(torch.isfinite(t).all())
+    return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
 def _compared(a, b):
@@ -908,6 +921,25 @@ def _guard_channel():
         pass
 
 
+def _keep_freed_memory():
+    """In a child (it lives for one job): freed memory stays in its heap for its next tensors instead of going back
+    to the kernel. glibc serves every allocation over 32 MB with a fresh mmap and unmaps it on free, so each of a
+    real run's large tensors (inputs cloned per side, outputs, temporaries, the comparison's difference) cost a page
+    fault and a zeroed page per 4 KB: 1.2M faults and half the children's CPU in the kernel for the 30 real runs of a
+    6,000-candidate check. With mmap off and no trimming they reuse the pages already faulted in (0.6M faults).
+    Where the values come from is unchanged: the candidate and its problem run on the same inputs, through the same
+    allocator, in the same child, and no kernel's arithmetic depends on where its buffers lie (torch aligns them to
+    64 bytes either way). Only this child's own freed memory is reused (the worker's heap holds only trusted,
+    screened data); the address-space limit still bounds it. Not glibc: nothing changes."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        # M_TRIM_THRESHOLD (-1): the heap's top given back only past 2 GB free; M_MMAP_MAX (-4): no block mmapped
+        return libc.mallopt(-1, 2**31 - 1) == 1 and libc.mallopt(-4, 0) == 1
+    except Exception:
+        return False
+
+
 def _close_channel():
     fd = _channel_fd()
     if fd is not None:
@@ -925,6 +957,7 @@ def fork_one(job):
         os.close(r)
         _close_channel()  # before any task code: a child cannot write results for other jobs
         gc.disable()  # a child lives for one task: collections would only copy the parent's pages
+        _keep_freed_memory()
         try:
             res = run_child(job)
         except BaseException as e:
