@@ -189,9 +189,9 @@ def overlaps(tree: str, writable: list[str]) -> bool:
 @functools.cache
 def prefix(package_dir: str, roots: tuple[str, ...]) -> str | None:
     """The bytecode tree jobs read (PYTHONPYCACHEPREFIX), made if needed; None where the environment has its
-        bytecode or the tree cannot be made (jobs then compile in memory, as before). `roots`: the interpreter's dirs
-    the jail binds (sandbox._python_roots). $OPFORGE_JAIL_PYCACHE: auto
-        (default), on, off; $OPFORGE_JAIL_PYCACHE_DIR: the tree (default ~/.cache/opforge/pycache/<python tag>)."""
+    bytecode or the tree cannot be made (jobs then compile in memory, as before). `roots`: the interpreter's dirs the
+    jail binds (sandbox._python_roots). $OPFORGE_JAIL_PYCACHE: auto (default), on, off; $OPFORGE_JAIL_PYCACHE_DIR:
+    the tree (default ~/.cache/opforge/pycache/<python tag>)."""
     mode = os.environ.get("OPFORGE_JAIL_PYCACHE", "auto")  # auto | on | off
     if mode == "off" or (mode != "on" and not needed()):
         return None

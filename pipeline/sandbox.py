@@ -368,11 +368,16 @@ def _package_dir() -> str:
     return str(Path(__file__).resolve().parent)
 
 
-def _bytecode_tree(writable: list[str]) -> str | None:
-    """Bytecode of an environment installed without it, compiled once by this trusted side (pipeline.bytecode);
-    none for a job that could write into the tree."""
+def _job_binds(
+    wd_s: str, write_dirs: list | None, exec_dirs: list | None, read_dirs: list | None
+) -> tuple[list[str], list[str], list[str], str | None]:
+    """A job's writable, exec and read-only dirs (real paths, made if missing), and the bytecode tree it reads: that
+    of an environment installed without bytecode, compiled once by this trusted side (pipeline.bytecode), bound
+    read-only; none for a job that could write into the tree."""
+    wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
     tree = bytecode.prefix(_package_dir(), tuple(_python_roots()))
-    return tree if tree and not bytecode.overlaps(tree, writable) else None
+    pyc = tree if tree and not bytecode.overlaps(tree, [wd_s, *wdirs, *xdirs]) else None
+    return wdirs, xdirs, _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True), pyc
 
 
 def _gpu_indices(gpu: bool | list[int]) -> list[int]:
@@ -765,7 +770,7 @@ def _default_cpu_s(timeout_s: float, env: dict[str, str] | None) -> float:
     return timeout_s * threads + 5
 
 
-def _base_env(workdir: str, extra: dict[str, str] | None, gpu: bool) -> dict[str, str]:
+def _base_env(workdir: str, extra: dict[str, str] | None, gpu: bool, pycache: str | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_PASS if k in os.environ}
     pybin = os.path.dirname(os.path.realpath(sys.executable))
     path = [
@@ -798,6 +803,8 @@ def _base_env(workdir: str, extra: dict[str, str] | None, gpu: bool) -> dict[str
     if not gpu:
         env.pop("CUDA_VISIBLE_DEVICES", None)
     env.update(extra or {})
+    if pycache:  # the trusted bytecode tree (_job_binds)
+        env["PYTHONPYCACHEPREFIX"] = pycache
     for k in list(env):  # nothing that looks like a credential ever enters the jail
         if any(s in k.upper() for s in ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "CREDENTIAL")):
             env.pop(k)
@@ -1063,9 +1070,7 @@ def run_sandboxed(
     t0 = time.monotonic()
     is_path = isinstance(code_or_script, os.PathLike)
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
-        pyc = _bytecode_tree([wd_s, *wdirs, *xdirs])
-        rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
+        wdirs, xdirs, rdirs, pyc = _job_binds(wd_s, write_dirs, exec_dirs, read_dirs)
         script = os.path.realpath(code_or_script) if is_path else None
         code = Path(script).read_text(errors="replace") if script else str(code_or_script)
         (ctl / "payload.json").write_text(json.dumps(payload, default=str))
@@ -1094,9 +1099,7 @@ def run_sandboxed(
         (ctl / "bootstrap.py").write_text(_BOOTSTRAP)
         for f in ctl.iterdir():
             os.chmod(f, 0o644)
-        child_env = _base_env(wd_s, env, bool(gpus))
-        if pyc:
-            child_env["PYTHONPYCACHEPREFIX"] = pyc
+        child_env = _base_env(wd_s, env, bool(gpus), pyc)
         cpu = cpu_s if cpu_s is not None else _default_cpu_s(timeout_s, env)
         info_r = None
         if not jailed:
@@ -1363,12 +1366,8 @@ def run_command(
     jailed = mode == "jail"
     t0 = time.monotonic()
     with _job_dirs(workdir) as (wd_s, ctl, scratch):
-        wdirs, xdirs = _dirs(write_dirs), _dirs(exec_dirs)
-        pyc = _bytecode_tree([wd_s, *wdirs, *xdirs])
-        rdirs = _dirs(list(read_dirs or []) + ([pyc] if pyc else []), readable=True)
-        child_env = _base_env(wd_s, env, bool(gpu))
-        if pyc:
-            child_env["PYTHONPYCACHEPREFIX"] = pyc
+        wdirs, xdirs, rdirs, pyc = _job_binds(wd_s, write_dirs, exec_dirs, read_dirs)
+        child_env = _base_env(wd_s, env, bool(gpu), pyc)
         info_r = None
         if not jailed:
             _warn_unsafe()
