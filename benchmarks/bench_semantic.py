@@ -25,8 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int):
-    """The worker program in a plain subprocess (no jail): PAYLOAD from a file, emit_result to a file."""
+def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int, inherit_fds: tuple[int, ...] = ()):
+    """The worker program in a plain subprocess (no jail): PAYLOAD from a file, emit_result to a file, the job queue
+    (inherit_fds) as it is."""
     import json
     import os
     import subprocess
@@ -36,13 +37,16 @@ def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int):
         pj, rj = os.path.join(d, "p.json"), os.path.join(d, "r.json")
         Path(pj).write_text(json.dumps(payload))
         prog = (
-            f"import json\nPAYLOAD = json.load(open({pj!r}))\n_R = []\ndef emit_result(v):\n    _R.append(v)\n"
-            + source
-            + f"\njson.dump(_R, open({rj!r}, 'w'))\n"
+            f"import json\nPAYLOAD = json.load(open({pj!r}))\nINHERITED_FDS = {list(inherit_fds)!r}\n_R = []\n"
+            "def emit_result(v):\n    _R.append(v)\n" + source + f"\njson.dump(_R, open({rj!r}, 'w'))\n"
         )
         Path(d, "w.py").write_text(prog)
         p = subprocess.run(
-            [sys.executable, os.path.join(d, "w.py")], capture_output=True, text=True, timeout=timeout_s
+            [sys.executable, os.path.join(d, "w.py")],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            pass_fds=inherit_fds,
         )
         res = json.loads(Path(rj).read_text()) if os.path.exists(rj) else None
         return types.SimpleNamespace(

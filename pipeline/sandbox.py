@@ -692,7 +692,7 @@ os.chdir(_cfg["workdir"])
 def emit_result(value):
     _send({"type": "result", "value": value})
 _g = {"__name__": "__main__", "__file__": _cfg["filename"], "__builtins__": __builtins__,
-      "PAYLOAD": PAYLOAD, "emit_result": emit_result}
+      "PAYLOAD": PAYLOAD, "emit_result": emit_result, "INHERITED_FDS": list(_cfg.get("inherited_fds", []))}
 sys.argv = [_cfg["filename"]] + list(_cfg["args"])
 try:
     _src = _cfg["code"]
@@ -1050,6 +1050,7 @@ def run_sandboxed(
     max_output_bytes: int = 20_000,
     max_result_bytes: int = 16 * 2**20,
     mode: str | None = None,
+    inherit_fds: tuple[int, ...] = (),
 ) -> SandboxResult:
     """Run untrusted Python in a fresh jailed interpreter and return what happened. Never raises for anything the
     code does.
@@ -1064,6 +1065,9 @@ def run_sandboxed(
     `allow_fork`: the code may fork (a trusted driver that isolates each task in a child); the jail still bounds
     the processes (pid namespace, per-job process limit).
     `cpu_s` defaults to the wall-clock limit times the threads the code may use, plus a little.
+    `inherit_fds`: open fds the job inherits (a copy of each; the caller keeps and closes its own), seen by the code as
+    `INHERITED_FDS` in the same order: a trusted driver's job queue shared by several jails. The driver must close
+    them before any untrusted code of its own runs.
     """
     mode = sandbox_mode(mode)
     jailed = mode == "jail"
@@ -1077,8 +1081,10 @@ def run_sandboxed(
         inside = "/jail" if jailed else str(ctl)
         gpus = _gpu_indices(gpu) if gpu else []
         read_fd, write_fd = os.pipe()
+        shared = tuple(os.dup(fd) for fd in inherit_fds)
         cfg = {
             "fd": write_fd,
+            "inherited_fds": list(shared),
             "code": code,
             "script": script,
             "filename": script or "<sandboxed>",
@@ -1112,7 +1118,7 @@ def run_sandboxed(
                 f"{inside}/cfg.json",
             ]
             layers = {"rlimits": True, "audit_hook": True}
-            pass_fds: tuple[int, ...] = (write_fd,)
+            pass_fds: tuple[int, ...] = (write_fd, *shared)
         else:
             spec = _Spec(
                 wd_s, wdirs, xdirs, rdirs, gpus, child_env, memory_mb, cpu, fsize_mb, nproc, str(scratch), str(ctl)
@@ -1122,10 +1128,10 @@ def run_sandboxed(
                     spec, [sys.executable, "-u", "/jail/bootstrap.py", "/jail/cfg.json"]
                 )
             except SandboxUnavailable as e:
-                _close(read_fd, write_fd)
+                _close(read_fd, write_fd, *shared)
                 return _unavailable(e, time.monotonic() - t0)
             child_env = {"PATH": "/usr/bin:/bin"}
-            pass_fds = (write_fd, seccomp_fd, info_w)
+            pass_fds = (write_fd, seccomp_fd, info_w, *shared)
         try:  # _drive owns the fds from here: it closes pass_fds and the read ends
             raw = _drive(
                 argv,

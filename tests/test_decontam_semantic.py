@@ -291,6 +291,47 @@ def test_a_task_that_forges_results_or_kills_its_worker_costs_only_itself(semant
         assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()
 
 
+# Reads whatever it can from every fd it holds (a job queue the worker shares with other workers included, were it
+# open in the child) and fails with what it got.
+STEALER = """
+import os
+import torch
+import torch.nn as nn
+got = []
+for fd in range(3, 256):
+    try:
+        os.set_blocking(fd, False)
+        b = os.read(fd, 64)
+        if b:
+            got.append((fd, b.hex()))
+    except OSError:
+        pass
+raise RuntimeError("stolen:" + repr(got))
+"""
+
+
+def test_workers_share_one_queue_and_neither_a_killer_nor_a_thief_changes_other_jobs(semantic_run):
+    """Two workers take jobs from one queue (semantic._round): a task that kills its worker costs only itself (the
+    other worker takes the rest), and a task's child holds no fd of the queue (it reads nothing from any fd); the
+    other tasks' views are those of a run with one worker and no queue."""
+    from pipeline.decontam.semantic import semantic_views
+
+    base = semantic_run["settings"].semantic_cache_dir
+    codes = dict(semantic_run["cands"])
+    a, b, c = codes["para:matmul"], codes["para:formula"], codes["batchnorm:hand"]
+    one = semantic_views(
+        [a, b, c], semantic_run["settings"].model_copy(update={"workers": 1, "semantic_cache_dir": base + "-q1"})
+    )
+    two = semantic_views(
+        [a, STEALER, KILLER, b, c],
+        semantic_run["settings"].model_copy(update={"workers": 2, "semantic_cache_dir": base + "-q2"}),
+    )
+    assert two[2].reason == "worker_died" and not two[2].ok
+    assert not two[1].ok and "stolen:[]" in two[1].error, two[1].error
+    for x, y in zip(one, (two[0], two[3], two[4])):
+        assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()
+
+
 def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     """A record cached under one directory is not served for another: a run pointed at a fresh cache traces again,
     whatever this process read before (the in-process copy was keyed by code alone)."""

@@ -79,7 +79,8 @@ def test_gencode_and_trim():
 
 
 def test_build_cache_and_object_reuse(tmp_path):
-    """Cold build, cache hit (0 s), and a changed kernel that reuses the binding objects (nvcc + link only)."""
+    """Cold build, cache hit (nothing built), and a changed kernel that reuses the binding objects (nvcc + link
+    only)."""
     cache = A.shared_cache_dir()
     ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
     kernel = ws / "kernels" / "add.cu"
@@ -87,15 +88,14 @@ def test_build_cache_and_object_reuse(tmp_path):
     assert first.ok, first.log
     assert Path(first.artifact).is_file() and first.artifact.endswith("cuda_extension.so")
     hit = compile_solution(ws, cache, arch_list="9.0")
-    assert hit.ok and hit.cached and hit.seconds < 0.05 and hit.artifact == first.artifact
+    assert hit.ok and hit.cached and not hit.objects_built and hit.artifact == first.artifact
     kernel.write_text(kernel.read_text() + f"\n// changed {time.time_ns()}\n")
-    t0 = time.perf_counter()
     changed = compile_solution(ws, cache, arch_list="9.0")
     assert changed.ok and not changed.cached
     assert changed.objects_built == ["kernels/add.cu"]
     assert set(changed.objects_reused) == {"binding.cpp", "kernels/add_binding.cpp"}
     assert set(changed.step_seconds) == {"kernels/add.cu", "link"}
-    assert changed.artifact != first.artifact and time.perf_counter() - t0 < 30
+    assert changed.artifact != first.artifact
     # another arch is another cache key
     assert not compile_solution(ws, cache, arch_list="8.0").cached
 

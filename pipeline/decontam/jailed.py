@@ -941,12 +941,13 @@ def _keep_freed_memory():
 
 
 def _close_channel():
-    fd = _channel_fd()
-    if fd is not None:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    """In a child, before any task code: it can neither write results nor take jobs from the shared queue."""
+    for fd in (_channel_fd(), QUEUE):
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def fork_one(job):
@@ -1042,6 +1043,26 @@ def _warm_up():
     gc.freeze()  # the warm parent's objects: never scanned by a child's collections (fewer copied pages per fork)
 
 
+# The job queue this worker shares with the caller's other workers (semantic.run_jobs): whoever is free takes the
+# next job, so one worker's long real runs do not hold the others' share back.
+QUEUE = INHERITED_FDS[0] if PAYLOAD.get("queue") and globals().get("INHERITED_FDS") else None
+
+
+def _job_order():
+    """Job indexes: from the queue (4-byte records, all written before the workers start and never again: a read of
+    4 bytes takes one whole record, and an empty read means the queue is drained), else every job in order."""
+    if QUEUE is None:
+        yield from range(len(PAYLOAD["jobs"]))
+        return
+    while True:
+        rec = os.read(QUEUE, 4)
+        if len(rec) < 4:
+            return
+        i = int.from_bytes(rec, "little")
+        if i < len(PAYLOAD["jobs"]):
+            yield i
+
+
 t_start = time.monotonic()
 _guard_channel()
 emit_result({"start": True})
@@ -1050,12 +1071,13 @@ emit_result({"start": True})
 # 1.8 s of CPU so against 2.9 s; _warm_up froze it only at the first fork)
 gc.collect()
 gc.freeze()
-# One message per job as soon as it is done: a task that kills this process costs only itself (the caller keeps
-# the results before it, gives it a worker_died row and runs the rest in a new process).
-for i, job in enumerate(PAYLOAD["jobs"]):
+# One message per job as it starts and one as soon as it is done: a task that kills this process costs only itself
+# (the caller keeps the other results, gives it a worker_died row and runs the jobs nobody took in a new process).
+for i in _job_order():
     t0 = time.monotonic()
+    emit_result({"c": i})
     try:
-        res = run_job(job)
+        res = run_job(PAYLOAD["jobs"][i])
     except PermissionError:  # a jail without fork: the caller runs one jailed process per job instead
         emit_result({"nofork": True})
         raise SystemExit(0)
@@ -1067,4 +1089,5 @@ emit_result({"done": len(PAYLOAD["jobs"]), "wall_s": round(time.monotonic() - t_
 )
 
 # The same jobs, one per jailed process (a jail that forbids fork): no fork, no isolation needed.
-SINGLE = WORKER.replace("        res = run_job(job)", "        res = run_child(job)")
+SINGLE = WORKER.replace("        res = run_job(PAYLOAD", "        res = run_child(PAYLOAD")
+assert SINGLE != WORKER

@@ -96,7 +96,7 @@ def _cache_put(root: Path, key: str, value: dict) -> None:
         pass
 
 
-def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
+def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int, inherit_fds: tuple[int, ...] = ()):
     """The worker program in the jail (one place, so that benchmarks can say what runs it)."""
     from pipeline.sandbox import run_sandboxed
 
@@ -111,6 +111,7 @@ def run_worker(source: str, payload: dict, timeout_s: float, memory_mb: int):
         env=env,
         allow_fork=True,
         max_result_bytes=1 << 30,
+        inherit_fds=inherit_fds,
     )
 
 
@@ -124,84 +125,136 @@ def _job_units(job: list) -> int:
     return max(1, len(job[2])) if job and job[0] == "confirm_many" else 1
 
 
-def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float) -> tuple[list, bool, object]:
-    """One jailed process over `jobs`: (per-job results in order, as far as it got; whether it started; the run)."""
-    payload = {"jobs": jobs, "per_job_s": per_job_s, "max_numel": settings.confirm_max_numel}
-    res = _RUN[0](source, payload, 60 + per_job_s * sum(map(_job_units, jobs)), settings.semantic_memory_mb)
-    got, started = [], False
+@dataclass
+class _Run:
+    """What one jailed worker did: its results by job index, the job it had taken and not finished (it died on
+    it), whether it started, whether the jail refused its fork."""
+
+    got: dict = field(default_factory=dict)
+    taken: int | None = None
+    started: bool = False
+    nofork: bool = False
+    res: object = None
+
+
+def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float, queue: int | None) -> _Run:
+    """One jailed process over `jobs` in order, or over those it takes from `queue` (shared with other workers)."""
+    payload = {
+        "jobs": jobs,
+        "per_job_s": per_job_s,
+        "max_numel": settings.confirm_max_numel,
+        "queue": queue is not None,
+    }
+    limit = 60 + per_job_s * sum(map(_job_units, jobs))
+    res = _RUN[0](source, payload, limit, settings.semantic_memory_mb, () if queue is None else (queue,))
+    run = _Run(res=res)
+    run.nofork = any(str(v.get("what", "")).startswith("os.fork") for v in (getattr(res, "violations", None) or []))
     for m in _messages(res):
         if not isinstance(m, dict):
             continue
-        started = started or bool(m.get("start"))
+        run.started = run.started or bool(m.get("start"))
         if isinstance(m.get("done"), int) and isinstance(m.get("cpu_s"), (int, float)):
             with _LOCK:
                 STATS["worker_cpu_s"] += float(m["cpu_s"])
                 STATS["worker_starts"] += 1
         if m.get("nofork"):
-            return [], False, res
-        # results in job order, one each: anything else is not the worker's (a child cannot reach the channel)
-        if m.get("i") == len(got) and len(got) < len(jobs):
-            got.append(m["r"] if isinstance(m.get("r"), dict) else {"ok": False, "reason": "bad_result"})
-    return got, started, res
+            run.nofork = True
+        i = m.get("c")
+        if type(i) is int and 0 <= i < len(jobs):
+            run.taken = i
+        # one result per job (a child cannot reach the channel: these are the worker's)
+        i = m.get("i")
+        if type(i) is int and 0 <= i < len(jobs) and i not in run.got:
+            run.got[i] = m["r"] if isinstance(m.get("r"), dict) else {"ok": False, "reason": "bad_result"}
+            run.taken = None if run.taken == i else run.taken
+    if run.nofork:
+        run.taken = None  # not this job's fault: it runs again, one jailed process for it alone
+    return run
 
 
-def _jail_batch(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
-    """Run jobs in one long-lived jailed process (torch imported once, a fork per job). A job that kills that
-    process gets a `worker_died` row and the jobs after it run in a new process; a jail that forbids fork runs
-    one jailed process per job."""
-    from pipeline.decontam.jailed import SINGLE, WORKER
+_QUEUE_MAX = 16_384  # jobs per shared queue: their 4-byte records fit a pipe's 64 KB, written at once before any read
 
-    out: list[dict] = []
+
+def _round(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[_Run]:
+    """The jobs over `settings.workers` jailed workers at a time (threads wait on them). Two or more share one queue
+    of job indexes: whoever is free takes the next, so one worker's long real runs do not hold back the jobs dealt
+    to it (round-robin shares ended 4.3 and 8.2 s apart in a 6,000-candidate check)."""
+    from pipeline.decontam.jailed import WORKER
+
+    w = max(1, min(settings.workers, len(jobs)))
+    if w == 1:
+        return [_one_worker(WORKER, jobs, settings, per_job_s, None)]
+    r, wq = os.pipe()
+    try:
+        os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(len(jobs))))
+    finally:
+        os.close(wq)  # drained, the queue reads empty: the workers end
+    try:
+        with ThreadPoolExecutor(w) as ex:
+            return list(ex.map(lambda _: _one_worker(WORKER, jobs, settings, per_job_s, r), range(w)))
+    finally:
+        os.close(r)
+
+
+def _size(job: list) -> int:
+    """Elements a confirmation's candidate reported for its inputs and outputs (its trace's `sig`): the queue deals
+    the largest first, and the small ones fill in around them."""
+    sig = job[4] if len(job) > 4 and isinstance(job[4], dict) else {}
+    n = 0
+    for part in ("inputs", "outputs"):
+        for item in sig.get(part) or []:
+            try:
+                n += int(np.prod([int(d) for d in item[0]], dtype=np.float64))
+            except (TypeError, ValueError, IndexError, OverflowError):
+                pass
+    return n
+
+
+def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
+    """Run jobs in long-lived jailed processes (torch imported once, a fork per job); results in job order. A job
+    that kills its process gets a `worker_died` row and the jobs nobody took run in new processes; a jail that
+    forbids fork runs one jailed process per job."""
+    from pipeline.decontam.jailed import SINGLE
+
+    out: dict[int, dict] = {}
+    order = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i]))
     while len(out) < len(jobs):
-        rest = jobs[len(out) :]
-        got, started, res = _one_worker(WORKER, rest, settings, per_job_s)
-        out += got
-        if len(got) == len(rest):
-            break
-        nofork = any(isinstance(m, dict) and m.get("nofork") for m in _messages(res)) or any(
-            str(v.get("what", "")).startswith("os.fork") for v in (res.violations or [])
-        )
-        if nofork:
-            for job in rest[len(got) :]:
-                one, _, r1 = _one_worker(SINGLE, [job], settings, per_job_s)
-                out.append(
-                    one[0]
-                    if one
-                    else {"ok": False, "reason": f"jail_{r1.reason or 'bad_result'}", "error": r1.error_message[-300:]}
-                )
-            break
-        if not started:  # the jail or the worker failed before any task ran: nothing is this batch's fault
-            out += [
-                {"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
-                for _ in rest[len(got) :]
-            ]
-            break
-        out.append({"ok": False, "reason": "worker_died", "error": f"{res.reason}: {res.error_message[-200:]}"})
-    return out
+        part = [i for i in order if i not in out][:_QUEUE_MAX]
+        runs = _round([jobs[i] for i in part], settings, per_job_s)
+        before = len(out)
+        for run in runs:
+            out.update({part[k]: r for k, r in run.got.items()})
+            if run.taken is not None:
+                res = run.res
+                out[part[run.taken]] = {
+                    "ok": False,
+                    "reason": "worker_died",
+                    "error": f"{res.reason}: {res.error_message[-200:]}",
+                }
+        left = [i for i in part if i not in out]
+        if any(run.nofork for run in runs):
+            for i in left:
+                one = _one_worker(SINGLE, [jobs[i]], settings, per_job_s, None)
+                res = one.res
+                out[i] = one.got.get(0) or {
+                    "ok": False,
+                    "reason": f"jail_{res.reason or 'bad_result'}",
+                    "error": res.error_message[-300:],
+                }
+        elif left and (not any(run.started for run in runs) or len(out) == before):
+            # the jail or the workers failed before any task ran: nothing is these jobs' fault
+            res = runs[0].res
+            for i in left:
+                out[i] = {
+                    "ok": False,
+                    "reason": f"jail_{res.reason or 'bad_result'}",
+                    "error": res.error_message[-300:],
+                }
+    return [out[i] for i in range(len(jobs))]
 
 
 _RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
 STATS = {"worker_cpu_s": 0.0, "worker_starts": 0}  # what the workers that finished reported (benchmarks read it)
-
-
-def _batches(jobs: list, n: int) -> list[list[int]]:
-    """Job indexes in n round-robin groups: one long-lived worker each."""
-    return [list(range(g, len(jobs), n)) for g in range(n) if g < len(jobs)]
-
-
-def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
-    """Jobs over `settings.workers` jailed processes at a time (threads wait on them); results in job order."""
-    if not jobs:
-        return []
-    w = max(1, min(settings.workers, len(jobs)))
-    batches = _batches(jobs, w)
-    with ThreadPoolExecutor(w) as ex:
-        parts = list(ex.map(lambda b: _jail_batch([jobs[i] for i in b], settings, per_job_s), batches))
-    out: list[dict] = [{}] * len(jobs)
-    for b, part in zip(batches, parts):
-        for i, r in zip(b, part):
-            out[i] = r
-    return out
 
 
 def _view_of(rec: dict, cached: bool) -> SemView:
