@@ -332,6 +332,49 @@ def test_workers_share_one_queue_and_neither_a_killer_nor_a_thief_changes_other_
         assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()
 
 
+def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its_shapes(semantic_run):
+    """Sigmoid written as 0.5 * (tanh(x / 2) + 1) shares a fifth of its graph with KernelBench's Sigmoid, below
+    same_inputs_floor: it is run beside every problem with its input and output shapes (same_shapes_max) and found;
+    a different function of the same shapes is run beside the same problems and stays clean. Without the rule (0),
+    the rewrite passes."""
+    from pipeline.decontam.stage import decontaminate
+
+    src = next(r.code for r in semantic_run["reference"] if r.ref_id == "level1/21_Sigmoid")
+    para = re.sub(r"return torch\.sigmoid\(x\)", "return 0.5 * (torch.tanh(x * 0.5) + 1)", src)
+    other = re.sub(r"return torch\.sigmoid\(x\)", "return torch.sin(x) * x", src)
+    assert para != src and other != src
+    settings = semantic_run["settings"]
+    rows = decontaminate([("para", para), ("other", other)], semantic_run["reference"], settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    assert rows[0]["semantic_ref"] == "level1/21_Sigmoid" and rows[0]["semantic_score"] < settings.same_inputs_floor
+    assert not rows[1]["contaminated"] and '"tried"' in rows[1]["evidence"], rows[1]
+    off = settings.model_copy(update={"same_shapes_max": 0})
+    rows = decontaminate([("para", para)], semantic_run["reference"], off).to_pylist()
+    assert not rows[0]["contaminated"], rows[0]
+
+
+def test_a_problem_too_large_for_two_rows_is_confirmed_on_inputs_cut_to_fit(kernelbench_path, tmp_path):
+    """KernelBench's RMSNorm takes 112 x 64 x 512 x 512 inputs: 2 rows are 33M elements, over confirm_max_numel.
+    Both sides then run on 2 rows with their trailing dims halved until they fit (jailed._cut): a rewrite of it
+    (reciprocal square root of a sum over the channels) is a functional match there, and a different normalization
+    of the same shapes (by the largest magnitude) is not."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level1/36_RMSNorm_"], by_id["level1/19_ReLU"]]
+    src = ref[0].code
+    body = "return x * torch.rsqrt(x.square().sum(1, keepdim=True) / self.num_features + self.eps)"
+    para = re.sub(r"rms = torch\.sqrt\(.*\n(.*\n)*?\s*return x / rms", body, src)
+    other = re.sub(r"rms = torch\.sqrt\(.*\n(.*\n)*?\s*return x / rms", "return x / (x.abs().amax(1, True) + 1)", src)
+    assert para != src and other != src and body in para
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    rows = decontaminate([("para", para), ("other", other)], ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level1/36_RMSNorm_" and ev["inputs"] == "cut" and ev["same_inputs"] is False, ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
 def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     """A record cached under one directory is not served for another: a run pointed at a fresh cache traces again,
     whatever this process read before (the in-process copy was keyed by code alone)."""

@@ -222,7 +222,9 @@ def write_report(
         f"<tr><td>raw_threshold</td><td>{settings.raw_threshold}</td></tr>",
         f"<tr><td>semantic</td><td>{'on' if settings.semantic else 'off'}; confirmation of the "
         f"{settings.semantic_top_k} nearest problems (semantic &ge; {settings.semantic_threshold}) and those "
-        f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}); outputs equal within atol "
+        f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}), and up to "
+        f"{settings.same_shapes_max} with the same input and output shapes whatever their similarity; outputs "
+        "equal within atol "
         f"{settings.confirm_atol} + rtol "
         f"{settings.confirm_rtol} &times; scale</td></tr>",
         f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "

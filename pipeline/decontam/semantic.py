@@ -24,8 +24,8 @@ from pipeline.decontam.jailed import TRACER_VERSION, code_key, graph_of, pack, r
 from pipeline.decontam.settings import DecontamSettings
 
 # bump when jailed.confirm changes: cached confirmation reports become stale (5: outputs compared in float32 where
-# both are: jailed._compared)
-CONFIRM_VERSION = "5"
+# both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut)
+CONFIRM_VERSION = "6"
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
@@ -463,7 +463,9 @@ class SemanticReference:
 def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list[int]:
     """Reference problems worth running beside the candidate: the semantically nearest ones above the threshold,
     then those with the same input shapes (a paraphrase keeps get_inputs) and some similarity (same_inputs_floor),
-    nearest first; at most top_k + 2."""
+    nearest first, at most top_k + 2 so far; then every problem with the same input and output shapes and dtypes,
+    whatever its similarity, nearest first, at most same_shapes_max (rewriting one op of a small graph, ReLU as
+    (x + |x|) / 2, leaves a Jaccard of 0.1-0.3: only running both can tell, and only such a pair can match)."""
     order = np.argsort(-sims, kind="stable")
     picked = [int(j) for j in order[: settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
@@ -472,7 +474,17 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
             break
         if j not in picked:
             picked.append(j)
+    outs = _outputs_key(view)
+    if outs:
+        shaped = [j for j in same if j not in picked and _outputs_key(ref.views[j]) == outs]
+        picked += shaped[: settings.same_shapes_max]
     return picked
+
+
+def _outputs_key(view: SemView) -> str:
+    """The output shapes and dtypes the trace reported ("" where it reported none)."""
+    outs = view.sig.get("outputs") if isinstance(view.sig, dict) else None
+    return json.dumps(outs) if isinstance(outs, list) and outs else ""
 
 
 def semantic_pass(
@@ -570,6 +582,7 @@ def semantic_pass(
                     "ref_scale": rep.get("ref_scale"),
                     "mapping": rep.get("mapping", [])[:40],
                     "same_inputs": rep.get("same_inputs"),
+                    "inputs": rep.get("inputs"),  # which of the candidate's inputs ran: "all" (2 rows) ... "cut"
                     "tolerance": [settings.confirm_atol, settings.confirm_rtol],
                     "graph_candidate": graph_text(views[k]),
                     "graph_reference": graph_text(ref.views[j]),

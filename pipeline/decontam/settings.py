@@ -44,9 +44,9 @@ class DecontamSettings(BaseModel):
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
-        "tasks still take 2.6-3.1x the views alone (their confirmations: most pairs screened in the "
-        "jailed worker, the few that must run forked per candidate); a re-check (confirmations "
-        "cached) is within 1.5x.",
+        "tasks still take 2.2-2.7x the views alone on 2 cores (their confirmations: most pairs "
+        "screened in the jailed workers, the few that must run forked per candidate); a re-check "
+        "(confirmations cached) is within 1.3x.",
     )
     semantic_threshold: float = Field(
         0.5,
@@ -62,6 +62,13 @@ class DecontamSettings(BaseModel):
         0.3,
         description="Problems with the candidate's input shapes are also "
         "confirmed when their semantic Jaccard is at least this.",
+    )
+    same_shapes_max: int = Field(
+        20,
+        ge=0,
+        description="Problems with the candidate's input and output shapes and dtypes are also confirmed "
+        "whatever their semantic Jaccard (a rewritten op leaves little of a small graph), nearest "
+        "first, at most this many.",
     )
     near_variant_threshold: float = Field(
         0.5,
