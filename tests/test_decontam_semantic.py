@@ -375,6 +375,72 @@ def test_a_problem_too_large_for_two_rows_is_confirmed_on_inputs_cut_to_fit(kern
     assert rows[1]["reason"] != "functional_match", rows[1]
 
 
+AFFINE_REF = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+        self.scale = nn.Parameter(torch.randn(64))
+        self.shift = nn.Parameter(torch.randn(64))
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x) * self.scale + self.shift)
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return []
+"""
+# The same function with its tensors declared in another order, under other names, the weight stored as (in, out),
+# tanh written out
+AFFINE_COPY = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.beta = nn.Parameter(torch.zeros(64))
+        self.gain = nn.Parameter(torch.ones(64))
+        self.w = nn.Parameter(torch.randn(64, 64))
+        self.b = nn.Parameter(torch.zeros(64))
+
+    def forward(self, x):
+        e = torch.exp(-2 * (torch.addmm(self.b, x, self.w) * self.gain + self.beta))
+        return (1 - e) / (1 + e)
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_tensors_that_only_their_role_tells_apart_are_tied_again_until_the_outputs_match(tmp_path):
+    """_match ties same-shape tensors in the order they are declared and a square weight as it is stored: here
+    every vector lands on the wrong one and the weight is the transpose. Outputs that differ try the other ties
+    (jailed._retie: same-shape tensors permuted, the square matrix transposed, and their combinations): the copy is
+    found with the right mapping; a different function (a sign flipped) is not, under any tie."""
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import RefProblem
+
+    ref = [RefProblem("level9/1_Affine", 9, "1_Affine", AFFINE_REF)]
+    other = AFFINE_COPY.replace("+ self.beta))", "- self.beta))")
+    assert other != AFFINE_COPY
+    settings = DecontamSettings(semantic=True, workers=1, semantic_cache_dir=str(tmp_path / "cache"))
+    rows = decontaminate([("copy", AFFINE_COPY), ("other", other)], ref, settings).to_pylist()
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    tied = {c: (r, how) for c, r, how in json.loads(rows[0]["evidence"])["mapping"]}
+    want = {"beta": ("shift", "shape"), "gain": ("scale", "shape"), "w": ("fc.weight", "transpose")}
+    assert tied == {**want, "b": ("fc.bias", "shape")}, tied
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
 def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     """A record cached under one directory is not served for another: a run pointed at a fresh cache traces again,
     whatever this process read before (the in-process copy was keyed by code alone)."""

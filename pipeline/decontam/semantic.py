@@ -24,8 +24,9 @@ from pipeline.decontam.jailed import TRACER_VERSION, code_key, graph_of, pack, r
 from pipeline.decontam.settings import DecontamSettings
 
 # bump when jailed.confirm changes: cached confirmation reports become stale (5: outputs compared in float32 where
-# both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut)
-CONFIRM_VERSION = "6"
+# both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
+# 7: outputs that differ try the ties _match could not tell apart: jailed._retie)
+CONFIRM_VERSION = "7"
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
