@@ -440,7 +440,7 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
     real = None
     if meta_only:
         pass
-    elif sum(t.numel() for t in meta if isinstance(t, torch.Tensor)) <= max_numel:
+    elif _numel(meta) <= max_numel:
         torch.manual_seed(1)
         real = list(g["get_inputs"]())
     src = real if real is not None else meta

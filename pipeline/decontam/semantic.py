@@ -236,22 +236,16 @@ def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[d
         if any(run.nofork for run in runs):
             for i in left:
                 one = _one_worker(SINGLE, [jobs[i]], settings, per_job_s, None)
-                res = one.res
-                out[i] = one.got.get(0) or {
-                    "ok": False,
-                    "reason": f"jail_{res.reason or 'bad_result'}",
-                    "error": res.error_message[-300:],
-                }
+                out[i] = one.got.get(0) or _jail_failed(one.res)
         elif left and (not any(run.started for run in runs) or len(out) == before):
             # the jail or the workers failed before any task ran: nothing is these jobs' fault
-            res = runs[0].res
-            for i in left:
-                out[i] = {
-                    "ok": False,
-                    "reason": f"jail_{res.reason or 'bad_result'}",
-                    "error": res.error_message[-300:],
-                }
+            out.update({i: _jail_failed(runs[0].res) for i in left})
     return [out[i] for i in range(len(jobs))]
+
+
+def _jail_failed(res) -> dict:
+    """The row of a job whose jailed process failed on its own account (not the job's): tried again next time."""
+    return {"ok": False, "reason": f"jail_{res.reason or 'bad_result'}", "error": res.error_message[-300:]}
 
 
 _RUN = [run_worker]  # benchmarks/bench_decontam.py --unjailed swaps it, and says so in its output
@@ -428,6 +422,7 @@ class SemanticReference:
         self.matrix = _to_matrix(sets)
         self.matrix.mat_t = self.matrix.mat.T.tocsr()
         self.by_inputs: dict[str, list[int]] = {}
+        self.outputs_keys = [_outputs_key(v) for v in self.views]  # read per candidate by _shortlist
         for j, v in enumerate(self.views):
             if v.ok:
                 self.by_inputs.setdefault(v.input_key, []).append(j)
@@ -477,7 +472,7 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
             picked.append(j)
     outs = _outputs_key(view)
     if outs:
-        shaped = [j for j in same if j not in picked and _outputs_key(ref.views[j]) == outs]
+        shaped = [j for j in same if j not in picked and ref.outputs_keys[j] == outs]
         picked += shaped[: settings.same_shapes_max]
     return picked
 
