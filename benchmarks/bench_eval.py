@@ -16,7 +16,8 @@ Prints, each measured here in this run:
 - first_verdict (`--only first_verdict [--inflight 6]`): time to a first verdict on new tasks with cold caches:
   `--inflight` evaluations of distinct tasks (the small-magnitude fixtures, single-file load_inline kernels) started
   together on one GPU, each from its own cold build through baselines and the judge; per evaluation: wall seconds,
-  build seconds, the judge's phases.
+  build seconds, the judge's phases. `--kernelbench DIR` takes the tasks from KernelBench level 1 instead (Softmax,
+  LogSoftmax, MSELoss, Matrix-vector: inputs of 6-8 GiB per call), `--constant` adds a constant-output kernel each.
 """
 
 from __future__ import annotations
@@ -269,32 +270,64 @@ def bench_agreement() -> dict:
     return out
 
 
-def bench_first_verdict(work: Path, inflight: int) -> dict:
+# Honest fixture kernels that solve KernelBench level-1 problems as stated there (`--kernelbench DIR`).
+KB_LEVEL1 = {
+    "softmax_wide": "level1/23_Softmax.py",
+    "log_softmax_wide": "level1/24_LogSoftmax.py",
+    "mse_loss": "level1/94_MSELoss.py",
+    "matvec_longk": "level1/4_Matrix_vector_multiplication_.py",
+}
+
+
+def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", constant: bool = False) -> dict:
     from pipeline.evaluate.artifacts import compile_locked
     from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
 
     cache = Path(tempfile.mkdtemp(prefix="opforge-bench-ttfv-"))  # cold: no builds, no baselines
-    names = [sorted(A.SMALL_MAGNITUDE)[i % len(A.SMALL_MAGNITUDE)] for i in range(inflight)]
+    pool = sorted(KB_LEVEL1 if kernelbench else A.SMALL_MAGNITUDE)
+    names = [pool[i % len(pool)] for i in range(inflight)]
     lock = str(work / "gpu-ttfv.lock")
     arch = resolve_arch_list(None)
 
+    def task_of(i: int, name: str) -> str:
+        # a distinct task and source per evaluation: nothing cached from another one
+        if kernelbench:
+            return f"# [{i}]\n" + (Path(kernelbench) / KB_LEVEL1[name]).read_text()
+        return A.task_code(name).replace('"""', f'"""[{i}] ', 1)
+
     def one(i: int, name: str) -> dict:
         t0 = time.perf_counter()
-        # a distinct task and source per evaluation: nothing cached from another one
-        task = A.task_code(name).replace('"""', f'"""[{i}] ', 1)
+        task = task_of(i, name)
         src = work / f"ttfv_{i}_{name}.py"
         src.write_text((A.HONEST / f"{name}.py").read_text().replace("opforge_fixture_", f"opforge_ttfv{i}_"))
         cr = compile_locked(src, cache, arch_list=arch, timeout=900.0)
         res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock}, compile_result=cr)
-        return {
-            "task": name,
+        row = {
+            "task": KB_LEVEL1[name] if kernelbench else name,
             "wall_s": round(time.perf_counter() - t0, 1),
             "build_s": round(cr.seconds, 1),
+            "headers": cr.headers,
             "reward": res.reward,
             "reason": res.reason,
+            "solution_ms": res.solution_ms,
+            "eager_ms": res.eager_ms,
             "phase_s": res.details.get("phase_s"),
+            "io_budget": res.details.get("io_budget"),
+            "reference": res.details.get("reference"),
         }
+        if constant:  # the same task, a constant-output kernel: must be rejected as incorrect
+            const = A.constant_variant(work / f"ttfv_{i}_{name}_const.py", name)
+            cc = compile_locked(const, cache, arch_list=arch, timeout=900.0)
+            bad = evaluate(
+                task,
+                str(const),
+                mode="verify",
+                settings={"cache_dir": str(cache), "gpu_lock": lock},
+                compile_result=cc,
+            )
+            row["constant"] = {"reward": bad.reward, "reason": bad.reason[:200], "correct": bad.correct}
+        return row
 
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(inflight) as ex:
@@ -302,6 +335,7 @@ def bench_first_verdict(work: Path, inflight: int) -> dict:
     walls = [r["wall_s"] for r in rows]
     return {
         "inflight": inflight,
+        "tasks": "kernelbench level 1" if kernelbench else "fixtures",
         "first_s": min(walls),
         "median_s": statistics.median(walls),
         "max_s": max(walls),
@@ -356,6 +390,8 @@ def main() -> None:
         "'add_vec4=10,row_softmax=16' (kernels not named take --scale)",
     )
     ap.add_argument("--inflight", type=int, default=6, help="evaluations in flight for --only first_verdict")
+    ap.add_argument("--kernelbench", default="", help="first_verdict on KernelBench level-1 problems from this dir")
+    ap.add_argument("--constant", action="store_true", help="first_verdict: also a constant-output kernel per task")
     ap.add_argument(
         "--only",
         choices=["repeatability", "agreement", "first_verdict", "throughput"],
@@ -398,7 +434,7 @@ def main() -> None:
         return
     if args.only == "first_verdict":
         show("device", torch.cuda.get_device_name(0))
-        show("first_verdict", bench_first_verdict(work, args.inflight))
+        show("first_verdict", bench_first_verdict(work, args.inflight, args.kernelbench, args.constant))
         return
     if args.only == "throughput":
         show("device", torch.cuda.get_device_name(0))

@@ -242,6 +242,35 @@ def test_two_solutions_with_the_same_extension_name_at_once(built):
     assert not const.correct and const.reason.startswith("output_mismatch"), const.reason
 
 
+def test_single_files_build_with_slim_headers_and_fall_back(built, tmp_path):
+    """The honest single files built with the slim headers; a .cu that uses torch's C++ frontend (not in
+    <torch/types.h>) fails that build, is built again with torch's own headers, and is judged as usual."""
+    from pipeline.evaluate.build import compile_solution
+
+    for name in ["add_inline", *SMALL]:
+        cr = built["builds"][name].result()
+        assert cr.ok and (cr.cached or cr.headers == "slim"), (name, cr.headers, cr.step_seconds)
+    src = (A.HONEST / "add_inline.py").read_text()
+    src = src.replace("opforge_fixture_add", "opforge_fixture_add_full").replace(
+        "torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b) {",
+        "torch::Tensor unused_relu(torch::Tensor x) { return torch::nn::functional::relu(x); }\n"
+        "torch::Tensor add_cuda(torch::Tensor a, torch::Tensor b) {",
+        1,
+    )
+    path = tmp_path / "add_inline_full.py"
+    path.write_text(src)
+    cr = compile_solution(path, built["cache"])
+    assert cr.ok and cr.headers == "full", cr.log[-2000:]
+    assert {"slim_headers", "full_headers"} <= set(cr.step_seconds), cr.step_seconds
+    from pipeline.evaluate.harness import evaluate
+
+    res = evaluate(
+        A.task_code("vec_add"), str(path), mode="verify", settings={"cache_dir": built["cache"]}, compile_result=cr
+    )
+    _report("add_inline_full_headers", "honest", res)
+    assert res.correct and res.reward >= 1, res.reason
+
+
 # ---------------------------------------------------------------- native code against the judge
 
 

@@ -330,3 +330,29 @@ class ModelNew(nn.Module):
 """
     res = _eval(tmp_path, lazy, mode="verify", allow_torch_ops=CPU["allow_torch_ops"] + ["empty_like", "alias"])
     assert "lazy_tensor" in res.violations and res.reward == -1, (res.reason, res.violations)
+
+
+def test_io_budget_bounds_what_the_reference_writes(tmp_path):
+    """A task whose inputs and outputs would pass io_budget_mb gets the first correctness trial and the last timed
+    call's check only (the record says so); the verdicts stay right both ways."""
+    res = _eval(tmp_path, HONEST, io_budget_mb=1)  # each set here: 512 KiB of input and 512 KiB of output
+    assert res.correct and res.reward == 1, (res.reason, res.details)
+    budget = res.details["io_budget"]
+    assert budget["planned"] == {"trials": 3, "post_timing_trials": 1, "checked_calls": 4}, budget
+    assert budget["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 1}, budget
+    assert res.details["timed_outputs_checked"] == 1 and res.details["trials_run"] == 1
+    zero = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), io_budget_mb=1)
+    assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
+    # A candidate right on the first trial's inputs only is still caught: at the last timed call's check.
+    late = _eval(
+        tmp_path,
+        HONEST.replace(
+            "return torch.softmax(x, dim=-1)",
+            "self.n = getattr(self, 'n', 0) + 1\n        "
+            "return torch.softmax(x, dim=-1) if self.n <= 2 else torch.softmax(x, dim=-1) * 2",
+        ),
+        io_budget_mb=1,
+    )
+    assert not late.correct and late.reward == -1, (late.reason, late.details.get("io_budget"))
+    full = _eval(tmp_path, HONEST)
+    assert "io_budget" not in full.details and full.details["timed_outputs_checked"] == 4

@@ -260,3 +260,38 @@ def test_off_stream_check_discounts_the_hosts_return_from_a_synchronize():
     assert off_stream(2.3, 0.5, 0.30, 0.5, 0.05)  # the same on a loaded host
     assert off_stream(1.0, 0.98, 0.02, 0.5, 0.05) == ""  # an ordinary kernel
     assert off_stream(0.5, 0.01, -1.0, 0.5, 0.05)  # a negative gap never helps
+
+
+def test_compare_in_pieces_equals_the_whole(monkeypatch):
+    """Outputs of GiBs are compared piece by piece (tolerance.CHUNK): every figure and verdict is the same as in
+    one piece, NaN, inf, zeros and complex included."""
+    from pipeline.evaluate import tolerance as T
+
+    g = torch.Generator().manual_seed(7)
+    cases = []
+    for k in range(60):
+        ref = torch.randn(97, generator=g) * 10 ** float(torch.randint(-5, 4, (1,), generator=g))
+        out = ref + torch.randn(97, generator=g) * 10 ** float(torch.randint(-8, 0, (1,), generator=g))
+        if k % 5 == 1:
+            ref[3] = out[3] = float("nan")
+        if k % 5 == 2:
+            out[50] = float("inf")
+        if k % 5 == 3:
+            ref[:40] = 0.0
+        if k % 7 == 4:
+            ref, out = torch.complex(ref, ref.flip(0)), torch.complex(out, out.flip(0))
+        cases.append((ref, out))
+    cases.append((torch.arange(97), torch.arange(97)))
+    cases.append((torch.arange(97), torch.arange(97).flip(0)))
+    kw = {"rtol": 1e-2, "scale_atol": 1e-2, "atol_floor": 1e-9}
+    whole = [T.compare_tensor(r, o, **kw) for r, o in cases]
+    monkeypatch.setattr(T, "CHUNK", 7)
+    pieces = [T.compare_tensor(r, o, **kw) for r, o in cases]
+    for a, b in zip(whole, pieces):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], float):
+                assert a[key] == pytest.approx(b[key], rel=1e-6, abs=0.0), (key, a, b)
+            else:
+                assert a[key] == b[key], (key, a, b)
+    assert any(not a["ok"] for a in whole) and any(a["ok"] for a in whole)

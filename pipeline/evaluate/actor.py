@@ -65,6 +65,7 @@ def _compile(item: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         s["cache_dir"],
         arch_list=resolve_arch_list(s["arch_list"]),
         timeout=float(s["compile_timeout_s"]),
+        slim_headers=bool(s["slim_headers"]),
     ).to_dict()
 
 

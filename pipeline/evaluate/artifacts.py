@@ -108,7 +108,9 @@ def flocked(path: str | os.PathLike):
         os.close(fd)
 
 
-def compile_locked(path: str | os.PathLike, cache_dir: str | os.PathLike, *, arch_list: str, timeout: float) -> Any:
+def compile_locked(
+    path: str | os.PathLike, cache_dir: str | os.PathLike, *, arch_list: str, timeout: float, slim_headers: bool = True
+) -> Any:
     """`build.compile_solution` under a per-source flock, stale FileBatons removed, then sealed."""
     from pipeline.evaluate.build import compile_solution
 
@@ -118,7 +120,7 @@ def compile_locked(path: str | os.PathLike, cache_dir: str | os.PathLike, *, arc
     with flocked(lock):
         if p.is_file():
             remove_stale_batons(Path(cache_dir), src, arch_list)
-        cr = compile_solution(p, cache_dir, arch_list=arch_list, timeout=timeout)
+        cr = compile_solution(p, cache_dir, arch_list=arch_list, timeout=timeout, slim_headers=slim_headers)
         if cr.ok and cr.artifact:
             seal(cache_dir, cr.artifact)
     return cr

@@ -6,7 +6,8 @@ object is cached under the hash of what it is made of (source, the local headers
 torch versions, arch list), so a changed kernel costs one nvcc run (~1 s on an H200 host) plus a link, and an
 unchanged workspace costs nothing. Single-file solutions (`load_inline` in the module) are built by importing them
 in the sandbox with TORCH_EXTENSIONS_DIR set to a directory keyed by their source; the evaluation worker then
-imports them from that directory without rebuilding.
+imports them from that directory without rebuilding. Their CUDA sources are first compiled with slim torch headers
+(`SLIM_HEADERS`), and again with the real ones if that fails.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class CompileResult:
     objects_built: list[str] = field(default_factory=list)  # sources compiled in this call
     objects_reused: list[str] = field(default_factory=list)  # sources whose cached object was reused
     step_seconds: dict = field(default_factory=dict)  # source (or "link") -> seconds
+    headers: str = ""  # single file: "slim" (SLIM_HEADERS) or "full" (torch's own), what the kept build used
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -339,7 +341,33 @@ emit_result({"has_model_new": hasattr(mod, "ModelNew")})
 """
 
 
-def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: float) -> CompileResult:
+# A KernelBench-style `.cu` includes <torch/extension.h>: torch's whole C++ frontend and pybind11, which nvcc parses
+# three times (cudafe++, cicc, the host compiler): about two thirds of a cold load_inline build. Kernels and their
+# launchers need the tensor API of <torch/types.h> (what load_inline itself puts first in every .cu). So nvcc alone
+# (NVCC_PREPEND_FLAGS; g++ and the binding's main.cpp keep the real header) finds these first. A source that needs
+# more fails to compile and is built again with torch's own headers: the slim attempt can cost time, never a verdict.
+SLIM_HEADERS = {
+    "torch/extension.h": "#pragma once\n#include <torch/types.h>\n",
+    "torch/torch.h": "#pragma once\n#include <torch/types.h>\n",
+}
+
+
+def slim_include_dir(cache_dir: Path) -> Path:
+    """The directory holding SLIM_HEADERS (written once per content, by the trusted side)."""
+    root = cache_dir / "slim_include" / _sha(json.dumps(SLIM_HEADERS, sort_keys=True))
+    for rel, text in SLIM_HEADERS.items():
+        f = root / rel
+        if not f.is_file() or f.read_text() != text:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.with_name(f"{f.name}.tmp-{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, f)
+    return root
+
+
+def build_single_file(
+    path: Path, cache_dir: Path, arch_list: str, timeout: float, slim_headers: bool = True
+) -> CompileResult:
     t0 = time.perf_counter()
     import torch
 
@@ -362,38 +390,51 @@ def build_single_file(path: Path, cache_dir: Path, arch_list: str, timeout: floa
         )
     from pipeline.sandbox import run_sandboxed
 
+    def attempt(slim: Path | None):
+        env = build_env(ext_dir, arch_list)
+        read = [str(path.resolve().parent)]
+        if slim is not None:
+            env["NVCC_PREPEND_FLAGS"] = f"-I{slim} " + os.environ.get("NVCC_PREPEND_FLAGS", "")
+            read.append(str(slim))
+        return run_sandboxed(
+            _SINGLE_FILE_BUILD,
+            payload={"path": str(path.resolve())},
+            timeout_s=timeout,
+            memory_mb=None,
+            nproc=None,
+            exec_dirs=[str(ext_dir)],
+            read_dirs=read,
+            env=env,
+        )
+
     ext_dir.mkdir(parents=True, exist_ok=True)
-    res = run_sandboxed(
-        _SINGLE_FILE_BUILD,
-        payload={"path": str(path.resolve())},
-        timeout_s=timeout,
-        memory_mb=None,
-        nproc=None,
-        exec_dirs=[str(ext_dir)],
-        read_dirs=[str(path.resolve().parent)],
-        env=build_env(ext_dir, arch_list),
-    )
+    steps: dict = {}
+    headers = "full"
+    res = None
+    if slim_headers:
+        res = attempt(slim_include_dir(cache_dir))
+        steps["slim_headers"] = round(time.perf_counter() - t0, 3)
+        headers = "slim"
+        if not res.ok and not res.timed_out:
+            # Objects made with the slim headers must not be reused: ninja does not see NVCC_PREPEND_FLAGS.
+            shutil.rmtree(ext_dir, ignore_errors=True)
+            ext_dir.mkdir(parents=True, exist_ok=True)
+            res = None
+    if res is None:
+        headers = "full"
+        t1 = time.perf_counter()
+        res = attempt(None)
+        steps["full_headers"] = round(time.perf_counter() - t1, 3)
     secs = time.perf_counter() - t0
+    steps[path.name] = round(secs, 3)
     if res.ok and (res.result or {}).get("has_model_new"):
-        ok_marker.write_text(json.dumps({"seconds": secs}))
+        ok_marker.write_text(json.dumps({"seconds": secs, "headers": headers}))
         return CompileResult(
-            True,
-            secs,
-            "",
-            False,
-            str(ext_dir),
-            "single_file",
-            "",
-            arch_list,
-            [path.name],
-            [],
-            {path.name: round(secs, 3)},
+            True, secs, "", False, str(ext_dir), "single_file", "", arch_list, [path.name], [], steps, headers
         )
     log = trim_log((res.error_message or "") + "\n" + res.stdout + "\n" + res.stderr)
     reason = "compile_timeout" if res.timed_out else ("no_model_new" if res.ok else "compile_error")
-    return CompileResult(
-        False, secs, log, False, "", "single_file", reason, arch_list, [], [], {path.name: round(secs, 3)}
-    )
+    return CompileResult(False, secs, log, False, "", "single_file", reason, arch_list, [], [], steps, headers)
 
 
 def build_env(ext_dir: Path | str, arch_list: str) -> dict[str, str]:
@@ -415,6 +456,7 @@ def compile_solution(
     *,
     arch_list: str | None = None,
     timeout: float = 900.0,
+    slim_headers: bool = True,
 ) -> CompileResult:
     """Build a solution (workspace dir or single .py file); never raises for a bad solution."""
     p = Path(path)
@@ -426,7 +468,7 @@ def compile_solution(
         if is_workspace(p):
             return build_workspace(p.resolve(), cache, arch, timeout)
         if p.is_file():
-            return build_single_file(p, cache, arch, timeout)
+            return build_single_file(p, cache, arch, timeout, slim_headers)
         return CompileResult(
             False, 0.0, f"{p}: neither a workspace (model_new.py) nor a .py file", False, "", "", "no_solution", arch
         )

@@ -253,7 +253,13 @@ def evaluate(
 
     # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
     if compile_result is None:
-        cr = artifacts.compile_locked(p, s["cache_dir"], arch_list=arch, timeout=float(s["compile_timeout_s"]))
+        cr = artifacts.compile_locked(
+            p,
+            s["cache_dir"],
+            arch_list=arch,
+            timeout=float(s["compile_timeout_s"]),
+            slim_headers=bool(s["slim_headers"]),
+        )
     else:
         cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)
         if cr.ok and cr.artifact:
@@ -301,6 +307,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "reference",
         "task_defect",
         "timed_outputs_checked",
+        "io_budget",
     ):
         if k in rep.get("details", {}):
             res.details[k] = rep["details"][k]
@@ -313,6 +320,8 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     for k in ("max_abs_err", "max_rel_err", "max_tol_err", "solution_ms"):
         if rep.get(k) is not None:
             setattr(res, k, rep[k])
+    if rep.get("trials_run") is not None:
+        res.details["trials_run"] = rep["trials_run"]
     if rep.get("loaded") is False or rep.get("reason") == "artifact_tampered":
         res.compiled = False  # built, but the module did not import (undefined symbol, bad ModelNew, a crash)
     res.outputs_match = bool(rep.get("correct"))

@@ -146,6 +146,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         "jobs": jobs,
         "inputs_dir": str(dirs.inputs),
         "ref_dir": str(dirs.ref),
+        "io_budget_bytes": int(s["io_budget_mb"]) * 2**20,
     }
     sb = run_sandboxed(
         _REF_BOOT,
@@ -153,7 +154,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         timeout_s=float(s["reference_timeout_s"]),
         memory_mb=None,
         nproc=None,
-        fsize_mb=4096,
+        fsize_mb=max(4096, int(s["io_budget_mb"])),
         workdir=str(work),
         env=base_env(arch, work),
         max_output_bytes=20_000,
@@ -181,7 +182,9 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 class CandidateProcess:
     """The jailed candidate process and its two FIFOs. Replies are untrusted JSON lines."""
 
-    def __init__(self, payload: dict, dirs: EvalDirs, s: dict, arch: str, read_dirs: list[str]) -> None:
+    def __init__(
+        self, payload: dict, dirs: EvalDirs, s: dict, arch: str, read_dirs: list[str], fsize_mb: int = 4096
+    ) -> None:
         self.cmd_path, self.reply_path = dirs.cand / "cmd", dirs.cand / "reply"
         os.mkfifo(self.cmd_path)
         os.mkfifo(self.reply_path)
@@ -213,7 +216,7 @@ class CandidateProcess:
                 timeout_s=float(s["timeout_s"]),
                 memory_mb=None,
                 nproc=None,
-                fsize_mb=4096,
+                fsize_mb=fsize_mb,
                 workdir=str(dirs.cand),
                 env=env,
                 max_output_bytes=20_000,
@@ -360,6 +363,8 @@ class Judge:
         }
         self._t = time.perf_counter()
         self._null_gaps: list[float] = []  # device-synchronised minus stream-ordered ms of null calls
+        self.out_limit = tensorio.MAX_FILE_BYTES  # set from the reference outputs' size (load_out)
+        self._check_pool: list[tuple[str, int]] = []
 
     # report ------------------------------------------------------------
     def seed(self) -> int:
@@ -385,18 +390,20 @@ class Judge:
 
     # steps -------------------------------------------------------------
     def plan_inputs(self) -> tuple[list[dict], list[str], list[str]]:
+        """The reference's jobs, most needed first: the first correctness trial and checked timed call are
+        `required`; the reference process drops the others, from the end, that would pass io_budget_mb (tasks whose
+        inputs and outputs take GiBs)."""
         s = self.s
         variants = list(s["input_variants"]) or ["base"]
         trials = int(s["trials"]) if self.mode != "profile" else 1
         post = int(s["post_timing_trials"]) if self.mode != "verify" else 0
-        jobs, cor, later = [], [], []
+        cor_jobs, post_jobs, check_jobs = [], [], []
         for k in range(trials):
-            jobs.append(
+            cor_jobs.append(
                 {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)], "save_inputs": True}
             )
-            cor.append(f"cor_{k}")
         for k in range(post):
-            jobs.append(
+            post_jobs.append(
                 {
                     "name": f"post_{k}",
                     "seed": self.seed(),
@@ -404,19 +411,31 @@ class Judge:
                     "save_inputs": True,
                 }
             )
-            later.append(f"post_{k}")
         # Reference outputs for the timed calls that will be checked, made now with the others: the seeds of those
         # calls (random like every timed call's) are drawn here, so no second reference process is needed.
-        self._check_pool = []
         if self.mode != "verify":
             for k in range(int(s["check_max_calls"])):
-                name = f"check_{k}"
-                jobs.append({"name": name, "seed": self.seed(), "variant": "base", "save_inputs": False})
-                self._check_pool.append((name, jobs[-1]["seed"]))
-        return jobs, cor, later
+                check_jobs.append({"name": f"check_{k}", "seed": self.seed(), "variant": "base", "save_inputs": False})
+        self._check_pool = [(j["name"], j["seed"]) for j in check_jobs]
+        # Required: one correctness trial and the last timed call's check (which also re-verifies after many calls).
+        jobs = [{**g[0], "required": True} for g in (cor_jobs, check_jobs) if g]
+        jobs += post_jobs[:1] + cor_jobs[1:] + post_jobs[1:] + check_jobs[1:]
+        return jobs, [j["name"] for j in cor_jobs], [j["name"] for j in post_jobs]
+
+    def made(self, names: list[str]) -> list[str]:
+        """Those of `names` the reference process wrote (the others were dropped by io_budget_mb)."""
+        return [n for n in names if (self.dirs.ref / f"{n}.pt").is_file()]
 
     def load_out(self, name: str) -> Any:
-        return tensorio.load(str(self.dirs.out / f"{name}.pt"))
+        # At most a little over the largest reference output: a candidate cannot make the trusted side read more.
+        return tensorio.load(str(self.dirs.out / f"{name}.pt"), max_bytes=self.out_limit)
+
+    def drop(self, *paths: Path) -> None:
+        """Files no longer needed (outputs and inputs of GiBs add up over an evaluation)."""
+        if self.s.get("keep_eval_dir"):
+            return
+        for path in paths:
+            path.unlink(missing_ok=True)
 
     def check_call(
         self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool, meta: list[dict]
@@ -457,6 +476,7 @@ class Judge:
             same = tensorio.digest(again) == cmp["digest"]
         else:
             same = compare(out, again, s)["ok"]
+        self.drop(self.dirs.out / f"{name}_a.pt", self.dirs.out / f"{name}_b.pt", self.dirs.inputs / f"{name}.pt")
         if not same:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
         return cmp
@@ -476,15 +496,27 @@ class Judge:
         init_seed = self.seed()
         jobs, cor, post = self.plan_inputs()
         ref_rep = run_reference(self.task_code, jobs, dirs, s, self.arch, init_seed)
-        self.rep["details"]["reference"] = {k: ref_rep.get(k) for k in ("stage", "reason", "gpu_wait_s")}
+        self.rep["details"]["reference"] = {
+            k: ref_rep.get(k) for k in ("stage", "reason", "gpu_wait_s", "bytes_written")
+        }
         self.phase("reference")
         if ref_rep.get("stage") != "done":
             reason = ref_rep.get("reason") or f"bad_task: reference process {ref_rep['sandbox']['reason']}"
             return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
+        planned = {"trials": len(cor), "post_timing_trials": len(post), "checked_calls": len(self._check_pool)}
+        cor, post = self.made(cor) or cor[:1], self.made(post)  # no cor_0: the load below names the task's fault
+        self._check_pool = [c for c in self._check_pool if self.made([c[0]])]
+        made = {"trials": len(cor), "post_timing_trials": len(post), "checked_calls": len(self._check_pool)}
+        if made != planned:
+            self.rep["details"]["io_budget"] = {"planned": planned, "made": made, "io_budget_mb": s["io_budget_mb"]}
+        limit = int(s["io_budget_mb"]) * 2**20
         try:
-            refs = {n: tensorio.load(str(dirs.ref / f"{n}.pt")) for n in cor + post}
+            refs = {n: tensorio.load(str(dirs.ref / f"{n}.pt"), max_bytes=limit) for n in cor + post}
         except tensorio.BadFile as e:
             return self.fail("bad_task: the reference output is not plain tensors", str(e))
+        ref_max = max((f.stat().st_size for f in dirs.ref.glob("*.pt")), default=0)
+        self.out_limit = ref_max + ref_max // 16 + 2**20
+        self.drop(*(dirs.ref / f"{n}.pt" for n in cor + post))  # in memory now
         meta = (
             [
                 {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
@@ -521,6 +553,7 @@ class Judge:
             s,
             self.arch,
             read_dirs=[str(dirs.inputs), str(dirs.build)],
+            fsize_mb=max(4096, (self.out_limit >> 20) + 1),  # its outputs are as large as the reference's
         )
         # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
         # calls during timing give the per-call overhead under the load of that moment (step 7, docs/judge.md).

@@ -86,6 +86,13 @@ class EvalOptions:
         "calls (never fewer than timing_trials), planned from the warm-up's wall time per call.",
         ge=0,
     )
+    io_budget_mb: int = _opt(
+        8192,
+        "Most MiB of inputs and reference outputs written per evaluation: past it, the reference makes no more "
+        "correctness trials, post-timing trials or checked timed calls beyond the first trial and the last call's "
+        "check (a KernelBench level-1 task moves up to 16 GiB per call); details.io_budget says what ran.",
+        ge=1,
+    )
     check_max_calls: int = _opt(
         16,
         "Timed calls whose output is checked against the reference (the last one and others at random "
@@ -136,6 +143,12 @@ class EvalOptions:
     reference_timeout_s: float = _opt(300.0, "One reference process (inputs and reference outputs).")
     baseline_timeout_s: float = _opt(900.0, "Limit of a baseline process.")
     compile_timeout_s: float = _opt(900.0, "Limit of one build.")
+    slim_headers: bool = _opt(
+        True,
+        "Compile a single-file solution's CUDA sources with <torch/extension.h> read as <torch/types.h> first (about "
+        "2.3x faster through nvcc), and with torch's own headers when that fails (docs/evaluate.md, "
+        "'Builds of single-file solutions').",
+    )
     gpu_memory_fraction: float = _opt(0.9, "Caching-allocator cap.", ge=0.0, le=1.0)
     cache_dir: Optional[str] = _opt(
         None, "Builds, extension dirs, baselines; None: $OPFORGE_EVAL_CACHE or ~/.cache/opforge/eval."

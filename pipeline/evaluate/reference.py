@@ -4,9 +4,11 @@ Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` wi
   task_code, device ("cuda" | "cpu"), gpu_lock (the GPU's lock file, bound read-only, or None), init_seed,
   inputs_dir (written here, later read by the candidate),
   ref_dir (written here; never mounted into the candidate's jail),
-  jobs: [{"name", "seed", "variant", "save_inputs": bool}]
+  jobs: [{"name", "seed", "variant", "save_inputs": bool, "required": bool}], io_budget_bytes
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
 `inputs_dir/<name>.pt` when asked, runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
+A job that is not `required` is skipped (reported in `skipped`) when its files, estimated from the first job's,
+would take the bytes written past `io_budget_bytes`: a task with outputs of GiBs gets fewer sets, not a full disk.
 Seeds are secret from the candidate, not from the task: the reference is the definition of correct.
 The report (emit_result) is diagnostic only; the trusted side reads the files.
 """
@@ -48,6 +50,12 @@ def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> to
     return task.Model(*init).to(dev).eval()
 
 
+def _written(payload: dict) -> int:
+    return sum(
+        e.stat().st_size for d in (payload["inputs_dir"], payload["ref_dir"]) for e in os.scandir(d) if e.is_file()
+    )
+
+
 def main(payload: dict, emit: Callable[[Any], None]) -> None:
     rep: dict[str, Any] = {"stage": "start", "outputs": {}}
     try:
@@ -58,7 +66,14 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         rep["gpu_wait_s"] = round(GpuLock(payload.get("gpu_lock")).shared(), 4)
         model = build_model(task, int(payload["init_seed"]), dev)
         rep["stage"] = "built"
+        budget = int(payload.get("io_budget_bytes") or 0)
+        written, in_bytes, out_bytes, skipped = 0, None, None, []
         for job in payload["jobs"]:
+            if budget and not job.get("required") and in_bytes is not None:
+                need = out_bytes + (in_bytes if job.get("save_inputs") else 0)
+                if written + need > budget:
+                    skipped.append(job["name"])
+                    continue
             xs = tensorio.make_inputs(task, int(job["seed"]), dev, job.get("variant", "base"))
             if job.get("save_inputs"):
                 tensorio.save(xs, os.path.join(payload["inputs_dir"], job["name"] + ".pt"))
@@ -67,7 +82,16 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
             if dev.type == "cuda":
                 torch.cuda.synchronize()
             tensorio.save(out, os.path.join(payload["ref_dir"], job["name"] + ".pt"))
-            rep["outputs"][job["name"]] = [list(t.shape) for t in tensorio.tensors(out)]
+            del xs, out
+            rep["outputs"][job["name"]] = os.path.getsize(os.path.join(payload["ref_dir"], job["name"] + ".pt"))
+            out_bytes = max(out_bytes or 0, rep["outputs"][job["name"]])
+            if job.get("save_inputs"):
+                in_bytes = max(
+                    in_bytes or 0, os.path.getsize(os.path.join(payload["inputs_dir"], job["name"] + ".pt"))
+                )
+            written = _written(payload)
+        rep["skipped"] = skipped
+        rep["bytes_written"] = written
         rep["stage"] = "done"
     except BaseException as e:  # noqa: BLE001 - the task's failure is reported, never raised
         rep["reason"] = "no_gpu" if str(e) == "no_gpu" else f"bad_task: {type(e).__name__}"

@@ -7,12 +7,16 @@ weights_only=True)` (no arbitrary unpickling) and the trusted side re-checks the
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Callable
 
 import torch
 
-MAX_FILE_BYTES = 4 * 2**30
+# A KernelBench level-1 input or output reaches 8 GiB; the trusted side bounds each file more tightly where it knows
+# more (a candidate's output by the reference output's size).
+MAX_FILE_BYTES = 64 * 2**30
+CHUNK = 1 << 26  # elements per piece when a whole-tensor temporary (an int64 copy) would cost too much memory
 
 
 def tmap(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
@@ -85,10 +89,36 @@ def plain(obj: Any, depth: int = 0) -> bool:
     return obj is None or isinstance(obj, (bool, int, float, complex, str))
 
 
+class _Capped(io.RawIOBase):
+    """A read-only view of an open fd that ends at `size` bytes, whatever the file does meanwhile."""
+
+    def __init__(self, fd: int, size: int):
+        self.fd, self.size, self.pos = fd, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, b) -> int:
+        n = max(0, min(len(b), self.size - self.pos))
+        got = os.preadv(self.fd, [memoryview(b)[:n]], self.pos) if n else 0
+        self.pos += got
+        return got
+
+
 def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
     """Load a tensor file written by another process: a regular file (not a link, FIFO or device: opened with
     O_NOFOLLOW | O_NONBLOCK and checked), size-bounded, weights_only, plain structure only."""
-    import io
     import stat
 
     name = os.path.basename(path)
@@ -101,15 +131,15 @@ def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
         if not stat.S_ISREG(st.st_mode):
             raise BadFile(f"{name}: not a regular file")
         if st.st_size > max_bytes:
-            raise BadFile(f"{name}: {st.st_size} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
+            raise BadFile(f"{name}: {st.st_size} bytes (at most {max_bytes})")
+        # Read straight into the tensors (no whole-file copy beside them: outputs reach GiBs), never past the
+        # size checked above, so a writer that grows the file meanwhile cannot make this read more.
+        try:
+            obj = torch.load(_Capped(fd, st.st_size), map_location="cpu", weights_only=True)
+        except Exception as e:  # any unreadable file is the writer's fault
+            raise BadFile(f"{name}: {type(e).__name__}: {str(e)[:200]}") from e
     finally:
         os.close(fd)
-    try:
-        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as e:  # any unreadable file is the writer's fault
-        raise BadFile(f"{name}: {type(e).__name__}: {str(e)[:200]}") from e
     if not plain(obj):
         raise BadFile(f"{os.path.basename(path)}: not plain tensors")
     return obj
@@ -123,5 +153,6 @@ def digest(obj: Any) -> str:
     for t in tensors(obj):
         b = t.detach().contiguous().reshape(-1).view(torch.uint8)
         w = b.view(torch.int32) if b.numel() % 4 == 0 else b
-        parts.append(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}:{int(w.to(torch.int64).sum())}")
+        total = sum(int(w[i : i + CHUNK].to(torch.int64).sum()) for i in range(0, w.numel(), CHUNK))
+        parts.append(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}:{total}")
     return ";".join(parts)

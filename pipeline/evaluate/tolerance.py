@@ -36,16 +36,28 @@ def _real(t: torch.Tensor) -> torch.Tensor:
     return t.double() if t.dtype == torch.float64 else t.float()
 
 
-def scale_of(ref: torch.Tensor) -> float:
+CHUNK = 1 << 26  # elements compared at a time: temporaries stay bounded for outputs of many GiB
+
+
+def _pieces(t: torch.Tensor, device: str | None):
+    """`t` flattened (complex as real pairs), in pieces of CHUNK elements, each on `device` (None: where it is)."""
+    r = t.reshape(-1)
+    for i in range(0, r.numel(), CHUNK):
+        piece = r[i : i + CHUNK]
+        yield _real(piece.to(device) if device else piece).reshape(-1)
+
+
+def scale_of(ref: torch.Tensor, device: str | None = None) -> float:
     """Root mean square of the finite reference values (0.0 when there are none)."""
-    r = _real(ref).reshape(-1)
-    fin = torch.isfinite(r)
-    if not bool(fin.all()):
-        r = r[fin]
-    if r.numel() == 0:
-        return 0.0
-    # The sum of squares accumulated in float64 without a float64 copy of the tensor.
-    return float(torch.linalg.vector_norm(r, dtype=torch.float64)) / math.sqrt(r.numel())
+    sq, n = 0.0, 0
+    for r in _pieces(ref, device):
+        fin = torch.isfinite(r)
+        if not bool(fin.all()):
+            r = r[fin]
+        # The sum of squares accumulated in float64 without a float64 copy of the piece.
+        sq += float(torch.linalg.vector_norm(r, dtype=torch.float64)) ** 2
+        n += r.numel()
+    return math.sqrt(sq / n) if n else 0.0
 
 
 def compare_tensor(
@@ -58,8 +70,10 @@ def compare_tensor(
     kb_atol: float = KB_ATOL,
     kb_rtol: float = KB_RTOL,
     scale: float | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
-    """The rule above for one pair of same-shape, same-dtype tensors; `scale` defaults to the reference's own."""
+    """The rule above for one pair of same-shape, same-dtype tensors; `scale` defaults to the reference's own.
+    `device`: where the arithmetic runs, piece by piece (the trusted side's GPU for large outputs)."""
     res: dict[str, Any] = {
         "ok": True,
         "reason": "",
@@ -73,12 +87,39 @@ def compare_tensor(
     if ref.numel() == 0:
         return res
     if not (ref.is_floating_point() or ref.is_complex()):
-        same = bool(torch.equal(ref, out))
+        same = all(bool(torch.equal(a, b)) for a, b in zip(_pieces(ref, device), _pieces(out, device)))
         res.update(ok=same, kernelbench_ok=same, reason="" if same else "output_mismatch: integer outputs differ")
         return res
-    rf, of = _real(ref), _real(out)
-    sc = scale_of(ref) if scale is None else float(scale)
+    sc = scale_of(ref, device) if scale is None else float(scale)
     atol_eff = max(float(atol_floor), float(scale_atol) * sc)
+    mabs = mrel = mtol = 0.0
+    top = -math.inf
+    kb = True
+    bad_nonfinite = False
+    for rf, of in zip(_pieces(ref, device), _pieces(out, device)):
+        p = _compare_piece(rf, of, float(rtol), kb_atol, kb_rtol)
+        mabs, mrel, mtol, top = max(mabs, p[0]), max(mrel, p[1]), max(mtol, p[2]), max(top, p[3])
+        kb = kb and p[4]
+        bad_nonfinite = bad_nonfinite or p[5]
+    within = top <= atol_eff
+    kb = kb and not bad_nonfinite
+    res.update(max_abs_err=mabs, max_rel_err=mrel, max_tol_err=mtol, kernelbench_ok=kb, scale=sc, atol_eff=atol_eff)
+    if bad_nonfinite:
+        res.update(ok=False, reason="output_nonfinite: NaN/inf where the reference has none")
+    elif not within:
+        res.update(
+            ok=False,
+            reason=f"output_mismatch: max_abs_err={mabs:.3g} max_rel_err={mrel:.3g} "
+            f"(scale {sc:.3g}, atol_eff {atol_eff:.3g})",
+        )
+    return res
+
+
+def _compare_piece(
+    rf: torch.Tensor, of: torch.Tensor, rtol: float, kb_atol: float, kb_rtol: float
+) -> tuple[float, float, float, float, bool, bool]:
+    """One piece's (max |d|, max |d|/|ref|, max |d|/(1+|ref|), max(|d| - rtol*|ref|), KernelBench's verdict,
+    unmatched NaN/inf)."""
     d = of - rf
     d.abs_()
     finite = torch.isfinite(d)
@@ -99,25 +140,15 @@ def compare_tensor(
         mrel = float(ratio.masked_fill_(denom == 0, 0.0).max())
         del ratio
     # excess = d - rtol * |ref|: within iff max(excess) <= atol_eff; KernelBench's verdict likewise with its own.
-    excess = torch.add(d, denom, alpha=-float(rtol))
+    excess = torch.add(d, denom, alpha=-rtol)
     top = float(excess.max())
-    within = top <= atol_eff
     if kb_rtol == rtol:
-        kb = top <= kb_atol and not bad_nonfinite
+        kb = top <= kb_atol
     else:
-        kb = bool((d <= kb_atol + kb_rtol * denom).all()) and not bad_nonfinite
+        kb = bool((d <= kb_atol + kb_rtol * denom).all())
     del excess
     mtol = float(d.div_(denom.add_(1.0)).max())  # allclose(atol=rtol=t) <=> mtol <= t (d, denom used up here)
-    res.update(max_abs_err=mabs, max_rel_err=mrel, max_tol_err=mtol, kernelbench_ok=kb, scale=sc, atol_eff=atol_eff)
-    if bad_nonfinite:
-        res.update(ok=False, reason="output_nonfinite: NaN/inf where the reference has none")
-    elif not within:
-        res.update(
-            ok=False,
-            reason=f"output_mismatch: max_abs_err={mabs:.3g} max_rel_err={mrel:.3g} "
-            f"(scale {sc:.3g}, atol_eff {atol_eff:.3g})",
-        )
-    return res
+    return mabs, mrel, mtol, top, kb, bad_nonfinite
 
 
 def tolerances(s: dict[str, Any]) -> dict[str, float]:
@@ -128,6 +159,14 @@ def tolerances(s: dict[str, Any]) -> dict[str, float]:
         "kb_atol": float(s["atol"]),
         "kb_rtol": float(s["rtol"]),
     }
+
+
+def compare_device(s: dict[str, Any], numel: int) -> str | None:
+    """Where the trusted side compares an output of `numel` elements: its GPU for large ones when the evaluation
+    runs on a GPU (seconds of CPU per GiB otherwise), else the host."""
+    if numel < CHUNK or s.get("device") != "cuda" or not torch.cuda.is_available():
+        return None
+    return "cuda"
 
 
 def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +221,7 @@ def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
                     "kernelbench_ok": False,
                     "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}",
                 }
-            c = compare_tensor(r, o, **tol)
+            c = compare_tensor(r, o, **tol, device=compare_device(s, r.numel()))
             res["scales"].append(c["scale"])
             for k in ("max_abs_err", "max_rel_err", "max_tol_err"):
                 res[k] = max(res[k], c[k])
@@ -223,8 +262,9 @@ def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
                 if a.shape != b.shape or a.dtype != b.dtype:
                     return ""
-                sc = max(scale_of(a), scale_of(b)) if (a.is_floating_point() or a.is_complex()) else None
-                if not compare_tensor(a, b, scale=sc, **tol)["ok"]:
+                dev = compare_device(s, a.numel())
+                sc = max(scale_of(a, dev), scale_of(b, dev)) if (a.is_floating_point() or a.is_complex()) else None
+                if not compare_tensor(a, b, scale=sc, device=dev, **tol)["ok"]:
                     return ""
             elif a != b:
                 return ""
