@@ -235,6 +235,16 @@ def test_degenerate_task_is_a_task_defect_not_the_kernels_fault(tmp_path):
     assert not wrong.correct and wrong.reward == -1  # a kernel that does not match is still wrong
 
 
+def test_a_failing_reference_is_the_tasks_fault(tmp_path):
+    """The task's own code raises (or writes garbage) before any candidate code runs: reward 0, task_defect
+    reference_failed, for an honest kernel and for a wrong one alike."""
+    raising = TASK.replace("return torch.softmax(x, dim=-1)", "raise RuntimeError('the task is broken')")
+    for code in (HONEST, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)")):
+        res = _eval(tmp_path, code, mode="verify", task=raising)
+        assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
+        assert res.reason.startswith("bad_task") and not res.correct
+
+
 def test_tampered_artifact_is_refused_before_load(tmp_path):
     cache = tmp_path / "cache"
     ext = cache / "extensions" / "k"  # a single-file solution's TORCH_EXTENSIONS_DIR

@@ -295,3 +295,20 @@ def test_compare_in_pieces_equals_the_whole(monkeypatch):
             else:
                 assert a[key] == b[key], (key, a, b)
     assert any(not a["ok"] for a in whole) and any(a["ok"] for a in whole)
+
+
+def test_tensor_files_load_through_short_reads(tmp_path, monkeypatch):
+    """read(2) moves at most ~2 GiB at a time (a 6 GiB output arrives in pieces): the capped reader loops, and never
+    reads past the size it checked, even from a file that grows meanwhile."""
+    x = [torch.randn(3000), (torch.arange(7), 2.5)]
+    path = str(tmp_path / "x.pt")
+    tensorio.save(x, path)
+    real = os.preadv
+    monkeypatch.setattr(os, "preadv", lambda fd, bufs, off: real(fd, [bufs[0][:1000]], off))
+    y = tensorio.load(path)
+    assert torch.equal(x[0], y[0]) and torch.equal(x[1][0], y[1][0]) and y[1][1] == 2.5
+    r = tensorio._Capped(os.open(path, os.O_RDONLY), 10)
+    with open(path, "ab") as f:
+        f.write(b"\0" * 5000)
+    assert len(r.read()) == 10 and r.read() == b""
+    os.close(r.fd)

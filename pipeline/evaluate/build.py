@@ -23,6 +23,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -359,7 +360,7 @@ def slim_include_dir(cache_dir: Path) -> Path:
         f = root / rel
         if not f.is_file() or f.read_text() != text:
             f.parent.mkdir(parents=True, exist_ok=True)
-            tmp = f.with_name(f"{f.name}.tmp-{os.getpid()}")
+            tmp = f.with_name(f"{f.name}.tmp-{os.getpid()}-{threading.get_ident()}")  # builds run on threads
             tmp.write_text(text)
             os.replace(tmp, f)
     return root

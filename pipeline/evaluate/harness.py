@@ -370,7 +370,7 @@ def _finish(res: EvalResult, t0: float, margin: float = 0.05) -> EvalResult:
     if res.violations or not res.compiled:
         res.correct = False
     res.reward = compute_reward(res.correct, res.speedup_vs_eager, res.speedup_vs_compile, margin)
-    if res.task_defect and res.correct:
-        res.reward = 0
+    if res.task_defect and (res.correct or res.task_defect == "reference_failed"):
+        res.reward = 0  # the candidate was not judged (or judged correct) on a task at fault
     res.seconds = round(time.perf_counter() - t0, 3)
     return res

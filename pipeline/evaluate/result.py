@@ -13,7 +13,8 @@ class EvalResult:
     compiled: bool = False  # the solution built (and, on a GPU, loaded and instantiated)
     correct: bool = False  # outputs matched in every trial AND no strict violation
     reward: int = -1  # -1 incorrect, 1 correct, 2 > margin faster than eager, 3 also than torch.compile;
-    # 0: excluded, a correct kernel on a defective task (task_defect set; neither punished nor rewarded)
+    # 0: excluded, a correct kernel on a defective task, or any kernel where the task's reference failed
+    # (task_defect set; neither punished nor rewarded)
     eager_ms: float | None = None  # median ms of the reference, eager
     compile_ms: float | None = None  # median ms of the reference under torch.compile
     solution_ms: float | None = None  # median ms of ModelNew
@@ -26,7 +27,7 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)  # recorded, not rejected (precision casts)
     device: str = ""  # GPU name ("" when none)
     timing: dict[str, Any] = field(default_factory=dict)  # method, raw times, stats, baseline cache info
-    task_defect: str = ""  # "degenerate": the task's output does not depend on its input (a task defect)
+    task_defect: str = ""  # "degenerate" (output independent of the input) | "reference_failed" (a task defect)
     reason: str = ""  # why not correct / not measured ("" when rewarded > -1 with full timing)
     error: str = ""  # trimmed compiler log or traceback
     mode: str = "full"
