@@ -280,15 +280,12 @@ KB_LEVEL1 = {
 
 
 def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", constant: bool = False) -> dict:
-    from pipeline.evaluate.artifacts import compile_locked
-    from pipeline.evaluate.build import resolve_arch_list
     from pipeline.evaluate.harness import evaluate
 
     cache = Path(tempfile.mkdtemp(prefix="opforge-bench-ttfv-"))  # cold: no builds, no baselines
     pool = sorted(KB_LEVEL1 if kernelbench else A.SMALL_MAGNITUDE)
     names = [pool[i % len(pool)] for i in range(inflight)]
     lock = str(work / "gpu-ttfv.lock")
-    arch = resolve_arch_list(None)
 
     def task_of(i: int, name: str) -> str:
         # a distinct task and source per evaluation: nothing cached from another one
@@ -301,13 +298,13 @@ def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", consta
         task = task_of(i, name)
         src = work / f"ttfv_{i}_{name}.py"
         src.write_text((A.HONEST / f"{name}.py").read_text().replace("opforge_fixture_", f"opforge_ttfv{i}_"))
-        cr = compile_locked(src, cache, arch_list=arch, timeout=900.0)
-        res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock}, compile_result=cr)
+        # evaluate builds itself, as `opforge eval` does: the baselines and the reference run beside the build
+        res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock})
         row = {
             "task": KB_LEVEL1[name] if kernelbench else name,
             "wall_s": round(time.perf_counter() - t0, 1),
-            "build_s": round(cr.seconds, 1),
-            "headers": cr.headers,
+            "build_s": round(res.compile.get("seconds") or 0.0, 1),
+            "headers": res.compile.get("headers"),
             "reward": res.reward,
             "reason": res.reason,
             "solution_ms": res.solution_ms,
@@ -318,14 +315,7 @@ def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", consta
         }
         if constant:  # the same task, a constant-output kernel: must be rejected as incorrect
             const = A.constant_variant(work / f"ttfv_{i}_{name}_const.py", name)
-            cc = compile_locked(const, cache, arch_list=arch, timeout=900.0)
-            bad = evaluate(
-                task,
-                str(const),
-                mode="verify",
-                settings={"cache_dir": str(cache), "gpu_lock": lock},
-                compile_result=cc,
-            )
+            bad = evaluate(task, str(const), mode="verify", settings={"cache_dir": str(cache), "gpu_lock": lock})
             row["constant"] = {"reward": bad.reward, "reason": bad.reason[:200], "correct": bad.correct}
         return row
 

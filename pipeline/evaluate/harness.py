@@ -251,6 +251,17 @@ def evaluate(
     arch = resolve_arch_list(s["arch_list"])
     baselines = _baselines_in_background(task_code, s, arch) if mode != "verify" else None
 
+    # ---- the judge's reference process (the task's inputs and outputs) starts now: it runs while the solution builds
+    from pipeline.evaluate.judge import Judge, judge_candidate
+
+    device = cuda_device() if s["device"] == "cuda" else "cpu"
+    judge = Judge(task_code, {}, mode, s, arch, "") if device is not None else None
+    if judge is not None:
+        try:
+            judge.begin()
+        except OSError:  # no room for its directory: judge_candidate tries again and reports why
+            judge = None
+
     # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
     if compile_result is None:
         cr = artifacts.compile_locked(
@@ -267,6 +278,8 @@ def evaluate(
     res.compile = cr.to_dict()
     res.compiled = cr.ok
     if not cr.ok:
+        if judge is not None:
+            judge.abandon()
         device = cuda_device()
         res.device = device or ""
         res.reason = cr.reason or "compile_error"
@@ -276,16 +289,13 @@ def evaluate(
         return _finish(res, t0, float(s["margin"]))
 
     # ---- GPU (device "cpu": the protocol on the host, for tests)
-    device = cuda_device() if s["device"] == "cuda" else "cpu"
     if device is None:
         res.reason = "no_gpu"
         return _finish(res, t0, float(s["margin"]))
     res.device = device
     sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
-    from pipeline.evaluate.judge import judge_candidate
-
     rep = judge_candidate(
-        task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch, cr.artifact if cr.ok else ""
+        task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch, cr.artifact if cr.ok else "", judge
     )
     # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
     base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}

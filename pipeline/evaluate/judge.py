@@ -481,9 +481,42 @@ class Judge:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
         return cmp
 
+    def begin(self) -> None:
+        """Start the reference process (it needs the task alone), so that it runs while the solution builds."""
+        if getattr(self, "_ref", None) is not None:
+            return
+        self.dirs = EvalDirs.make()
+        self._init_seed = self.seed()
+        self._plan = self.plan_inputs()
+        self._t = time.perf_counter()
+        box: dict = {}
+
+        def work() -> None:
+            try:
+                box["rep"] = run_reference(
+                    self.task_code, self._plan[0], self.dirs, self.s, self.arch, self._init_seed
+                )
+            except Exception as e:  # noqa: BLE001 - reported as the reference's failure
+                box["rep"] = {"stage": "", "reason": f"judge_error: {type(e).__name__}", "error": str(e)}
+
+        self._ref = (threading.Thread(target=work, daemon=True), box)
+        self._ref[0].start()
+
+    def abandon(self) -> None:
+        """The evaluation ends before the judge (the build failed): its directory goes once the reference is done."""
+        ref = getattr(self, "_ref", None)
+        if ref is None or self.s.get("keep_eval_dir"):
+            return
+
+        def cleanup() -> None:
+            ref[0].join()
+            self.dirs.remove()
+
+        threading.Thread(target=cleanup, daemon=True).start()
+
     def run(self) -> dict:
         s = self.s
-        self.dirs = EvalDirs.make()
+        self.begin()
         try:
             return self._run()
         finally:
@@ -493,9 +526,10 @@ class Judge:
     def _run(self) -> dict:
         s, dirs = self.s, self.dirs
         # ---- reference: inputs and outputs of the correctness trials (secret seeds, sent only there)
-        init_seed = self.seed()
-        jobs, cor, post = self.plan_inputs()
-        ref_rep = run_reference(self.task_code, jobs, dirs, s, self.arch, init_seed)
+        init_seed = self._init_seed
+        jobs, cor, post = self._plan
+        self._ref[0].join()
+        ref_rep = self._ref[1]["rep"]
         self.rep["details"]["reference"] = {
             k: ref_rep.get(k) for k in ("stage", "reason", "gpu_wait_s", "bytes_written")
         }
@@ -891,9 +925,13 @@ class Judge:
             self.rep["reason"] = "timed_output_mismatch: " + mismatches[0]
 
 
-def judge_candidate(task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str) -> dict:
-    """One evaluation's report (see `Judge`); never raises for anything the task or the candidate does."""
-    j = Judge(task_code, solution, mode, s, arch, artifact)
+def judge_candidate(
+    task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str, judge: Judge | None = None
+) -> dict:
+    """One evaluation's report (see `Judge`); never raises for anything the task or the candidate does. `judge`:
+    one made (and begun, `Judge.begin`) before the build, for the same task, mode and settings."""
+    j = judge or Judge(task_code, solution, mode, s, arch, artifact)
+    j.solution, j.artifact = solution, artifact
     try:
         return j.run()
     except Exception as e:  # noqa: BLE001 - a judge bug must not take the actor down; the row keeps the reason
