@@ -74,12 +74,33 @@ def bench_single_file(cache: Path, out: dict) -> None:
     out["single_file_ok"] = r.ok
 
 
-def bench_throughput(cache: Path, work: Path, n: int) -> dict:
+class GpuSampler:
+    """nvidia-smi's utilization.gpu (share of time a kernel was running) sampled every 100 ms during a block."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        cmd = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100"]
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self.proc = None
+
+    def stop(self) -> float | None:
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        vals = [float(x) for x in out.split() if x.strip().replace(".", "", 1).isdigit()]
+        return round(statistics.fmean(vals) / 100, 3) if vals else None
+
+
+def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1) -> dict:
     from pipeline.evaluate.harness import evaluate
 
     pool = []
     for name, task in A.HONEST_WORKSPACES.items():
-        pool.append((name, A.task_code(task), A.honest_workspace(work / f"tp_{name}", name), {}))
+        pool.append((name, scaled(A.task_code(task), scale), A.honest_workspace(work / f"tp_{name}", name), {}))
     for name in ("ws_torch_op", "ws_result_reuse", "ws_ptr_cache", "ws_zero_inputs", "ws_lazy_tensor"):
         pool.append(
             (name, A.task_code("vec_add"), A.exploit_workspace(work / f"tp_{name}", name), {"static_checks": False})
@@ -97,6 +118,7 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
     single: dict = {}
     th = threading.Thread(target=bench_single_file, args=(cache, single))
     t0 = time.perf_counter()
+    sampler = GpuSampler()
     th.start()  # a cold load_inline build on the CPU while the GPU measures
     with cf.ThreadPoolExecutor(2) as ex:
         futs = [
@@ -111,6 +133,7 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
         ]
         results = [f.result() for f in futs]
     wall = time.perf_counter() - t0
+    util = sampler.stop()
     th.join()
     busy = 0.0
     for r in results:
@@ -121,6 +144,8 @@ def bench_throughput(cache: Path, work: Path, n: int) -> dict:
         "wall_s": round(wall, 1),
         "evals_per_gpu_hour": round(n / wall * 3600),
         "gpu_busy_share": round(busy / wall, 3),
+        "gpu_utilization": util,  # nvidia-smi: share of the batch's time a kernel ran on the GPU
+        "task_scale": scale,
         "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
         "rewards": [r.reward for r in results],
         "single_file_build_during_batch": single,
@@ -372,7 +397,9 @@ def main() -> None:
     ap.add_argument("--json", type=str, default="")
     ap.add_argument("--skip-gpu", action="store_true")
     ap.add_argument("--kernels", default="", help="comma-separated honest kernels for repeatability (default all)")
-    ap.add_argument("--scale", type=int, default=1, help="repeatability on inputs this many times larger")
+    ap.add_argument(
+        "--scale", type=int, default=1, help="repeatability and throughput on inputs this many times larger"
+    )
     ap.add_argument(
         "--scales",
         default="",
@@ -428,7 +455,7 @@ def main() -> None:
         return
     if args.only == "throughput":
         show("device", torch.cuda.get_device_name(0))
-        show("throughput", bench_throughput(cache, work, args.n_batch))
+        show("throughput", bench_throughput(cache, work, args.n_batch, args.scale))
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))
