@@ -99,7 +99,8 @@ def test_timing_of_a_short_kernel_is_bounded_by_wall_time(tmp_path):
     gets what timing_max_s of wall allows, never fewer than timing_trials."""
     res = _eval(tmp_path, HONEST, timing_min_ms=1e6, timing_max_trials=3000, timing_max_s=1e-6)
     assert res.correct and res.reward == 1, (res.reason, res.details)
-    assert res.timing["solution"]["trials"] == CPU["timing_trials"]
+    n = CPU["timing_trials"]  # plus the secret random part, at most n // 8 + 1
+    assert n <= res.timing["solution"]["trials"] <= n + n // 8 + 1
 
 
 def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):

@@ -803,6 +803,9 @@ class Judge:
                 planned, int(float(s["timing_max_s"]) * 1e3 / max(statistics.median(warm_walls[-50:]), 1e-3))
             )
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
+        # The count gets a secret random part, so the candidate cannot tell which call is the last (always checked,
+        # and on a large task the only one checked: io_budget_mb).
+        planned += self._rng.randrange(0, planned // 8 + 2)
         # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
         # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.
         pool = list(self._check_pool)
