@@ -452,3 +452,24 @@ def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     assert sem._cache_get(b, "k" * 32) is None
     sem._MEM.clear()  # what a new process reads: the file under a
     assert sem._cache_get(a, "k" * 32) == {"ok": True, "from": "a"}
+
+
+def test_other_ties_are_tried_at_the_configured_tolerance(tmp_path):
+    """Whether a confirmation tries the other ties follows decontam.confirm_atol/_rtol (sent to the jailed worker;
+    reports made under other tolerances are not reused): at a tolerance loose enough for the first tie's outputs,
+    the first tie is kept; at the default, the right one is found."""
+    from pipeline.decontam.stage import decontaminate
+    from pipeline.kernelbench import RefProblem
+
+    ref = [RefProblem("level9/1_Affine", 9, "1_Affine", AFFINE_REF)]
+    loose = DecontamSettings(
+        semantic=True, workers=1, semantic_cache_dir=str(tmp_path / "cache"), confirm_atol=1e6, confirm_rtol=1e6
+    )
+    row = decontaminate([("copy", AFFINE_COPY)], ref, loose).to_pylist()[0]
+    assert row["reason"] == "functional_match", row
+    tied = {c: how for c, _, how in json.loads(row["evidence"])["mapping"]}
+    assert "transpose" not in tied.values(), tied  # the weight as stored: no other tie was run
+    default = DecontamSettings(semantic=True, workers=1, semantic_cache_dir=str(tmp_path / "cache"))
+    row = decontaminate([("copy", AFFINE_COPY)], ref, default).to_pylist()[0]
+    assert json.loads(row["evidence"])["mapping"] and row["reason"] == "functional_match"
+    assert {c: how for c, _, how in json.loads(row["evidence"])["mapping"]}["w"] == "transpose"

@@ -718,14 +718,14 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
            "inputs": name}
     if shapes_r == shapes_c and ro:
         out["max_abs_diff"], out["ref_scale"] = _differ(ro, co)
-        if out["max_abs_diff"] > RETIE_TOL * (1 + out["ref_scale"]):
+        atol, rtol = PAYLOAD.get("tolerance") or (1e-4, 1e-4)
+        if out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:  # the parent's rule (tolerance_ok)
             co = _retie(cand, ct, rt, mapping, c_in, ro, co, out)
         # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
         out["finite"] = all(_finite(t) for t in ro + co if not t.is_complex())
     return out
 
 
-RETIE_TOL = 1e-4  # decontam.confirm_atol/_rtol's defaults: outputs further apart try the other ties
 RETIES = 12  # at most this many other ties per pair (each a run of the candidate alone)
 
 

@@ -27,6 +27,11 @@ from pipeline.decontam.settings import DecontamSettings
 # both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
 # 7: outputs that differ try the ties _match could not tell apart: jailed._retie)
 CONFIRM_VERSION = "7"
+# The default tolerances (their reports' cache keys carry none)
+RETIE_DEFAULT = (
+    DecontamSettings.model_fields["confirm_atol"].default,
+    DecontamSettings.model_fields["confirm_rtol"].default,
+)
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
@@ -144,6 +149,7 @@ def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: 
         "jobs": jobs,
         "per_job_s": per_job_s,
         "max_numel": settings.confirm_max_numel,
+        "tolerance": [settings.confirm_atol, settings.confirm_rtol],
         "queue": queue is not None,
     }
     limit = 60 + per_job_s * sum(map(_job_units, jobs))
@@ -340,8 +346,10 @@ def tolerance_ok(rec: dict, atol: float, rtol: float) -> bool:
     return float(d) <= atol + rtol * float(s) and float(s) > 0
 
 
-def _confirm_key(cand: str, ref: str, full: bool) -> str:
-    return code_key(f"confirm{CONFIRM_VERSION}{'' if full else 'match'}\0" + cand + "\0" + ref)
+def _confirm_key(cand: str, ref: str, full: bool, tol: tuple[float, float] = RETIE_DEFAULT) -> str:
+    # The tolerances decide which runs try other ties (jailed.confirm): a report made under others is not reused.
+    extra = "" if tuple(tol) == RETIE_DEFAULT else f"tol{tol[0]!r},{tol[1]!r}"
+    return code_key(f"confirm{CONFIRM_VERSION}{'' if full else 'match'}{extra}\0" + cand + "\0" + ref)
 
 
 def confirm_pairs(
@@ -358,13 +366,14 @@ def confirm_pairs(
     reports, decided without the candidate's code) and forks a child for the candidate only when a pair is left."""
     root = cache_dir(settings)
     modes = full if full is not None else [True] * len(pairs)
-    keys = [_confirm_key(c, r, f) for (c, r), f in zip(pairs, modes)]
+    tol = (settings.confirm_atol, settings.confirm_rtol)
+    keys = [_confirm_key(c, r, f, tol) for (c, r), f in zip(pairs, modes)]
     reps: dict[str, dict] = {}
     todo: dict[str, tuple[str, str, bool]] = {}
     for k, (c, r), f in zip(keys, pairs, modes):
         got = _cache_get(root, k)
         if got is None and not f:
-            got = _cache_get(root, _confirm_key(c, r, True))
+            got = _cache_get(root, _confirm_key(c, r, True, tol))
         if got is not None and not _stale(got, settings.confirm_timeout_s):
             reps[k] = got
         else:
