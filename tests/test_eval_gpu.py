@@ -160,8 +160,6 @@ def test_exploit_rejected_at_runtime(built, name):
     assert res.reward == -1 and not res.correct, (res.reason, res.violations)
     if want != "incorrect":
         assert want in res.violations, (res.reason, res.violations, res.details.get("violation_details"))
-    if name in ("ws_stream", "kb_non_default_stream"):
-        assert res.timing["baseline"]["cached"] is True  # the vec_add baseline measured by the honest tests
 
 
 STATIC_CASES = {n: v[1] for n, v in {**A.EXPLOITS_WS, **A.EXPLOITS_KB}.items() if v[1]}
@@ -301,7 +299,9 @@ def test_native_static_initializer_forges_nothing(built, monkeypatch):
         )
         _report("kb_native_forge", "exploit_native", res)
         assert res.reward == -1 and not res.correct, res.reason
-        assert {p: p.read_bytes() for p in canary.parent.glob("*.json")} == before
+        after = {p: p.read_bytes() for p in canary.parent.glob("*.json")}
+        assert all(after.get(p) == b for p, b in before.items())  # nothing that was there is touched
+        assert not [p for p, b in after.items() if b"1000.0" in b]  # nor written since (tests beside this one)
         snoop = dirs[0].cand / "native_snoop.txt"
         assert snoop.is_file(), "the attack did not run"
         text = snoop.read_text(errors="replace")
