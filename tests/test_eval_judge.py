@@ -140,7 +140,7 @@ def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):
         assert "fifo_cmd" in text and len(seeds) == 3  # it did look, and the trials had seeds
         assert not [s for s in seeds if str(s) in text]
         jail = res.details["sandbox"].get("jail")
-        if jail == "bwrap":  # the jail mounts only the candidate's own dir and the inputs: no reference outputs
+        if jail == "bwrap":  # the jail mounts only the candidate's own dir and its build: no reference outputs
             assert "ref" not in [Path(line.split(":")[0]).name for line in text.splitlines() if ":" in line]
     finally:
         for d in dirs:
@@ -346,7 +346,7 @@ class ModelNew(nn.Module):
 def test_io_budget_bounds_what_the_reference_writes(tmp_path):
     """A task whose inputs and outputs would pass io_budget_mb gets the first correctness trial and the last timed
     call's check only (the record says so); the verdicts stay right both ways."""
-    res = _eval(tmp_path, HONEST, io_budget_mb=1)  # each set here: 512 KiB of input and 512 KiB of output
+    res = _eval(tmp_path, HONEST, io_budget_mb=1)  # each set here: a 512 KiB output (inputs are drawn, not written)
     assert res.correct and res.reward == 1, (res.reason, res.details)
     budget = res.details["io_budget"]
     assert budget["planned"] == {"trials": 3, "post_timing_trials": 1, "checked_calls": 4}, budget

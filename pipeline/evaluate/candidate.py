@@ -10,7 +10,8 @@ Commands (op):
 - setup: device, timer and guards captured (before any candidate code).
 - null {seed}: one timed call of a no-op on fresh task inputs (the trusted side's overhead calibration).
 - load {init_seed}: import the solution and build ModelNew (torch.manual_seed(init_seed) like the reference).
-- call {input, out, sentinel}: run ModelNew on inputs_dir/<input>.pt, save the output as out_dir/<out>.pt.
+- call {seed, variant, out, sentinel}: run ModelNew on the inputs drawn from seed (tensorio.make_inputs, as the
+  reference did), save the output as out_dir/<out>.pt.
 - timed {seed, warm}: fresh inputs from `seed` (the task's get_inputs on the device RNG), L2 flush, one timed call;
   replies {t, ts, digest}: GPU ms (device-synchronised, stream-ordered) and a digest of the output, which it keeps.
 - keep {out}: save the kept output of the last timed call as out_dir/<out>.pt.
@@ -157,8 +158,7 @@ class Driver:
                     self.violation("torch_op_in_forward", name)
 
     def op_call(self, msg: dict) -> dict:
-        xs = tensorio.load(os.path.join(self.inputs_dir, os.path.basename(msg["input"]) + ".pt"))
-        args = [tensorio.tmap(x, lambda t: t.to(self.dev)) for x in xs]
+        args = tensorio.make_inputs(self.task, int(msg["seed"]), self.dev, str(msg.get("variant", "base")))
         keep = [tensorio.tmap(a, lambda t: t.clone()) for a in args]
         if msg.get("sentinel") and msg.get("outputs"):
             # Freed blocks of the output's sizes filled with a sentinel: an output allocated but never written

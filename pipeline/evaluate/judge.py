@@ -1,12 +1,13 @@
 """The trusted side of an evaluation (stdlib + torch on the host; never runs task or candidate code).
 
-It draws the secret seeds, has the reference process (jailed; task code) write inputs and reference outputs as
-files, drives the candidate process (jailed; ModelNew) over two FIFOs one command at a time, measures its own
-wall clock around every timed call, loads every output with `torch.load(weights_only=True)`, compares, checks
-the reported GPU times against its clock, and writes the report. Protocol and trust argument: docs/judge.md.
+It draws the secret seeds, has the reference process (jailed; task code) write reference outputs as files (the
+candidate draws the same inputs from each seed at its call), drives the candidate process (jailed; ModelNew) over
+two FIFOs one command at a time, measures its own wall clock around every timed call, loads every output with
+`torch.load(weights_only=True)`, compares, checks the reported GPU times against its clock, and writes the report.
+Protocol and trust argument: docs/judge.md.
 
 Directory of one evaluation (`EvalDirs`, a fresh temp dir):
-  inputs/  written by the reference process, readable by the candidate (inputs only; no outputs)
+  inputs/  inputs the reference process saves when a job asks (save_inputs; the judge's jobs do not)
   ref/     written by the reference process, read here; never mounted into the candidate's jail
   cand/    the candidate's work dir: its FIFOs, its private copy of the solution, out/ (its outputs)
   calib/   the calibrator's work dir (a second candidate-process program that never loads candidate code)
@@ -400,7 +401,7 @@ class Judge:
         cor_jobs, post_jobs, check_jobs = [], [], []
         for k in range(trials):
             cor_jobs.append(
-                {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)], "save_inputs": True}
+                {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)], "save_inputs": False}
             )
         for k in range(post):
             post_jobs.append(
@@ -408,7 +409,7 @@ class Judge:
                     "name": f"post_{k}",
                     "seed": self.seed(),
                     "variant": variants[(k + 1) % len(variants)],
-                    "save_inputs": True,
+                    "save_inputs": False,
                 }
             )
         # Reference outputs for the timed calls that will be checked, made now with the others: the seeds of those
@@ -417,6 +418,9 @@ class Judge:
             for k in range(int(s["check_max_calls"])):
                 check_jobs.append({"name": f"check_{k}", "seed": self.seed(), "variant": "base", "save_inputs": False})
         self._check_pool = [(j["name"], j["seed"]) for j in check_jobs]
+        # A trial's seed reaches the candidate at its call, like a timed call's: it draws the same inputs itself
+        # (tensorio.make_inputs), so no input set is written, nor read twice, as a file (GiBs on large tasks).
+        self._draw = {j["name"]: {"seed": j["seed"], "variant": j["variant"]} for j in cor_jobs + post_jobs}
         # Required: one correctness trial and the last timed call's check (which also re-verifies after many calls).
         jobs = [{**g[0], "required": True} for g in (cor_jobs, check_jobs) if g]
         jobs += post_jobs[:1] + cor_jobs[1:] + post_jobs[1:] + check_jobs[1:]
@@ -443,7 +447,7 @@ class Judge:
         """The candidate runs on inputs/<name>.pt (twice, for determinism); the outputs are judged here."""
         s = self.s
         rep, _ = cand.request(
-            {"op": "call", "input": name, "out": f"{name}_a", "sentinel": sentinel, "outputs": meta},
+            {"op": "call", **self._draw[name], "out": f"{name}_a", "sentinel": sentinel, "outputs": meta},
             float(s["call_timeout_s"]),
         )
         if rep is None:
@@ -460,7 +464,7 @@ class Judge:
             self.violation(cmp["violation"], cmp["reason"])
         if not cmp["ok"] or s["determinism"] == "off":
             return cmp
-        rep, _ = cand.request({"op": "call", "input": name, "out": f"{name}_b"}, float(s["call_timeout_s"]))
+        rep, _ = cand.request({"op": "call", **self._draw[name], "out": f"{name}_b"}, float(s["call_timeout_s"]))
         if rep is None or not rep.get("ok"):
             return {
                 **cmp,
@@ -476,7 +480,7 @@ class Judge:
             same = tensorio.digest(again) == cmp["digest"]
         else:
             same = compare(out, again, s)["ok"]
-        self.drop(self.dirs.out / f"{name}_a.pt", self.dirs.out / f"{name}_b.pt", self.dirs.inputs / f"{name}.pt")
+        self.drop(self.dirs.out / f"{name}_a.pt", self.dirs.out / f"{name}_b.pt")
         if not same:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
         return cmp
@@ -588,7 +592,7 @@ class Judge:
             dirs,
             s,
             self.arch,
-            read_dirs=[str(dirs.inputs), str(dirs.build)],
+            read_dirs=[str(dirs.build)],
             fsize_mb=max(4096, (self.out_limit >> 20) + 1),  # its outputs are as large as the reference's
         )
         # The calibrator: the same program, started beside the candidate, never told to load anything. Its null

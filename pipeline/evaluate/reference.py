@@ -69,8 +69,8 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         budget = int(payload.get("io_budget_bytes") or 0)
         written, in_bytes, out_bytes, skipped = 0, None, None, []
         for job in payload["jobs"]:
-            if budget and not job.get("required") and in_bytes is not None:
-                need = out_bytes + (in_bytes if job.get("save_inputs") else 0)
+            if budget and not job.get("required") and out_bytes is not None:
+                need = out_bytes + ((in_bytes or 0) if job.get("save_inputs") else 0)
                 if written + need > budget:
                     skipped.append(job["name"])
                     continue
