@@ -155,7 +155,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         timeout_s=float(s["reference_timeout_s"]),
         memory_mb=None,
         nproc=None,
-        fsize_mb=tensorio.MAX_FILE_BYTES >> 20,  # one input set alone can pass io_budget_mb
+        fsize_mb=tensorio.MAX_FILE_BYTES >> 20,  # one output alone can pass io_budget_mb
         workdir=str(work),
         env=base_env(arch, work),
         max_output_bytes=20_000,
@@ -435,7 +435,7 @@ class Judge:
         return tensorio.load(str(self.dirs.out / f"{name}.pt"), max_bytes=self.out_limit)
 
     def drop(self, *paths: Path) -> None:
-        """Files no longer needed (outputs and inputs of GiBs add up over an evaluation)."""
+        """Files no longer needed (outputs of GiBs add up over an evaluation)."""
         if self.s.get("keep_eval_dir"):
             return
         for path in paths:
@@ -444,7 +444,7 @@ class Judge:
     def check_call(
         self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool, meta: list[dict]
     ) -> dict:
-        """The candidate runs on inputs/<name>.pt (twice, for determinism); the outputs are judged here."""
+        """The candidate runs on the inputs of <name>'s seed (twice, for determinism); the outputs are judged here."""
         s = self.s
         rep, _ = cand.request(
             {"op": "call", **self._draw[name], "out": f"{name}_a", "sentinel": sentinel, "outputs": meta},
