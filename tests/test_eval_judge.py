@@ -350,11 +350,11 @@ def test_io_budget_bounds_what_the_reference_writes(tmp_path):
     assert res.correct and res.reward == 1, (res.reason, res.details)
     budget = res.details["io_budget"]
     assert budget["planned"] == {"trials": 3, "post_timing_trials": 1, "checked_calls": 4}, budget
-    assert budget["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 1}, budget
-    assert res.details["timed_outputs_checked"] == 1 and res.details["trials_run"] == 1
+    assert budget["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 2}, budget
+    assert res.details["timed_outputs_checked"] == 2 and res.details["trials_run"] == 1
     zero = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), io_budget_mb=1)
     assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
-    # A candidate right on the first trial's inputs only is still caught: at the last timed call's check.
+    # A candidate right on the first trial's inputs only is still caught: at the checked timed calls.
     late = _eval(
         tmp_path,
         HONEST.replace(

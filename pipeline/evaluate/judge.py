@@ -391,9 +391,9 @@ class Judge:
 
     # steps -------------------------------------------------------------
     def plan_inputs(self) -> tuple[list[dict], list[str], list[str]]:
-        """The reference's jobs, most needed first: the first correctness trial and checked timed call are
+        """The reference's jobs, most needed first: the first correctness trial and two checked timed calls are
         `required`; the reference process drops the others, from the end, that would pass io_budget_mb (tasks whose
-        inputs and outputs take GiBs)."""
+        outputs take GiBs)."""
         s = self.s
         variants = list(s["input_variants"]) or ["base"]
         trials = int(s["trials"]) if self.mode != "profile" else 1
@@ -421,9 +421,12 @@ class Judge:
         # A trial's seed reaches the candidate at its call, like a timed call's: it draws the same inputs itself
         # (tensorio.make_inputs), so no input set is written, nor read twice, as a file (GiBs on large tasks).
         self._draw = {j["name"]: {"seed": j["seed"], "variant": j["variant"]} for j in cor_jobs + post_jobs}
-        # Required: one correctness trial and the last timed call's check (which also re-verifies after many calls).
-        jobs = [{**g[0], "required": True} for g in (cor_jobs, check_jobs) if g]
-        jobs += post_jobs[:1] + cor_jobs[1:] + post_jobs[1:] + check_jobs[1:]
+        # Required: one correctness trial and two checked timed calls (the last, which also re-verifies after many
+        # calls, and one at a secret random position: a candidate wrong on a share f of its timed calls, to look
+        # faster, is caught with probability >= f even where io_budget_mb leaves no other check).
+        need = cor_jobs[:1] + check_jobs[:2]
+        jobs = [{**j, "required": True} for j in need]
+        jobs += post_jobs[:1] + cor_jobs[1:] + post_jobs[1:] + check_jobs[2:]
         return jobs, [j["name"] for j in cor_jobs], [j["name"] for j in post_jobs]
 
     def made(self, names: list[str]) -> list[str]:
