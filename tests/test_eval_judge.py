@@ -244,6 +244,11 @@ def test_a_failing_reference_is_the_tasks_fault(tmp_path):
         res = _eval(tmp_path, code, mode="verify", task=raising)
         assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
         assert res.reason.startswith("bad_task") and not res.correct
+    # A failure on the host's account (here an OSError) is not the task's: a candidate could cause one (a full
+    # disk), so it gains nothing: -1, reason reference_error.
+    host = TASK.replace("return torch.softmax(x, dim=-1)", "raise OSError(28, 'No space left on device')")
+    res = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), mode="verify", task=host)
+    assert res.reward == -1 and not res.task_defect and res.reason.startswith("reference_error"), res.reason
 
 
 def test_tampered_artifact_is_refused_before_load(tmp_path):

@@ -312,3 +312,27 @@ def test_tensor_files_load_through_short_reads(tmp_path, monkeypatch):
         f.write(b"\0" * 5000)
     assert len(r.read()) == 10 and r.read() == b""
     os.close(r.fd)
+
+
+def test_integer_outputs_are_compared_exactly_in_pieces(monkeypatch):
+    """Integers are equal or not, at any size: no float copy that rounds 2^24 + 1 to 2^24."""
+    from pipeline.evaluate import tolerance as T
+
+    kw = {"rtol": 1e-2, "scale_atol": 1e-2, "atol_floor": 1e-9}
+    ref = torch.tensor([2**40 + 1, 2**24 + 1, 5])
+    assert not T.compare_tensor(ref, torch.tensor([2**40, 2**24, 5]), **kw)["ok"]
+    assert T.compare_tensor(ref, ref.clone(), **kw)["ok"]
+    monkeypatch.setattr(T, "CHUNK", 2)
+    assert not T.compare_tensor(ref, torch.tensor([2**40 + 1, 2**24 + 1, 6]), **kw)["ok"]
+
+
+def test_a_small_file_cannot_hold_a_huge_view(tmp_path):
+    """A broadcast view (stride 0) of TiBs saved in a few KB is not a plain tensor: loading it would make the
+    trusted side materialise it. Contiguous tensors, empty ones included, load as before."""
+    path = str(tmp_path / "x.pt")
+    torch.save(torch.zeros(1).expand(2**40), path)
+    with pytest.raises(tensorio.BadFile):
+        tensorio.load(path, max_bytes=2**20)
+    torch.save([torch.zeros(0), torch.arange(6).reshape(2, 3)], path)
+    out = tensorio.load(path)
+    assert out[0].numel() == 0 and torch.equal(out[1], torch.arange(6).reshape(2, 3))

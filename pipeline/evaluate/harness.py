@@ -263,18 +263,23 @@ def evaluate(
             judge = None
 
     # ---- compile (sealed: the artifact's hashes recorded where no jail writes, checked before every load)
-    if compile_result is None:
-        cr = artifacts.compile_locked(
-            p,
-            s["cache_dir"],
-            arch_list=arch,
-            timeout=float(s["compile_timeout_s"]),
-            slim_headers=bool(s["slim_headers"]),
-        )
-    else:
-        cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)
-        if cr.ok and cr.artifact:
-            artifacts.seal(s["cache_dir"], cr.artifact)
+    try:
+        if compile_result is None:
+            cr = artifacts.compile_locked(
+                p,
+                s["cache_dir"],
+                arch_list=arch,
+                timeout=float(s["compile_timeout_s"]),
+                slim_headers=bool(s["slim_headers"]),
+            )
+        else:
+            cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)
+            if cr.ok and cr.artifact:
+                artifacts.seal(s["cache_dir"], cr.artifact)
+    except BaseException:
+        if judge is not None:
+            judge.abandon()
+        raise
     res.compile = cr.to_dict()
     res.compiled = cr.ok
     if not cr.ok:

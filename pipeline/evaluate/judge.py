@@ -401,7 +401,13 @@ class Judge:
         cor_jobs, post_jobs, check_jobs = [], [], []
         for k in range(trials):
             cor_jobs.append(
-                {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[k % len(variants)], "save_inputs": False}
+                # the first trial (the one always made) on the other distribution than the timed calls' (base)
+                {
+                    "name": f"cor_{k}",
+                    "seed": self.seed(),
+                    "variant": variants[k % len(variants)],
+                    "save_inputs": False,
+                }
             )
         for k in range(post):
             post_jobs.append(
@@ -466,6 +472,7 @@ class Judge:
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
         if not cmp["ok"] or s["determinism"] == "off":
+            self.drop(self.dirs.out / f"{name}_a.pt")
             return cmp
         rep, _ = cand.request({"op": "call", **self._draw[name], "out": f"{name}_b"}, float(s["call_timeout_s"]))
         if rep is None or not rep.get("ok"):
@@ -542,8 +549,8 @@ class Judge:
         }
         self.phase("reference")
         if ref_rep.get("stage") != "done":
-            reason = ref_rep.get("reason") or f"bad_task: reference process {ref_rep['sandbox']['reason']}"
-            if reason != "no_gpu":  # the task's own code failed before any candidate code ran: not the kernel's fault
+            reason = ref_rep.get("reason") or f"reference_error: process {ref_rep['sandbox']['reason']}"
+            if reason.startswith("bad_task"):  # the task's own code raised, before any candidate code ran
                 self.rep["task_defect"] = "reference_failed"
             return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
         planned = {"trials": len(cor), "post_timing_trials": len(post), "checked_calls": len(self._check_pool)}
@@ -816,7 +823,9 @@ class Judge:
         # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
         # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.
         pool = list(self._check_pool)
-        at = set(self._rng.sample(range(planned), min(planned, max(0, len(pool) - 1)))) | {planned} if pool else set()
+        # (call 0 is discarded from the timing: a check there would guard nothing that counts)
+        k = min(planned - 1, max(0, len(pool) - 1))
+        at = set(self._rng.sample(range(1, planned), k)) | {planned} if pool else set()
         check_at = {i: pool.pop() for i in sorted(at)}
         times, stream, walls, checked, live = [], [], [], [], []
         p_live = min(1.0, int(s["live_calibration_calls"]) / planned)
@@ -913,7 +922,7 @@ class Judge:
         mismatches = []
         for c in checked:
             try:
-                out = tensorio.load(str(self.dirs.out / f"timed_{c['i']}.pt"))
+                out = self.load_out(f"timed_{c['i']}")
                 ref = tensorio.load(str(self.dirs.ref / f"{c['ref']}.pt"))
             except tensorio.BadFile as e:
                 mismatches.append(f"timed call {c['i']}: {e}")

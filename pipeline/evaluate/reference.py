@@ -56,6 +56,14 @@ def _written(payload: dict) -> int:
     )
 
 
+def _blame(e: BaseException) -> str:
+    """bad_task: the task's code failed. reference_error: the host did (a full disk, memory, the GPU's memory), which
+    another process on the machine can cause: never counted against the task (docs/judge.md, "Degenerate tasks")."""
+    if isinstance(e, (OSError, MemoryError)) or "out of memory" in str(e).lower():
+        return "reference_error"
+    return "bad_task"
+
+
 def main(payload: dict, emit: Callable[[Any], None]) -> None:
     rep: dict[str, Any] = {"stage": "start", "outputs": {}}
     try:
@@ -94,7 +102,7 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         rep["bytes_written"] = written
         rep["stage"] = "done"
     except BaseException as e:  # noqa: BLE001 - the task's failure is reported, never raised
-        rep["reason"] = "no_gpu" if str(e) == "no_gpu" else f"bad_task: {type(e).__name__}"
+        rep["reason"] = "no_gpu" if str(e) == "no_gpu" else f"{_blame(e)}: {type(e).__name__}"
         rep["error"] = traceback.format_exc()[-3000:]
     emit(rep)
     os._exit(0)

@@ -44,7 +44,13 @@ def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base
     floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
     preconditions hold; the distribution differs, so outputs that barely move under get_inputs' own distribution
     still get checked where they differ)."""
+    import random
+
+    import numpy as np
+
     torch.manual_seed(seed)
+    random.seed(seed)  # a task may draw with Python's or numpy's generator: the same inputs in every process
+    np.random.seed(seed % 2**32)
     with torch.device(device):
         xs = list(task.get_inputs())
     xs = [tmap(x, lambda t: t.to(device)) for x in xs]
@@ -85,7 +91,10 @@ def plain(obj: Any, depth: int = 0) -> bool:
     if depth > 8:
         return False
     if isinstance(obj, torch.Tensor):
-        return type(obj) is torch.Tensor
+        # Backed by its own bytes: a file of a few KB cannot hold a broadcast view of TiBs (expand, stride 0) that
+        # the trusted side would materialise.
+        need = (obj.storage_offset() + obj.numel()) * obj.element_size() if obj.numel() else 0
+        return type(obj) is torch.Tensor and obj.is_contiguous() and obj.untyped_storage().nbytes() >= need
     if isinstance(obj, (list, tuple)):
         return all(plain(o, depth + 1) for o in obj)
     if isinstance(obj, dict):

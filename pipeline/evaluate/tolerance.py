@@ -39,12 +39,14 @@ def _real(t: torch.Tensor) -> torch.Tensor:
 CHUNK = 1 << 26  # elements compared at a time: temporaries stay bounded for outputs of many GiB
 
 
-def _pieces(t: torch.Tensor, device: str | None):
-    """`t` flattened (complex as real pairs), in pieces of CHUNK elements, each on `device` (None: where it is)."""
+def _pieces(t: torch.Tensor, device: str | None, real: bool = True):
+    """`t` flattened, in pieces of CHUNK elements, each on `device` (None: where it is); `real`: as float (complex
+    as real pairs), else as stored (integers are compared exactly: a float copy would round them past 2^24)."""
     r = t.reshape(-1)
     for i in range(0, r.numel(), CHUNK):
         piece = r[i : i + CHUNK]
-        yield _real(piece.to(device) if device else piece).reshape(-1)
+        piece = piece.to(device) if device else piece
+        yield _real(piece).reshape(-1) if real else piece
 
 
 def scale_of(ref: torch.Tensor, device: str | None = None) -> float:
@@ -87,7 +89,7 @@ def compare_tensor(
     if ref.numel() == 0:
         return res
     if not (ref.is_floating_point() or ref.is_complex()):
-        same = all(bool(torch.equal(a, b)) for a, b in zip(_pieces(ref, device), _pieces(out, device)))
+        same = all(bool(torch.equal(a, b)) for a, b in zip(_pieces(ref, device, False), _pieces(out, device, False)))
         res.update(ok=same, kernelbench_ok=same, reason="" if same else "output_mismatch: integer outputs differ")
         return res
     sc = scale_of(ref, device) if scale is None else float(scale)
@@ -171,6 +173,17 @@ def compare_device(s: dict[str, Any], numel: int) -> str | None:
     return "cuda"
 
 
+def _on_device_or_host(fn, *args, device: str | None, **kw):
+    """`fn` on the trusted side's GPU, and on the host when that GPU has no memory left (other evaluations use
+    it): the verdict never depends on where it was computed."""
+    if device is not None:
+        try:
+            return fn(*args, device=device, **kw)
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+    return fn(*args, device=None, **kw)
+
+
 def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
     """Structure, type, shape, dtype, then the scale-aware rule; max errors over all tensors. Both sides are
     host tensors loaded by the trusted side."""
@@ -223,7 +236,7 @@ def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
                     "kernelbench_ok": False,
                     "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}",
                 }
-            c = compare_tensor(r, o, **tol, device=compare_device(s, r.numel()))
+            c = _on_device_or_host(compare_tensor, r, o, **tol, device=compare_device(s, r.numel()))
             res["scales"].append(c["scale"])
             for k in ("max_abs_err", "max_rel_err", "max_tol_err"):
                 res[k] = max(res[k], c[k])
@@ -265,8 +278,10 @@ def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
                 if a.shape != b.shape or a.dtype != b.dtype:
                     return ""
                 dev = compare_device(s, a.numel())
-                sc = max(scale_of(a, dev), scale_of(b, dev)) if (a.is_floating_point() or a.is_complex()) else None
-                if not compare_tensor(a, b, scale=sc, device=dev, **tol)["ok"]:
+                sc = None
+                if a.is_floating_point() or a.is_complex():
+                    sc = max(_on_device_or_host(scale_of, a, device=dev), _on_device_or_host(scale_of, b, device=dev))
+                if not _on_device_or_host(compare_tensor, a, b, scale=sc, device=dev, **tol)["ok"]:
                     return ""
             elif a != b:
                 return ""
