@@ -372,3 +372,16 @@ def test_io_budget_bounds_what_the_reference_writes(tmp_path):
     assert not late.correct and late.reward == -1, (late.reason, late.details.get("io_budget"))
     full = _eval(tmp_path, HONEST)
     assert "io_budget" not in full.details and full.details["timed_outputs_checked"] == 4
+
+
+def test_the_sets_always_made_cover_both_input_distributions():
+    """Past io_budget_mb only the required sets are made: the first trial (perturbed) and two checked timed calls
+    (base, as every timed call), so neither distribution goes untested."""
+    from pipeline.evaluate import options
+
+    j = judge.Judge(TASK, {}, "full", options.resolve({**CPU, "trials": 3}), "9.0", "")
+    jobs, cor, post = j.plan_inputs()
+    required = [job for job in jobs if job.get("required")]
+    assert [job["name"] for job in required] == ["cor_0", "check_0", "check_1"]
+    assert {job["variant"] for job in required} == {"base", "perturbed"}
+    assert required[0]["variant"] == "perturbed" and len(cor) == 3 and len(post) == 1

@@ -59,7 +59,6 @@ class Driver:
         self.model = None
         self.held: Any = None
         self.out_dir = self.p["out_dir"]
-        self.inputs_dir = self.p["inputs_dir"]
 
     # ---------------------------------------------------------------- plumbing
     def violation(self, name: str, detail: str) -> None:

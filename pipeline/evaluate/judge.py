@@ -207,7 +207,6 @@ class CandidateProcess:
             "fifo_cmd": str(self.cmd_path),
             "fifo_reply": str(self.reply_path),
             "out_dir": str(dirs.out),
-            "inputs_dir": str(dirs.inputs),
         }
 
         def run() -> None:
@@ -405,7 +404,7 @@ class Judge:
                 {
                     "name": f"cor_{k}",
                     "seed": self.seed(),
-                    "variant": variants[k % len(variants)],
+                    "variant": variants[(k + 1) % len(variants)],
                     "save_inputs": False,
                 }
             )
@@ -414,7 +413,7 @@ class Judge:
                 {
                     "name": f"post_{k}",
                     "seed": self.seed(),
-                    "variant": variants[(k + 1) % len(variants)],
+                    "variant": variants[k % len(variants)],
                     "save_inputs": False,
                 }
             )
@@ -820,7 +819,7 @@ class Judge:
             )
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
         # The count gets a secret random part, so the candidate cannot tell which call is the last (always checked,
-        # and on a large task the only one checked: io_budget_mb).
+        # and on a task past io_budget_mb one of only two checked).
         planned += self._rng.randrange(0, planned // 8 + 2)
         # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
         # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.

@@ -2,7 +2,7 @@
 
 Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
   task_code, device ("cuda" | "cpu"), gpu_lock (the GPU's lock file, bound read-only, or None), init_seed,
-  inputs_dir (written here, later read by the candidate),
+  inputs_dir (inputs written here for jobs that ask: save_inputs),
   ref_dir (written here; never mounted into the candidate's jail),
   jobs: [{"name", "seed", "variant", "save_inputs": bool, "required": bool}], io_budget_bytes
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
@@ -50,12 +50,6 @@ def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> to
     return task.Model(*init).to(dev).eval()
 
 
-def _written(payload: dict) -> int:
-    return sum(
-        e.stat().st_size for d in (payload["inputs_dir"], payload["ref_dir"]) for e in os.scandir(d) if e.is_file()
-    )
-
-
 def _blame(e: BaseException) -> str:
     """bad_task: the task's code failed. reference_error: the host did (a full disk, memory, the GPU's memory), which
     another process on the machine can cause: never counted against the task (docs/judge.md, "Degenerate tasks")."""
@@ -84,20 +78,20 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
                     continue
             xs = tensorio.make_inputs(task, int(job["seed"]), dev, job.get("variant", "base"))
             if job.get("save_inputs"):
-                tensorio.save(xs, os.path.join(payload["inputs_dir"], job["name"] + ".pt"))
+                path = os.path.join(payload["inputs_dir"], job["name"] + ".pt")
+                tensorio.save(xs, path)
+                in_bytes = max(in_bytes or 0, os.path.getsize(path))
+                written += os.path.getsize(path)
             with torch.no_grad():
                 out = model(*xs)
             if dev.type == "cuda":
                 torch.cuda.synchronize()
-            tensorio.save(out, os.path.join(payload["ref_dir"], job["name"] + ".pt"))
+            path = os.path.join(payload["ref_dir"], job["name"] + ".pt")
+            tensorio.save(out, path)
             del xs, out
-            rep["outputs"][job["name"]] = os.path.getsize(os.path.join(payload["ref_dir"], job["name"] + ".pt"))
+            rep["outputs"][job["name"]] = os.path.getsize(path)
             out_bytes = max(out_bytes or 0, rep["outputs"][job["name"]])
-            if job.get("save_inputs"):
-                in_bytes = max(
-                    in_bytes or 0, os.path.getsize(os.path.join(payload["inputs_dir"], job["name"] + ".pt"))
-                )
-            written = _written(payload)
+            written += rep["outputs"][job["name"]]
         rep["skipped"] = skipped
         rep["bytes_written"] = written
         rep["stage"] = "done"

@@ -16,7 +16,7 @@ import torch
 # A KernelBench level-1 input or output reaches 8 GiB; the trusted side bounds each file more tightly where it knows
 # more (a candidate's output by the reference output's size).
 MAX_FILE_BYTES = 64 * 2**30
-CHUNK = 1 << 26  # elements per piece when a whole-tensor temporary (an int64 copy) would cost too much memory
+CHUNK = 1 << 26  # elements per piece where a whole-tensor temporary would cost too much memory (digest, compare)
 
 
 def tmap(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:

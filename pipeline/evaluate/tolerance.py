@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from pipeline.evaluate.tensorio import CHUNK  # elements compared at a time: bounded temporaries for GiB outputs
+
 KB_ATOL = KB_RTOL = 1e-2  # KernelBench's verdict (settings `atol`, `rtol`), recorded beside ours
 
 
@@ -34,9 +36,6 @@ def _real(t: torch.Tensor) -> torch.Tensor:
     if t.is_complex():
         t = torch.view_as_real(t.resolve_conj())
     return t.double() if t.dtype == torch.float64 else t.float()
-
-
-CHUNK = 1 << 26  # elements compared at a time: temporaries stay bounded for outputs of many GiB
 
 
 def _pieces(t: torch.Tensor, device: str | None, real: bool = True):
