@@ -249,3 +249,16 @@ def test_slim_headers_compile_a_kernelbench_style_launcher(tmp_path):
     )
     assert built.returncode == 0, built.stderr[-3000:]
     assert (tmp_path / "k.o").stat().st_size > 0
+
+
+def test_a_compiler_bomb_meets_the_build_memory_limit(tmp_path):
+    """A kernel written to exhaust the compiler (a 1 GiB initialized device array: unlimited, nvcc ran 188 s and
+    GiBs) ends as a compile error once its address space reaches `memory_mb`; the caller goes on."""
+    ws = A.honest_workspace(tmp_path / "ws", "add_vec4")
+    (ws / "kernels" / "big.cu").write_text(
+        "__device__ char big[1u << 30] = {1};\n"
+        "__global__ void opforge_big(char* o) { o[threadIdx.x] = big[threadIdx.x * 4096]; }\n"
+    )
+    r = compile_solution(ws, tmp_path / "cache", arch_list="9.0", memory_mb=2048)
+    assert not r.ok and r.reason == "compile_error" and not r.artifact
+    assert "out of memory" in r.log.lower() or "bad_alloc" in r.log, r.log[-2000:]

@@ -66,6 +66,7 @@ def _compile(item: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
         arch_list=resolve_arch_list(s["arch_list"]),
         timeout=float(s["compile_timeout_s"]),
         slim_headers=bool(s["slim_headers"]),
+        memory_mb=int(s["build_memory_mb"]),
     ).to_dict()
 
 

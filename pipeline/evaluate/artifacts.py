@@ -109,7 +109,13 @@ def flocked(path: str | os.PathLike):
 
 
 def compile_locked(
-    path: str | os.PathLike, cache_dir: str | os.PathLike, *, arch_list: str, timeout: float, slim_headers: bool = True
+    path: str | os.PathLike,
+    cache_dir: str | os.PathLike,
+    *,
+    arch_list: str,
+    timeout: float,
+    slim_headers: bool = True,
+    memory_mb: int | None = None,
 ) -> Any:
     """`build.compile_solution` under a per-source flock, stale FileBatons removed, then sealed."""
     from pipeline.evaluate.build import compile_solution
@@ -120,7 +126,8 @@ def compile_locked(
     with flocked(lock):
         if p.is_file():
             remove_stale_batons(Path(cache_dir), src, arch_list)
-        cr = compile_solution(p, cache_dir, arch_list=arch_list, timeout=timeout, slim_headers=slim_headers)
+        kw = {} if memory_mb is None else {"memory_mb": memory_mb}  # None: build's default; 0: no limit
+        cr = compile_solution(p, cache_dir, arch_list=arch_list, timeout=timeout, slim_headers=slim_headers, **kw)
         if cr.ok and cr.artifact:
             seal(cache_dir, cr.artifact)
     return cr

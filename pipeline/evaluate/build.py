@@ -28,9 +28,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipeline.evaluate.options import EvalOptions
 from pipeline.evaluate.workspace import EXTENSION_NAME, is_workspace
 
 MAX_LOG_CHARS = 4000
+BUILD_MEMORY_MB = EvalOptions.build_memory_mb  # its one default: the knob's
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -188,12 +190,12 @@ def _object_key(src: Path, roots: list[Path], flags: list[str], compiler_version
     return _sha(*parts)
 
 
-def _run(cmd: list[str], timeout: float, out_dir: Path, read: list[Path]) -> tuple[int, str]:
+def _run(cmd: list[str], timeout: float, out_dir: Path, read: list[Path], memory_mb: int | None) -> tuple[int, str]:
     """A compiler on candidate sources, in the jail: it sees the sources (`read`, read-only), writes only `out_dir`,
     and no other host file (an `#include "/any/host/file"` or a symlink out of the workspace finds nothing)."""
     from pipeline.sandbox import run_command
 
-    r = run_command(cmd, workdir=out_dir, read_dirs=[str(p) for p in read], timeout_s=timeout, memory_mb=None)
+    r = run_command(cmd, workdir=out_dir, read_dirs=[str(p) for p in read], timeout_s=timeout, memory_mb=memory_mb)
     if r.timed_out:
         return -9, f"compile timed out after {timeout:.0f} s\n" + r.output
     if r.reason == "sandbox_unavailable":
@@ -208,7 +210,9 @@ def _atomic_copy(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -> CompileResult:
+def build_workspace(
+    ws: Path, cache_dir: Path, arch_list: str, timeout: float, memory_mb: int | None = BUILD_MEMORY_MB
+) -> CompileResult:
     t0 = time.perf_counter()
     tc = _toolchain()
     roots = [ws, ws / "kernels"]
@@ -294,7 +298,7 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
             out_dir.mkdir()
             out = out_dir / f"{key}.o"
             s = time.perf_counter()
-            rc, log = _run(cmd(out), timeout, out_dir, [ws, *inc_dirs])
+            rc, log = _run(cmd(out), timeout, out_dir, [ws, *inc_dirs], memory_mb)
             return src, key, out, rc, log, time.perf_counter() - s
 
         workers = max(1, min(len(todo), os.cpu_count() or 1))
@@ -314,7 +318,9 @@ def build_workspace(ws: Path, cache_dir: Path, arch_list: str, timeout: float) -
             link_dir.mkdir()
             out = link_dir / f"{EXTENSION_NAME}.so"
             objs = [str(obj_dir / f"{key}.o") for _, key, _ in jobs]
-            rc, log = _run([tc["cxx"], *objs, "-o", str(out), *link_flags], timeout, link_dir, [ws, obj_dir])
+            rc, log = _run(
+                [tc["cxx"], *objs, "-o", str(out), *link_flags], timeout, link_dir, [ws, obj_dir], memory_mb
+            )
             steps["link"] = round(time.perf_counter() - s, 3)
             if rc == 0 and out.is_file():
                 _atomic_copy(out, artifact)
@@ -367,7 +373,12 @@ def slim_include_dir(cache_dir: Path) -> Path:
 
 
 def build_single_file(
-    path: Path, cache_dir: Path, arch_list: str, timeout: float, slim_headers: bool = True
+    path: Path,
+    cache_dir: Path,
+    arch_list: str,
+    timeout: float,
+    slim_headers: bool = True,
+    memory_mb: int | None = BUILD_MEMORY_MB,
 ) -> CompileResult:
     t0 = time.perf_counter()
     import torch
@@ -401,7 +412,7 @@ def build_single_file(
             _SINGLE_FILE_BUILD,
             payload={"path": str(path.resolve())},
             timeout_s=timeout,
-            memory_mb=None,
+            memory_mb=memory_mb,
             nproc=None,
             exec_dirs=[str(ext_dir)],
             read_dirs=read,
@@ -458,8 +469,11 @@ def compile_solution(
     arch_list: str | None = None,
     timeout: float = 900.0,
     slim_headers: bool = True,
+    memory_mb: int | None = BUILD_MEMORY_MB,
 ) -> CompileResult:
-    """Build a solution (workspace dir or single .py file); never raises for a bad solution."""
+    """Build a solution (workspace dir or single .py file); never raises for a bad solution. `memory_mb` bounds
+    the address space of every process of the build (the compilers included): a source written to blow up the
+    compiler (template or macro bombs) ends as a compile error, not as the host's memory."""
     p = Path(path)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     arch = resolve_arch_list(arch_list)
@@ -467,9 +481,9 @@ def compile_solution(
         return CompileResult(False, 0.0, f"{p} does not exist", False, "", "", "no_solution", arch)
     try:
         if is_workspace(p):
-            return build_workspace(p.resolve(), cache, arch, timeout)
+            return build_workspace(p.resolve(), cache, arch, timeout, memory_mb)
         if p.is_file():
-            return build_single_file(p, cache, arch, timeout, slim_headers)
+            return build_single_file(p, cache, arch, timeout, slim_headers, memory_mb)
         return CompileResult(
             False, 0.0, f"{p}: neither a workspace (model_new.py) nor a .py file", False, "", "", "no_solution", arch
         )

@@ -271,6 +271,7 @@ def evaluate(
                 arch_list=arch,
                 timeout=float(s["compile_timeout_s"]),
                 slim_headers=bool(s["slim_headers"]),
+                memory_mb=int(s["build_memory_mb"]),
             )
         else:
             cr = compile_result if isinstance(compile_result, CompileResult) else CompileResult(**compile_result)

@@ -144,6 +144,10 @@ class EvalOptions:
     reference_timeout_s: float = _opt(300.0, "One reference process (inputs and reference outputs).")
     baseline_timeout_s: float = _opt(900.0, "Limit of a baseline process.")
     compile_timeout_s: float = _opt(900.0, "Limit of one build.")
+    # nvcc's front end on torch's full headers peaks near 3 GB resident
+    build_memory_mb: int = _opt(
+        16384, "Address-space limit of each process of a build (compilers included; 0: none).", ge=0
+    )
     slim_headers: bool = _opt(
         True,
         "Compile a single-file solution's CUDA sources with <torch/extension.h> read as <torch/types.h> first (about "
