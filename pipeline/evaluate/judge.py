@@ -33,7 +33,7 @@ from typing import Any
 from pipeline.evaluate import artifacts, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.tolerance import compare, degenerate
-from pipeline.gpulock import GpuLock, ensure
+from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -636,7 +636,12 @@ class Judge:
             }.get(v.get("kind"), v.get("kind"))
             self.violation(name, f"sandbox blocked {v.get('what')}")
         if self.rep.get("stage") == "profiled":
-            self.verify_timed_outputs()
+            # Outputs too large for the host are compared on this GPU (tolerance.compare_device): under the GPU's
+            # lock, shared, as all untimed GPU work is, so that no other evaluation's timed calls run beside it.
+            big = self.s["device"] == "cuda" and self.out_limit > tensorio.CHUNK
+            with held(self.s.get("gpu_lock") if big else None, shared=True) as waited:
+                self.gpu_wait(waited[0])
+                self.verify_timed_outputs()
         self.phase("done")
         return self.rep
 
