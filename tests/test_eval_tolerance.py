@@ -169,6 +169,26 @@ def test_digest_binds_content_and_shape():
     assert tensorio.digest(torch.ones(3, dtype=torch.bool)) != tensorio.digest(torch.ones(3, dtype=torch.uint8))
 
 
+def test_digest_binds_every_part_of_an_output_as_saved(tmp_path):
+    """The numbers and containers beside the tensors are committed too (a value changed between the call and its
+    save is caught), and the digest of what loads from the file equals the one made before saving."""
+    a = torch.randn(4)
+    out = [a, 2.5, {"n": 3, "s": "x"}, (None, True)]
+    path = str(tmp_path / "o.pt")
+    tensorio.save(out, path)
+    assert tensorio.digest(tensorio.load(path)) == tensorio.digest(out)
+    for other in (
+        [a, 2.25, {"n": 3, "s": "x"}, (None, True)],
+        [a, 2.5, {"n": 4, "s": "x"}, (None, True)],
+        [a, 2.5, {"n": 3, "s": "y"}, (None, True)],
+        [a, 2.5, {"n": 3, "s": "x"}, (None, False)],
+        [a, 2.5, {"n": 3, "s": "x"}, [None, True]],
+        [a, 2.5, {"m": 3, "s": "x"}, (None, True)],
+        [a, 2.5, {"n": 3.0, "s": "x"}, (None, True)],
+    ):
+        assert tensorio.digest(other) != tensorio.digest(out), other
+
+
 # ---------------------------------------------------------------- sealed artifacts and locks
 
 

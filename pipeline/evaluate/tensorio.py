@@ -7,6 +7,7 @@ weights_only=True)` (no arbitrary unpickling) and the trusted side re-checks the
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from typing import Any, Callable
@@ -167,11 +168,40 @@ def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
 def digest(obj: Any) -> str:
     """A commitment to an output, computed where it lives (GPU or host) with exact integer arithmetic, so the
     trusted side recomputes the same value from the saved file: per tensor its dtype, shape and the sum of its
-    bytes read as int32 (or uint8) words, widened to int64 (no overflow below 2^32 words)."""
-    parts = []
-    for t in tensors(obj):
-        b = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        w = b.view(torch.int32) if b.numel() % 4 == 0 else b
-        total = sum(int(w[i : i + CHUNK].to(torch.int64).sum()) for i in range(0, w.numel(), CHUNK))
-        parts.append(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}:{total}")
+    bytes read as int32 (or uint8) words, widened to int64 (no overflow below 2^32 words); the containers and every
+    other value (Python numbers, strings) as they will load, so no part of a saved output escapes the commitment."""
+    parts: list[str] = []
+
+    def walk(o: Any, depth: int) -> None:
+        if isinstance(o, torch.Tensor):
+            b = o.detach().contiguous().reshape(-1).view(torch.uint8)
+            w = b.view(torch.int32) if b.numel() % 4 == 0 else b
+            total = sum(int(w[i : i + CHUNK].to(torch.int64).sum()) for i in range(0, w.numel(), CHUNK))
+            parts.append(f"{str(o.dtype).replace('torch.', '')}{list(o.shape)}:{total}")
+        elif depth > 8:
+            parts.append("deep")  # plain() rejects it anyway
+        elif isinstance(o, (list, tuple)):
+            parts.append(f"{type(o).__name__}{len(o)}")
+            for x in o:
+                walk(x, depth + 1)
+        elif isinstance(o, dict):
+            parts.append(f"dict{len(o)}")
+            for k, v in o.items():
+                parts.append(_value(k))
+                walk(v, depth + 1)
+        else:
+            parts.append(_value(o))
+
+    walk(obj, 0)
     return ";".join(parts)
+
+
+def _value(o: Any) -> str:
+    """A non-tensor leaf as the file will hold it (subclasses of numbers as their base type)."""
+    if o is None:
+        return "None"
+    for base in (bool, int, float, complex, str):
+        if isinstance(o, base):
+            text = repr(base(o))
+            return f"{base.__name__}:{text if len(text) <= 64 else hashlib.sha256(text.encode()).hexdigest()}"
+    return f"?{type(o).__name__}"
