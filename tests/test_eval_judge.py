@@ -203,6 +203,56 @@ def test_reused_output_in_timed_calls_is_caught(tmp_path):
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 
+def test_forged_commitment_of_a_stale_output_is_caught(tmp_path):
+    """Stale outputs on every timed call; when asked to keep one, the candidate computes the right output then and
+    nudges its low-order bits within tolerance until the sum of its int32 words equals the stale output's (what an
+    additive digest committed: that forgery got reward 3 before the digest became SHA-256)."""
+    cheat = """
+        import sys, torch
+        from pipeline.evaluate import tensorio
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_timed, real_keep = drv.op_timed, drv.op_keep
+        memo = {}
+
+        def words(y):
+            return y.detach().reshape(-1).float().view(torch.int32).to(torch.int64)
+
+        def forge(y, target):
+            flat = y.detach().reshape(-1).float().clone()
+            bits = words(flat)
+            delta = target - int(bits.sum())
+            tau = 0.5 * (0.01 * float(flat.pow(2).mean().sqrt()) + 0.01 * flat.abs())
+            lo, hi = (flat - tau).view(torch.int32).to(torch.int64), (flat + tau).view(torch.int32).to(torch.int64)
+            ok = (torch.sign(flat - tau) == torch.sign(flat + tau)) & (flat != 0)
+            cap = torch.where(ok, (torch.maximum(lo, hi) - bits) if delta > 0 else (bits - torch.minimum(lo, hi)), 0)
+            cap = cap.clamp_min(0)
+            step = (cap * abs(delta)) // int(cap.sum())
+            rest = abs(delta) - int(step.sum())
+            step[((cap - step) > 0).nonzero().reshape(-1)[:rest]] += 1
+            out = (bits + (step if delta > 0 else -step)).to(torch.int32).view(torch.float32).reshape(y.shape)
+            assert int(words(out).sum()) == target
+            return out
+
+        def timed(self, msg):
+            if msg.get("warm"):
+                return real_timed(self, msg)
+            self._prev_args = tensorio.make_inputs(self.task, int(msg["seed"]), self.dev)
+            memo.setdefault("stale", torch.softmax(self._prev_args[0], dim=-1))
+            self.held = memo["stale"]
+            return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+
+        def keep(self, msg):
+            target = int(words(self.held).sum())
+            self.held = forge(torch.softmax(self._prev_args[0], dim=-1), target)
+            memo["forged"] = memo.get("forged", 0) + 1
+            return real_keep(self, msg)
+
+        drv.op_timed, drv.op_keep = timed, keep
+    """
+    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6)  # only the commitment may catch it here
+    assert "output_commitment_mismatch" in res.violations and res.reward == -1, res.details.get("violation_details")
+
+
 def test_crash_hang_and_error_while_loading_are_contained(tmp_path):
     seg = _eval(tmp_path, "import ctypes\nctypes.string_at(0)\n" + HONEST, mode="verify")
     assert seg.reason == "crash:segfault (during load)" and not seg.correct and not seg.compiled
