@@ -52,7 +52,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pipeline import bytecode
 
@@ -860,6 +860,7 @@ def _drive(
     max_output: int,
     max_chan: int,
     info_fd: int | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> _Raw:
     """Start `argv` in its own process group, drain its pipes until they close or the deadline passes, kill the
     group (and the jail's pid namespace), reap. Closes every fd it is given. Never raises for anything the child
@@ -881,6 +882,8 @@ def _drive(
         _close(*pass_fds, chan_fd, info_fd)  # this function owns every fd it was given
         raise
     _close(*pass_fds)
+    if started is not None:
+        started(proc.pid)  # its process group: the caller may end the job early (os.killpg)
     buffers = {"stdout": bytearray(), "stderr": bytearray(), "chan": bytearray()}
     totals = {"stdout": 0, "stderr": 0, "chan": 0}
     limits = {"stdout": max_output, "stderr": max_output, "chan": max_chan}
@@ -1051,6 +1054,7 @@ def run_sandboxed(
     max_result_bytes: int = 16 * 2**20,
     mode: str | None = None,
     inherit_fds: tuple[int, ...] = (),
+    started: Callable[[int], None] | None = None,
 ) -> SandboxResult:
     """Run untrusted Python in a fresh jailed interpreter and return what happened. Never raises for anything the
     code does.
@@ -1068,6 +1072,8 @@ def run_sandboxed(
     `inherit_fds`: open fds the job inherits (a copy of each; the caller keeps and closes its own), seen by the code as
     `INHERITED_FDS` in the same order: a trusted driver's job queue shared by several jails. The driver must close
     them before any untrusted code of its own runs.
+    `started`: called with the job's process group once it runs, so that the caller can end it before its
+    `timeout_s` (`os.killpg(pgid, SIGKILL)`: in the jail, bwrap's death takes its pid namespace down).
     """
     mode = sandbox_mode(mode)
     jailed = mode == "jail"
@@ -1143,6 +1149,7 @@ def run_sandboxed(
                 max_output_bytes,
                 max_result_bytes,
                 info_r,
+                started,
             )
         except OSError as e:
             return SandboxResult(

@@ -253,6 +253,30 @@ def test_forged_commitment_of_a_stale_output_is_caught(tmp_path):
     assert "output_commitment_mismatch" in res.violations and res.reward == -1, res.details.get("violation_details")
 
 
+def test_a_candidate_lingering_after_its_last_reply_is_killed(tmp_path):
+    """It answers `finish` and keeps running (on a GPU: kernels with no lock held, beside others' timed calls):
+    the judge kills its jail a short grace after the last reply instead of waiting for the jail's timeout_s, and
+    nothing of it is left."""
+    linger = """
+        import sys, json
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_finish = drv.op_finish
+        def finish(self, msg):
+            rep = {**real_finish(self, msg), "op": "finish"}
+            with open(self.p["fifo_reply"], "wb", buffering=0) as f:
+                f.write((json.dumps(rep) + "\\n").encode())
+            while True:
+                pass
+        drv.op_finish = finish
+    """
+    before = set(judge._descendants(os.getpid()))
+    res = _eval(tmp_path, HONEST, prefix=linger, mode="verify", timeout_s=3000.0)
+    assert res.correct and res.details["sandbox"].get("killed_after_last_reply") is True, res.details["sandbox"]
+    assert set(judge._descendants(os.getpid())) <= before
+    honest = _eval(tmp_path, HONEST, mode="verify")
+    assert honest.correct and "killed_after_last_reply" not in honest.details["sandbox"]
+
+
 def test_crash_hang_and_error_while_loading_are_contained(tmp_path):
     seg = _eval(tmp_path, "import ctypes\nctypes.string_at(0)\n" + HONEST, mode="verify")
     assert seg.reason == "crash:segfault (during load)" and not seg.correct and not seg.compiled

@@ -315,6 +315,8 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
     sb = rep.get("sandbox", {})
     res.details["phase_s"] = rep.get("phase_s", {})
     res.details["sandbox"] = {k: sb.get(k) for k in ("reason", "returncode", "signal", "timed_out", "wall_s", "jail")}
+    if sb.get("killed_after_last_reply"):
+        res.details["sandbox"]["killed_after_last_reply"] = True
     for k in (
         "violation_details",
         "warning_details",

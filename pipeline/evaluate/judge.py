@@ -22,6 +22,7 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import statistics
 import tempfile
 import threading
@@ -179,6 +180,8 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 
 # --------------------------------------------------------------------------- the candidate process
 
+FINISH_GRACE_S = 15.0  # an honest candidate exits within about a second of its last reply (CUDA teardown)
+
 
 class CandidateProcess:
     """The jailed candidate process and its two FIFOs. Replies are untrusted JSON lines."""
@@ -198,6 +201,7 @@ class CandidateProcess:
         self.buf = b""
         self.sb = None
         self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
+        self.pgid: int | None = None  # the jail's process group (run_sandboxed's `started`)
         self.waiting_for = "start"
         env = base_env(arch, dirs.cand)
         env["TORCH_EXTENSIONS_DIR"] = str(dirs.build)  # the verified copy; load_inline imports it as built
@@ -221,6 +225,7 @@ class CandidateProcess:
                 env=env,
                 max_output_bytes=20_000,
                 **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out]),
+                **({"started": self._started} if "started" in inspect.signature(run_sandboxed).parameters else {}),
             )
 
         self.thread = threading.Thread(target=run, daemon=True)
@@ -274,10 +279,18 @@ class CandidateProcess:
         self.gave_up = rep is None
         return rep, (time.perf_counter() - t0) * 1e3
 
+    def _started(self, pgid: int) -> None:
+        self.pgid = pgid
+
     def kill(self) -> None:
-        """End the candidate process now (the trusted side gave up on it): every descendant of this process that
-        holds one of its FIFOs open is SIGKILLed, so a hung candidate neither waits for the jail's own timeout nor
-        keeps the GPU busy."""
+        """End the candidate process now: its jail's process group (bwrap's death takes its pid namespace down),
+        and every descendant of this process that holds one of its FIFOs open (a jail without `started`), so a hung
+        or lingering candidate neither waits for the jail's own timeout nor keeps the GPU busy."""
+        if self.pgid is not None and self.alive():  # alive: not reaped, so the group id is still its own
+            try:
+                os.killpg(self.pgid, signal.SIGKILL)
+            except OSError:
+                pass
         me = os.getpid()
         fifos = {str(self.cmd_path), str(self.reply_path)}
         for pid in _descendants(me):
@@ -616,8 +629,7 @@ class Judge:
         finally:
             if self.calibrator is not None:
                 self.calibrator.close(5.0, kill=True)
-            # A candidate that stopped answering is killed now; one that finished exits by itself.
-            self.rep["sandbox"] = cand.close(float(s["timeout_s"]), kill=cand.gave_up)
+            self.end_candidate(cand)  # where drive() did not (it returned before taking the lock)
         self.rep["waiting_for"] = cand.waiting_for
         if cand.gave_up:
             # It stopped answering: died (segfault, abort, its own exit) or hung (killed by us, or by the jail).
@@ -683,7 +695,20 @@ class Judge:
             self.gpu_wait(self.gpu.shared())
             self._drive(cand, refs, cor, post, meta, init_seed, t_call)
         finally:
+            self.end_candidate(cand)  # before the lock goes: nothing of it runs beside others' timed calls
             self.gpu.release()
+
+    def end_candidate(self, cand: CandidateProcess) -> None:
+        """The candidate's end, once: killed at once if it stopped answering; else it has FINISH_GRACE_S to exit by
+        itself after its last reply, and is killed then (a process that answered `finish` and lingered kept the
+        GPU busy, unlocked, for the rest of the jail's `timeout_s`)."""
+        if "sandbox" in self.rep:
+            return
+        info = cand.close(FINISH_GRACE_S, kill=cand.gave_up)
+        if info.get("reason") == "still_running":
+            cand.kill()
+            info = {**cand.close(float(self.s["timeout_s"])), "killed_after_last_reply": True}
+        self.rep["sandbox"] = info
 
     def gpu_wait(self, seconds: float) -> None:
         ph = self.rep["phase_s"]
