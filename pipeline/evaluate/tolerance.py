@@ -27,8 +27,11 @@ KB_ATOL = KB_RTOL = 1e-2  # KernelBench's verdict (settings `atol`, `rtol`), rec
 
 
 def flatten(obj: Any) -> list[Any]:
+    """An output's leaves in order; a dict's as key, value by sorted key (a task may return a dict of tensors)."""
     if isinstance(obj, (list, tuple)):
         return [x for o in obj for x in flatten(o)]
+    if isinstance(obj, dict):
+        return [x for k in sorted(obj, key=str) for x in (k, *flatten(obj[k]))]
     return [obj]
 
 
@@ -282,7 +285,7 @@ def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
                     sc = max(_on_device_or_host(scale_of, a, device=dev), _on_device_or_host(scale_of, b, device=dev))
                 if not _on_device_or_host(compare_tensor, a, b, scale=sc, device=dev, **tol)["ok"]:
                     return ""
-            elif a != b:
+            elif isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) or a != b:
                 return ""
     return (
         f"the reference output is the same (within the scale-aware tolerance) for all {len(ref_outputs)} inputs drawn"
