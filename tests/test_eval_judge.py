@@ -8,6 +8,7 @@ The GPU twin of these tests (native code, CUDA timing) is tests/test_eval_gpu.py
 from __future__ import annotations
 
 import os
+import statistics
 import textwrap
 import time
 from pathlib import Path
@@ -275,6 +276,25 @@ def test_a_candidate_lingering_after_its_last_reply_is_killed(tmp_path):
     assert set(judge._descendants(os.getpid())) <= before
     honest = _eval(tmp_path, HONEST, mode="verify")
     assert honest.correct and "killed_after_last_reply" not in honest.details["sandbox"]
+
+
+def test_under_reported_times_within_the_slack_buy_nothing(tmp_path):
+    """Native code reports a third of each call's time, with a slack so wide that the clock check lets it pass:
+    the figure is the trusted clock's (median wall less the calibrated overhead), not the report."""
+    cheat = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv._time
+        def fake(self, fn, args):
+            out, t, ts = real(self, fn, args)
+            return out, t / 3, ts / 3
+        drv._time = fake
+    """
+    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6)
+    timing = res.details.get("timing") or res.timing
+    reported = statistics.median(timing["solution"]["times_ms"])
+    assert res.correct and timing["solution_ms_from"] == "wall_clock", timing.get("clock_check")
+    assert res.solution_ms > 2 * reported
 
 
 def test_crash_hang_and_error_while_loading_are_contained(tmp_path):
