@@ -379,6 +379,35 @@ def test_reference_and_candidate_draw_the_same_inputs(tmp_path, variant):
         assert not torch.equal(a[0], base[0]) and float(ratio.min()) >= 0.5 and float(ratio.max()) <= 1.5
 
 
+def test_perturbed_inputs_keep_the_structure_a_correct_kernel_may_rely_on():
+    """Symmetric matrices stay symmetric (a kernel computing A^T B for a symmetric A is correct), labels, masks,
+    integer values and sorted boundaries stay as drawn; other floating inputs are perturbed."""
+    import torch
+
+    from pipeline.evaluate import tensorio
+    from pipeline.evaluate.reference import load_task
+
+    task = load_task(
+        TASK.replace(
+            "def get_inputs():",
+            "def get_inputs():\n"
+            "    a = torch.randn(3, 64, 64)\n"
+            "    return [a + a.transpose(-1, -2), torch.randint(0, 2, (256,)).float() * 2 - 1,\n"
+            "            (torch.rand(512) > 0.5).float(), torch.randint(0, 9, (300,)).float(),\n"
+            "            torch.sort(torch.randn(4, 100), dim=-1).values, torch.randn(64, 64)]\n"
+            "def _unused():",
+        )
+    )
+    base = tensorio.make_inputs(task, 7, torch.device("cpu"), "base")
+    pert = tensorio.make_inputs(task, 7, torch.device("cpu"), "perturbed")
+    sym = pert[0]
+    assert not torch.equal(sym, base[0]) and torch.equal(sym, sym.transpose(-1, -2))
+    for k in (1, 2, 3, 4):
+        assert torch.equal(pert[k], base[k]), k
+    assert not torch.equal(pert[5], base[5])
+    assert not torch.equal(pert[5], pert[5].transpose(-1, -2))
+
+
 def test_single_file_extension_is_loaded_from_its_verified_build_without_rebuilding(tmp_path):
     """A load_inline solution imports the extension its build made (a sealed artifact, copied into the
     candidate's own dir) instead of re-running ninja there: nothing is compiled while it is judged."""

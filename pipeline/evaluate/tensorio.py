@@ -44,7 +44,8 @@ def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base
     """The task's inputs for `seed`, drawn on `device` (GPU RNG: cheap). `variant` "perturbed" multiplies every
     floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
     preconditions hold; the distribution differs, so outputs that barely move under get_inputs' own distribution
-    still get checked where they differ)."""
+    still get checked where they differ). Structure a correct kernel may rely on is kept (`_perturbable`):
+    symmetric matrices get a symmetric factor; labels, masks, integer values and sorted rows are left alone."""
     import random
 
     import numpy as np
@@ -60,13 +61,36 @@ def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base
         g.manual_seed(seed ^ 0x5DEECE66D)
 
         def perturb(t: torch.Tensor) -> torch.Tensor:
-            if not t.is_floating_point():
+            how = _perturbable(t)
+            if not how:
                 return t
             f = torch.rand(t.shape, generator=g, device=device, dtype=torch.float32) + 0.5
+            if how == "symmetric":
+                f = (f + f.transpose(-1, -2)) / 2  # exactly symmetric: so is the product
             return (t.float() * f).to(t.dtype)
 
         xs = [tmap(x, perturb) for x in xs]
     return xs
+
+
+def _perturbable(t: torch.Tensor) -> str:
+    """How a floating input may be perturbed: "" (not at all), "symmetric" or "elementwise". Judged on a sample
+    (a few thousand elements, a few rows and matrices), so that it costs nothing on GiB inputs."""
+    if not t.is_floating_point() or t.numel() == 0:
+        return ""
+    flat = t.detach().reshape(-1)
+    sample = flat[:: max(1, flat.numel() // 4096)][:4096].float()
+    if torch.unique(sample).numel() <= 8 or bool((sample == sample.round()).all()):
+        return ""  # labels (+-1), masks, one-hot, counts, constants
+    if t.dim() >= 1 and t.shape[-1] > 1:
+        rows = t.detach().reshape(-1, t.shape[-1])[:64]
+        if bool((rows[:, 1:] >= rows[:, :-1]).all()):
+            return ""  # sorted rows: boundaries of a search, cumulative values
+    if t.dim() >= 2 and t.shape[-1] == t.shape[-2] and t.shape[-1] > 1:
+        m = t.detach().reshape(-1, t.shape[-1], t.shape[-1])[:4]
+        if torch.equal(m, m.transpose(-1, -2)):
+            return "symmetric"
+    return "elementwise"
 
 
 def to_host(obj: Any) -> Any:
