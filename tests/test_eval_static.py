@@ -205,3 +205,33 @@ def test_host_compute_and_aten_calls_in_forward():
         "        return torch.ops.aten.relu.default(x)\n"
     )
     assert "torch_compute_op" in v
+
+
+def test_operators_called_past_the_dispatcher_front_and_dispatch_key_probes():
+    """Ways around the op guard: an operator's redispatch entry (skips the Python dispatch key the guard sits on),
+    at::_ops directly, underscore and _out variants, and probing the guard's dispatch key to tell guarded calls
+    from timed ones."""
+    for src in (
+        "auto y = at::_ops::_softmax::redispatch(ks, x, 1, false);",
+        "auto y = at::_ops::mm::call(a, b);",
+        "auto y = at::_softmax(x, 1, false);",
+        "at::mm_out(o, a, b);",
+        "auto y = at :: matmul (a, b);",
+    ):
+        assert "torch_compute_op" in {f.name for f in check_cpp(src)}, src
+    probe = "bool g = c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::Python);"
+    assert {f.name for f in check_cpp(probe)} == {"caller_introspection"}
+    assert check_cpp("auto o = torch::empty_like(x);\nauto p = at::empty({n}, x.options());") == []
+    py = HEADER + (
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        ks = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)\n"
+        "        return torch.ops.aten._softmax.default.redispatch(ks, x, -1, False)\n"
+    )
+    violations, _ = names(py)
+    assert "torch_compute_op" in violations and "caller_introspection" in violations, violations
+    probe_py = HEADER + (
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        if torch._C._dispatch_tls_is_dispatch_key_included(torch._C.DispatchKey.Python):\n"
+        "            return ext.slow(x)\n        return ext.fast(x)\n"
+    )
+    assert "caller_introspection" in names(probe_py)[0]

@@ -681,8 +681,12 @@ class _PyChecker(ast.NodeVisitor):
             parts[:3] == ["torch", "ops", "aten"]
             or parts[:2] == ["torch", "_refs"]
             or parts[:2] == ["torch", "_prims"]
+            or name == "redispatch"  # an operator called past the Python dispatch key (past the op guard)
         ):
             self.add("torch_compute_op", node, ".".join(parts) + "()")
+        if name in DISPATCH_TLS or name.startswith("_dispatch_tls"):
+            # telling guarded calls from timed ones (the op guard's dispatch key), or switching it off
+            self.add("caller_introspection", node, ".".join(parts) + "()")
         if name in {"half", "bfloat16"} and isinstance(node.func, ast.Attribute):
             self.add("precision_cast", node, f".{name}()")
         if name == "manual_seed" or name == "seed":
@@ -733,6 +737,16 @@ def check_python(
 
 # ---------------------------------------------------------------- C++ / CUDA
 
+DISPATCH_TLS = {
+    "DispatchKeySet",
+    "_ExcludeDispatchKeyGuard",
+    "_IncludeDispatchKeyGuard",
+    "_DisableTorchDispatch",
+    "_disabled_torch_dispatch_impl",
+    "_PreserveDispatchKeyGuard",
+    "_ForceDispatchKeyGuard",
+}
+
 _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
     (
         "stream_creation",
@@ -766,7 +780,8 @@ _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
             r"\bPyRun_\w+|\bpy::module_::import\b|\bpybind11::module_::import\b|"
             r"\bpy::module::import\b|\bpy::eval\b|\bpy::exec\b|\bPyObject_GetAttr\w*|"
             r"\bpy::globals\b|\bTorchDispatchModeTLS\b|\bExcludeDispatchKeyGuard\b|"
-            r"\btls_local_dispatch_key_set\b|\bIncludeDispatchKeyGuard\b|\bPythonTLSSnapshot\b"
+            r"\btls_local_dispatch_key_set\b|\bIncludeDispatchKeyGuard\b|\bPythonTLSSnapshot\b|"
+            r"\btls_is_dispatch_key_\w+|\bc10::impl::tls_\w+"
         ),
     ),
     (
@@ -779,11 +794,13 @@ _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
     (
         "torch_compute_op",
         re.compile(
-            r"\b(?:torch|at)::(?:matmul|mm|bmm|addmm|relu|sigmoid|tanh|softmax|log_softmax|"
+            r"\b(?:torch|at)\s*::\s*_?(?:matmul|mm|bmm|addmm|relu|sigmoid|tanh|softmax|log_softmax|"
             r"conv\w*|linear|sum|mean|exp|log|add|mul|sub|div|max|min|layer_norm|"
             r"batch_norm|gelu|silu|where|clamp|pow|sqrt|einsum|cat|stack|norm|var|std|"
-            r"argmax|topk|sort|cumsum|baddbmm|dropout|embedding|abs)\s*\(|"
-            r"\.(?:matmul|mm|relu|sigmoid|softmax|sum|mean|exp|add|mul|sub|div)\s*\("
+            r"argmax|topk|sort|cumsum|baddbmm|dropout|embedding|abs)(?:_out|_)?\s*\(|"
+            r"\.(?:matmul|mm|relu|sigmoid|softmax|sum|mean|exp|add|mul|sub|div)\s*\(|"
+            # an operator called past the dispatcher's front (past the op guard): at::_ops::X::call / ::redispatch
+            r"\bat\s*::\s*_ops\s*::|\bredispatch\b"
         ),
     ),
     # A persisting access-policy window (or L2 set-aside) keeps lines resident through the harness's L2 flush, so
