@@ -508,3 +508,18 @@ def test_the_sets_always_made_cover_both_input_distributions():
     assert [job["name"] for job in required] == ["cor_0", "check_0", "check_1"]
     assert {job["variant"] for job in required} == {"base", "perturbed"}
     assert required[0]["variant"] == "perturbed" and len(cor) == 3 and len(post) == 1
+
+
+def test_waiting_for_the_gpu_lock_is_not_the_candidates_time(tmp_path):
+    """The candidate's life limit (timeout_s) is kept by the trusted side and moved by every wait for the GPU's
+    lock, so a queue behind other evaluations' timed calls cannot end an honest candidate; the reference counts
+    its own limit from the moment it holds the lock (reference.py), under a backstop jail limit."""
+    import types
+
+    j = judge.Judge(TASK, {}, "full", {**CPU, "cache_dir": str(tmp_path)}, "9.0", "")
+    j.rep = {"phase_s": {}}
+    cand, calib = types.SimpleNamespace(deadline=100.0), types.SimpleNamespace(deadline=50.0)
+    j._cand, j.calibrator = cand, calib
+    j.gpu_wait(30.0)
+    j.gpu_wait(12.5)
+    assert cand.deadline == 142.5 and calib.deadline == 92.5 and j.rep["phase_s"]["gpu_wait"] == 42.5

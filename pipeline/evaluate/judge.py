@@ -149,11 +149,14 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         "inputs_dir": str(dirs.inputs),
         "ref_dir": str(dirs.ref),
         "io_budget_bytes": int(s["io_budget_mb"]) * 2**20,
+        "timeout_s": float(s["reference_timeout_s"]),  # its own limit, counted once it holds the lock
     }
     sb = run_sandboxed(
         _REF_BOOT,
         payload=payload,
-        timeout_s=float(s["reference_timeout_s"]),
+        # a backstop: the process bounds itself to reference_timeout_s past its wait for the GPU's lock, which is
+        # other evaluations' timed calls, not this reference's time
+        timeout_s=4 * float(s["reference_timeout_s"]) + 60,
         memory_mb=None,
         nproc=None,
         fsize_mb=tensorio.MAX_FILE_BYTES >> 20,  # one output alone can pass io_budget_mb
@@ -202,6 +205,10 @@ class CandidateProcess:
         self.sb = None
         self.gave_up = False  # no reply in time, or garbage: nothing more is asked, the process is killed
         self.pgid: int | None = None  # the jail's process group (run_sandboxed's `started`)
+        # Its life limit (timeout_s) is kept here, extended by the time the trusted side waits for the GPU's lock
+        # (Judge.gpu_wait): a queue behind other evaluations' timed calls is not the candidate's time. The jail's own
+        # limit is a backstop well past it.
+        self.deadline = time.monotonic() + float(s["timeout_s"])
         self.waiting_for = "start"
         env = base_env(arch, dirs.cand)
         env["TORCH_EXTENSIONS_DIR"] = str(dirs.build)  # the verified copy; load_inline imports it as built
@@ -217,7 +224,7 @@ class CandidateProcess:
             self.sb = run_sandboxed(
                 _CAND_BOOT,
                 payload=payload,
-                timeout_s=float(s["timeout_s"]),
+                timeout_s=4 * float(s["timeout_s"]) + 60,
                 memory_mb=None,
                 nproc=None,
                 fsize_mb=fsize_mb,
@@ -273,9 +280,13 @@ class CandidateProcess:
         if self.gave_up:
             return None, 0.0
         self.waiting_for = str(msg.get("op"))
+        left = self.deadline - time.monotonic()
+        if left <= 0:  # its whole life is over: killed as one that stopped answering
+            self.gave_up = True
+            return None, 0.0
         t0 = time.perf_counter()
         self.send(msg)
-        rep = self.recv(timeout)
+        rep = self.recv(min(timeout, left))
         self.gave_up = rep is None
         return rep, (time.perf_counter() - t0) * 1e3
 
@@ -691,6 +702,7 @@ class Judge:
         # The GPU's lock (pipeline.gpulock), held from here by this trusted process (released when it dies): shared
         # for untimed work, exclusive for the timed calls.
         self.gpu = GpuLock(self.s.get("gpu_lock") if self.s["device"] != "cpu" else None)
+        self._cand = cand
         try:
             self.gpu_wait(self.gpu.shared())
             self._drive(cand, refs, cor, post, meta, init_seed, t_call)
@@ -713,6 +725,9 @@ class Judge:
     def gpu_wait(self, seconds: float) -> None:
         ph = self.rep["phase_s"]
         ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + seconds, 4)
+        for proc in (getattr(self, "_cand", None), getattr(self, "calibrator", None)):
+            if proc is not None:
+                proc.deadline += seconds  # waiting for the lock is not the candidate's time
 
     def _drive(self, cand, refs, cor, post, meta, init_seed, t_call) -> None:
         s = self.s
@@ -819,7 +834,7 @@ class Judge:
         try:
             return self._timed_calls(cand, calibrator, calib, t_call, meta)
         finally:
-            self.gpu.shared()
+            self.gpu_wait(self.gpu.shared())
 
     def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
         s = self.s

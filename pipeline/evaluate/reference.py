@@ -16,6 +16,7 @@ The report (emit_result) is diagnostic only; the trusted side reads the files.
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 import types
 from typing import Any, Callable
@@ -66,6 +67,8 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         # The GPU's lock, shared (pipeline.gpulock), from the first allocation to the exit: start-up and imports
         # do not hold back a timing that waits for it.
         rep["gpu_wait_s"] = round(GpuLock(payload.get("gpu_lock")).shared(), 4)
+        if payload.get("timeout_s"):
+            signal.alarm(int(payload["timeout_s"]) + 1)  # from here: the wait above is not its time
         model = build_model(task, int(payload["init_seed"]), dev)
         rep["stage"] = "built"
         budget = int(payload.get("io_budget_bytes") or 0)
