@@ -158,6 +158,8 @@ def test_exploit_rejected_at_runtime(built, name):
     _report(name, "exploit_runtime", res)
     want = RUNTIME_CASES[name]
     assert res.reward == -1 and not res.correct, (res.reason, res.violations)
+    if want == "work_off_stream" and res.reason.startswith("output_mismatch"):
+        return  # its side stream does not wait for the inputs made on the default stream: a race lost at a trial
     if want != "incorrect":
         assert want in res.violations, (res.reason, res.violations, res.details.get("violation_details"))
 
