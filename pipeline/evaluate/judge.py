@@ -7,7 +7,6 @@ two FIFOs one command at a time, measures its own wall clock around every timed 
 Protocol and trust argument: docs/judge.md.
 
 Directory of one evaluation (`EvalDirs`, a fresh temp dir):
-  inputs/  inputs the reference process saves when a job asks (save_inputs; the judge's jobs do not)
   ref/     written by the reference process, read here; never mounted into the candidate's jail
   cand/    the candidate's work dir: its FIFOs, its private copy of the solution, out/ (its outputs)
   calib/   the calibrator's work dir (a second candidate-process program that never loads candidate code)
@@ -109,7 +108,6 @@ def base_env(arch_list: str, private: Path) -> dict[str, str]:
 @dataclass
 class EvalDirs:
     root: Path
-    inputs: Path
     ref: Path
     cand: Path
     out: Path
@@ -118,8 +116,8 @@ class EvalDirs:
     @classmethod
     def make(cls) -> EvalDirs:
         root = Path(tempfile.mkdtemp(prefix="opforge-judge-"))
-        d = cls(root, root / "inputs", root / "ref", root / "cand", root / "cand" / "out", root / "build")
-        for p in (d.inputs, d.ref, d.cand, d.out, d.build):
+        d = cls(root, root / "ref", root / "cand", root / "cand" / "out", root / "build")
+        for p in (d.ref, d.cand, d.out, d.build):
             p.mkdir(parents=True)
         return d
 
@@ -136,7 +134,7 @@ class EvalDirs:
 
 
 def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arch: str, init_seed: int) -> dict:
-    """Inputs (when `save_inputs`) and reference outputs of `jobs`, as files; returns the process's report plus
+    """Reference outputs of `jobs`, as files; returns the process's report plus
     `sandbox` (diagnostics only)."""
     work = Path(tempfile.mkdtemp(prefix="opforge-ref-", dir=dirs.root))
     lock = ensure(s["gpu_lock"]) if s.get("gpu_lock") and s["device"] != "cpu" else None
@@ -146,7 +144,6 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         "gpu_lock": lock,  # taken shared inside, around the GPU work (reference.py)
         "init_seed": init_seed,
         "jobs": jobs,
-        "inputs_dir": str(dirs.inputs),
         "ref_dir": str(dirs.ref),
         "io_budget_bytes": int(s["io_budget_mb"]) * 2**20,
         "timeout_s": float(s["reference_timeout_s"]),  # its own limit, counted once it holds the lock
@@ -166,7 +163,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
         **jail_kwargs(
             gpu=s["device"] != "cpu",
             read_dirs=[str(Path(lock).parent)] if lock else [],
-            write_dirs=[dirs.inputs, dirs.ref],
+            write_dirs=[dirs.ref],
         ),
     )
     rep = sb.result if isinstance(sb.result, dict) else {}
@@ -425,27 +422,15 @@ class Judge:
         for k in range(trials):
             cor_jobs.append(
                 # the first trial (the one always made) on the other distribution than the timed calls' (base)
-                {
-                    "name": f"cor_{k}",
-                    "seed": self.seed(),
-                    "variant": variants[(k + 1) % len(variants)],
-                    "save_inputs": False,
-                }
+                {"name": f"cor_{k}", "seed": self.seed(), "variant": variants[(k + 1) % len(variants)]}
             )
         for k in range(post):
-            post_jobs.append(
-                {
-                    "name": f"post_{k}",
-                    "seed": self.seed(),
-                    "variant": variants[k % len(variants)],
-                    "save_inputs": False,
-                }
-            )
+            post_jobs.append({"name": f"post_{k}", "seed": self.seed(), "variant": variants[k % len(variants)]})
         # Reference outputs for the timed calls that will be checked, made now with the others: the seeds of those
         # calls (random like every timed call's) are drawn here, so no second reference process is needed.
         if self.mode != "verify":
             for k in range(int(s["check_max_calls"])):
-                check_jobs.append({"name": f"check_{k}", "seed": self.seed(), "variant": "base", "save_inputs": False})
+                check_jobs.append({"name": f"check_{k}", "seed": self.seed(), "variant": "base"})
         self._check_pool = [(j["name"], j["seed"]) for j in check_jobs]
         # A trial's seed reaches the candidate at its call, like a timed call's: it draws the same inputs itself
         # (tensorio.make_inputs), so no input set is written, nor read twice, as a file (GiBs on large tasks).

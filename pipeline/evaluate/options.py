@@ -88,7 +88,7 @@ class EvalOptions:
     )
     io_budget_mb: int = _opt(
         8192,
-        "Most MiB of inputs and reference outputs written per evaluation: past it, the reference makes no more "
+        "Most MiB of reference outputs written per evaluation: past it, the reference makes no more "
         "correctness trials, post-timing trials or checked timed calls beyond the first trial and two checked calls "
         "(the last and one at random); a KernelBench level-1 task moves up to 16 GiB per call. details.io_budget "
         "says what ran.",

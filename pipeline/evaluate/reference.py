@@ -2,12 +2,11 @@
 
 Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
   task_code, device ("cuda" | "cpu"), gpu_lock (the GPU's lock file, bound read-only, or None), init_seed,
-  inputs_dir (inputs written here for jobs that ask: save_inputs),
   ref_dir (written here; never mounted into the candidate's jail),
-  jobs: [{"name", "seed", "variant", "save_inputs": bool, "required": bool}], io_budget_bytes
-For each job it draws the task's inputs from the seed (`tensorio.make_inputs`), writes them to
-`inputs_dir/<name>.pt` when asked, runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
-A job that is not `required` is skipped (reported in `skipped`) when its files, estimated from the first job's,
+  jobs: [{"name", "seed", "variant", "required": bool}], io_budget_bytes, timeout_s
+For each job it draws the task's inputs from the seed (`tensorio.make_inputs`; the candidate draws the same ones at
+its call), runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
+A job that is not `required` is skipped (reported in `skipped`) when its output, estimated from the largest so far,
 would take the bytes written past `io_budget_bytes`: a task with outputs of GiBs gets fewer sets, not a full disk.
 Seeds are secret from the candidate, not from the task: the reference is the definition of correct.
 The report (emit_result) is diagnostic only; the trusted side reads the files.
@@ -72,19 +71,12 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         model = build_model(task, int(payload["init_seed"]), dev)
         rep["stage"] = "built"
         budget = int(payload.get("io_budget_bytes") or 0)
-        written, in_bytes, out_bytes, skipped = 0, None, None, []
+        written, out_bytes, skipped = 0, None, []
         for job in payload["jobs"]:
-            if budget and not job.get("required") and out_bytes is not None:
-                need = out_bytes + ((in_bytes or 0) if job.get("save_inputs") else 0)
-                if written + need > budget:
-                    skipped.append(job["name"])
-                    continue
+            if budget and not job.get("required") and out_bytes is not None and written + out_bytes > budget:
+                skipped.append(job["name"])
+                continue
             xs = tensorio.make_inputs(task, int(job["seed"]), dev, job.get("variant", "base"))
-            if job.get("save_inputs"):
-                path = os.path.join(payload["inputs_dir"], job["name"] + ".pt")
-                tensorio.save(xs, path)
-                in_bytes = max(in_bytes or 0, os.path.getsize(path))
-                written += os.path.getsize(path)
             with torch.no_grad():
                 out = model(*xs)
             if dev.type == "cuda":
