@@ -24,6 +24,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pipeline.evaluate.options import EvalOptions
+
 _SKIP = {"lock", ".ninja_lock"}
 
 
@@ -115,7 +117,7 @@ def compile_locked(
     arch_list: str,
     timeout: float,
     slim_headers: bool = True,
-    memory_mb: int | None = None,
+    memory_mb: int = EvalOptions.build_memory_mb,
 ) -> Any:
     """`build.compile_solution` under a per-source flock, stale FileBatons removed, then sealed."""
     from pipeline.evaluate.build import compile_solution
@@ -126,8 +128,9 @@ def compile_locked(
     with flocked(lock):
         if p.is_file():
             remove_stale_batons(Path(cache_dir), src, arch_list)
-        kw = {} if memory_mb is None else {"memory_mb": memory_mb}  # None: build's default; 0: no limit
-        cr = compile_solution(p, cache_dir, arch_list=arch_list, timeout=timeout, slim_headers=slim_headers, **kw)
+        cr = compile_solution(
+            p, cache_dir, arch_list=arch_list, timeout=timeout, slim_headers=slim_headers, memory_mb=memory_mb
+        )
         if cr.ok and cr.artifact:
             seal(cache_dir, cr.artifact)
     return cr

@@ -73,10 +73,16 @@ _EXECUTABLES = (
 
 
 def jail_kwargs(
-    *, gpu: bool, read_dirs: list[str], exec_dirs: list | None = None, write_dirs: list | None = None
+    *,
+    gpu: bool,
+    read_dirs: list[str],
+    exec_dirs: list | None = None,
+    write_dirs: list | None = None,
+    started: Any = None,
 ) -> dict[str, Any]:
-    """`run_sandboxed`'s parameters that only some versions of the jail have (`gpu`, `read_dirs`, `exec_dirs` in
-    the bubblewrap jail; `allowed_executables` in the older one, where exec dirs are plain writable dirs)."""
+    """`run_sandboxed`'s parameters that only some versions of the jail have (`gpu`, `read_dirs`, `exec_dirs`,
+    `started` in the bubblewrap jail; `allowed_executables` in the older one, where exec dirs are plain writable
+    dirs)."""
     params = inspect.signature(run_sandboxed).parameters
     kw: dict[str, Any] = {"write_dirs": [str(d) for d in write_dirs or []]}
     if "gpu" in params:
@@ -89,6 +95,8 @@ def jail_kwargs(
         kw["write_dirs"] += [str(d) for d in exec_dirs or []]
     if "allowed_executables" in params:
         kw["allowed_executables"] = _EXECUTABLES
+    if started is not None and "started" in params:
+        kw["started"] = started
     return kw
 
 
@@ -228,8 +236,9 @@ class CandidateProcess:
                 workdir=str(dirs.cand),
                 env=env,
                 max_output_bytes=20_000,
-                **jail_kwargs(gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out]),
-                **({"started": self._started} if "started" in inspect.signature(run_sandboxed).parameters else {}),
+                **jail_kwargs(
+                    gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out], started=self._started
+                ),
             )
 
         self.thread = threading.Thread(target=run, daemon=True)
@@ -926,11 +935,11 @@ class Judge:
         # The figure is never below what the trusted clock says the calls took (their median wall time less the
         # calibrated overhead): under-reporting within the slack buys nothing. Honest calls' unexplained time is
         # negative (their overhead is below the null calls'), so for them this is the reported median.
-        by_wall = fig.get("median_wall_ms", 0.0) - fig.get("overhead_ms", 0.0)
-        self.rep["solution_ms"] = max(statistics.median(times), by_wall)
-        self.rep["timing"]["solution_ms_from"] = "reported" if statistics.median(times) >= by_wall else "wall_clock"
-        self._checked = checked
         dev_ms, stream_ms = statistics.median(times), statistics.median(stream)
+        by_wall = fig.get("median_wall_ms", 0.0) - fig.get("overhead_ms", 0.0)
+        self.rep["solution_ms"] = max(dev_ms, by_wall)
+        self.rep["timing"]["solution_ms_from"] = "reported" if dev_ms >= by_wall else "wall_clock"
+        self._checked = checked
         sync_ms = statistics.median(self._null_gaps) if self._null_gaps else 0.0
         self.rep["timing"]["sync_gap_ms"] = round(sync_ms, 5)
         why = off_stream(dev_ms, stream_ms, sync_ms, float(s["offstream_ratio"]), float(s["offstream_min_ms"]))
