@@ -280,7 +280,7 @@ def test_a_candidate_lingering_after_its_last_reply_is_killed(tmp_path, monkeypa
 
 
 def test_under_reported_times_within_the_slack_buy_nothing(tmp_path):
-    """Native code reports a third of each call's time, with a slack so wide that the clock check lets it pass:
+    """Native code reports a hundredth of each call's time, with a slack so wide that the clock check lets it pass:
     the figure is the trusted clock's (median wall less the calibrated overhead), not the report."""
     cheat = """
         import sys
@@ -288,7 +288,7 @@ def test_under_reported_times_within_the_slack_buy_nothing(tmp_path):
         real = drv._time
         def fake(self, fn, args):
             out, t, ts = real(self, fn, args)
-            return out, t / 3, ts / 3
+            return out, t / 100, ts / 100
         drv._time = fake
     """
     res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6)
