@@ -95,7 +95,7 @@ class GpuSampler:
         return round(statistics.fmean(vals) / 100, 3) if vals else None
 
 
-def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1) -> dict:
+def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: dict | None = None) -> dict:
     from pipeline.evaluate.harness import evaluate
 
     pool = []
@@ -126,7 +126,7 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1) -> dict:
                 evaluate,
                 task,
                 str(p),
-                settings={"cache_dir": str(cache), "gpu_lock": lock, **extra},
+                settings={"cache_dir": str(cache), "gpu_lock": lock, **(settings or {}), **extra},
                 compile_result=builds[name],
             )
             for name, task, p, extra in items
@@ -147,6 +147,7 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1) -> dict:
         "gpu_utilization": util,  # nvidia-smi: share of the batch's time a kernel ran on the GPU
         "task_scale": scale,
         "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
+        "settings": settings or {},
         "rewards": [r.reward for r in results],
         "single_file_build_during_batch": single,
     }
@@ -304,7 +305,9 @@ KB_LEVEL1 = {
 }
 
 
-def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", constant: bool = False) -> dict:
+def bench_first_verdict(
+    work: Path, inflight: int, kernelbench: str = "", constant: bool = False, extra: dict | None = None
+) -> dict:
     from pipeline.evaluate.harness import evaluate
 
     cache = Path(tempfile.mkdtemp(prefix="opforge-bench-ttfv-"))  # cold: no builds, no baselines
@@ -324,7 +327,8 @@ def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", consta
         src = work / f"ttfv_{i}_{name}.py"
         src.write_text((A.HONEST / f"{name}.py").read_text().replace("opforge_fixture_", f"opforge_ttfv{i}_"))
         # evaluate builds itself, as `opforge eval` does: the baselines and the reference run beside the build
-        res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock})
+        res = evaluate(task, str(src), settings={"cache_dir": str(cache), "gpu_lock": lock, **(extra or {})})
+        sol = (res.timing or {}).get("solution") or {}
         row = {
             "task": KB_LEVEL1[name] if kernelbench else name,
             "wall_s": round(time.perf_counter() - t0, 1),
@@ -335,6 +339,8 @@ def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", consta
             "solution_ms": res.solution_ms,
             "eager_ms": res.eager_ms,
             "phase_s": res.details.get("phase_s"),
+            "timed_calls": sol.get("trials"),
+            "median_call_wall_ms": statistics.median(sol["wall_ms"]) if sol.get("wall_ms") else None,
             "io_budget": res.details.get("io_budget"),
             "reference": res.details.get("reference"),
         }
@@ -355,6 +361,7 @@ def bench_first_verdict(work: Path, inflight: int, kernelbench: str = "", consta
         "median_s": statistics.median(walls),
         "max_s": max(walls),
         "total_wall_s": round(time.perf_counter() - t0, 1),
+        "settings": extra or {},
         "rows": rows,
     }
 
@@ -419,7 +426,7 @@ def main() -> None:
     ap.add_argument(
         "--settings",
         default="",
-        help="JSON evaluation options for repeatability, e.g. '{\"timing_min_ms\": 0}' for the fixed trial count",
+        help="JSON evaluation options (repeatability, first_verdict, throughput), e.g. '{\"timing_min_ms\": 0}'",
     )
     ap.add_argument("--raw", action="store_true", help="keep every timed call in the repeatability report")
     ap.add_argument(
@@ -451,11 +458,12 @@ def main() -> None:
         return
     if args.only == "first_verdict":
         show("device", torch.cuda.get_device_name(0))
-        show("first_verdict", bench_first_verdict(work, args.inflight, args.kernelbench, args.constant))
+        extra = json.loads(args.settings) if args.settings else None
+        show("first_verdict", bench_first_verdict(work, args.inflight, args.kernelbench, args.constant, extra))
         return
     if args.only == "throughput":
         show("device", torch.cuda.get_device_name(0))
-        show("throughput", bench_throughput(cache, work, args.n_batch, args.scale))
+        show("throughput", bench_throughput(cache, work, args.n_batch, args.scale, json.loads(args.settings or "{}")))
         return
     if args.only:
         show("device", torch.cuda.get_device_name(0))

@@ -82,6 +82,19 @@ class GpuLock:
     def exclusive(self) -> float:
         return self._take(fcntl.LOCK_EX)
 
+    def downgrade(self) -> float:
+        """From exclusive to shared without passing the turnstile: nobody else holds the lock, so Linux converts it
+        in place. Passing the turnstile instead queued a finished timing behind every timing waiting then, so with
+        several evaluations in flight none got its verdict before the last timing ended. Falls back to `shared()`
+        where the conversion did not hold (not exclusive, or another kernel's flock semantics)."""
+        if not self.path or self._fd is None:
+            return self.shared()
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return 0.0
+        except BlockingIOError:
+            return self.shared()
+
     def release(self) -> None:
         for fd in (self._fd, self._turn):
             if fd is not None:

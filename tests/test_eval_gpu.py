@@ -311,3 +311,25 @@ def test_native_static_initializer_forges_nothing(built, monkeypatch):
     finally:
         for d in dirs:
             d.remove()
+
+
+def test_digest_of_a_device_tensor_is_that_of_its_bytes():
+    """The commitment a candidate makes on the GPU (staged through pinned buffers, in pieces) is the one the trusted
+    side recomputes from the saved file on the host: multi-piece, odd-sized, non-contiguous and empty tensors."""
+    import torch
+
+    from pipeline.evaluate import tensorio
+
+    n = 2 * tensorio.PIN_BYTES // 4 + 12_345  # three pieces, the last one short
+    outs = [
+        torch.randn(n, device="cuda"),
+        torch.randn(64, 48, device="cuda").t(),
+        torch.empty(0, device="cuda"),
+        [torch.arange(7, device="cuda", dtype=torch.int64), 1.5],
+    ]
+    for out in outs:
+        host = tensorio.tmap(out, lambda t: t.cpu())
+        assert tensorio.digest(out) == tensorio.digest(host)
+    a = outs[0].clone()
+    a[-1] += 1  # a change in the last, short piece
+    assert tensorio.digest(a) != tensorio.digest(outs[0])

@@ -82,6 +82,35 @@ def test_a_waiting_timing_goes_before_new_shared_holders(tmp_path):
     assert order == ["timing", "late"]
 
 
+def test_a_finished_timing_downgrades_before_waiting_timings(tmp_path):
+    """Back to shared after a timing without queueing behind the timings waiting then: with several evaluations in
+    flight, each gets its verdict after its own timing, not after the last one's."""
+    path = ensure(str(tmp_path / "gpu-0.lock"))
+    mine = GpuLock(path)
+    mine.exclusive()
+    other_in = threading.Event()
+
+    def other_timing():
+        with held(path, shared=False):
+            other_in.set()
+
+    t = threading.Thread(target=other_timing)
+    t.start()
+    turn = path + ".turn"
+    while _try(turn, fcntl.LOCK_EX):  # until the other timing waits, holding the turnstile
+        pass
+    assert mine.downgrade() == 0.0  # at once: it did not wait for the other timing
+    assert not other_in.is_set()
+    assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)  # held shared now
+    mine.release()
+    assert other_in.wait(30)
+    t.join()
+    free = GpuLock(path)
+    free.downgrade()  # not held: taken shared
+    assert _try(path, fcntl.LOCK_SH) and not _try(path, fcntl.LOCK_EX)
+    free.release()
+
+
 def test_a_dead_holder_releases_the_gpu(tmp_path):
     path = ensure(str(tmp_path / "gpu-0.lock"))
     code = (

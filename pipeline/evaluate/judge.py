@@ -828,7 +828,7 @@ class Judge:
         try:
             return self._timed_calls(cand, calibrator, calib, t_call, meta)
         finally:
-            self.gpu_wait(self.gpu.shared())
+            self.gpu_wait(self.gpu.downgrade())
 
     def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
         s = self.s

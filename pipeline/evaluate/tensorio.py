@@ -191,10 +191,10 @@ def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
 
 def digest(obj: Any) -> str:
     """A commitment to an output: SHA-256 of its structure (containers, dtypes, shapes, every non-tensor value as it
-    will load) and of every tensor's bytes, copied to the host in pieces (CHUNK bytes). The trusted side recomputes
-    it from the saved file. Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32
-    words, used before) let a candidate that learnt a call was checked compute the right output then and nudge its
-    low-order bits, within tolerance, until the sum matched what it had committed for a stale one."""
+    will load) and of every tensor's bytes (`_host_bytes`). The trusted side recomputes it from the saved file.
+    Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32 words, used before) let a
+    candidate that learnt a call was checked compute the right output then and nudge its low-order bits, within
+    tolerance, until the sum matched what it had committed for a stale one."""
     h = hashlib.sha256()
 
     def put(token: str) -> None:
@@ -205,8 +205,8 @@ def digest(obj: Any) -> str:
         if isinstance(o, torch.Tensor):
             b = o.detach().contiguous().reshape(-1).view(torch.uint8)
             put(f"T{str(o.dtype).replace('torch.', '')}{list(o.shape)}")
-            for i in range(0, b.numel(), CHUNK):
-                h.update(b[i : i + CHUNK].cpu().numpy().data)
+            for piece in _host_bytes(b):
+                h.update(piece)
         elif depth > 8:
             put("deep")  # plain() rejects it anyway
         elif isinstance(o, (list, tuple)):
@@ -223,6 +223,42 @@ def digest(obj: Any) -> str:
 
     walk(obj, 0)
     return h.hexdigest()
+
+
+PIN_BYTES = 1 << 24  # a staging buffer's size: device bytes reach the hash through two of them, in turns
+_staging: dict[int, list[torch.Tensor]] = {}
+
+
+def _host_bytes(b: torch.Tensor) -> Any:
+    """The bytes of a flat uint8 tensor as host buffers, in order. A host tensor's are its own; a device tensor's are
+    copied in pieces into two pinned buffers, the next piece's copy running while the last one is hashed (a plain
+    `.cpu()` per piece allocated pageable memory each call and left the copy and the hash in series)."""
+    n = b.numel()
+    if b.device.type != "cuda":
+        for i in range(0, n, CHUNK):
+            yield b[i : i + CHUNK].numpy().data
+        return
+    size = min(PIN_BYTES, n)
+    bufs = _staging.get(b.device.index or 0)
+    if bufs is None or bufs[0].numel() < size:
+        bufs = [torch.empty(max(size, 1 << 20), dtype=torch.uint8, pin_memory=True) for _ in range(2)]
+        _staging[b.device.index or 0] = bufs
+    stream = torch.cuda.current_stream(b.device)
+    starts = list(range(0, n, size))
+
+    def copy(k: int) -> torch.cuda.Event:
+        piece = b[starts[k] : starts[k] + size]
+        bufs[k % 2][: piece.numel()].copy_(piece, non_blocking=True)
+        ev = torch.cuda.Event()
+        ev.record(stream)
+        return ev
+
+    pending = copy(0) if starts else None
+    for k in range(len(starts)):
+        done = pending
+        pending = copy(k + 1) if k + 1 < len(starts) else None  # into the other buffer, hashed two pieces ago
+        done.synchronize()
+        yield bufs[k % 2][: min(size, n - starts[k])].numpy().data
 
 
 def _value(o: Any) -> str:
