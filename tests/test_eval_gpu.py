@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,12 +67,44 @@ def _report(name: str, kind: str, res) -> None:
         f.write(json.dumps(row, default=str) + "\n")
 
 
+class _Builds:
+    """Each fixture solution's build, started when a test first asks for it (a run of a few tests builds only
+    theirs), on all cores. Exploit workspaces share the add_vec4 build (its binding.cpp object), so they start after
+    it. Under pytest-xdist a file lock per solution lets one worker build while the others wait, then hit the
+    cache."""
+
+    def __init__(self, sols: dict, cache: Path) -> None:
+        self.sols, self.cache = sols, cache
+        self.ex = cf.ThreadPoolExecutor(max(2, os.cpu_count() or 2))
+        self.futs: dict[str, cf.Future] = {}
+        self.lock = threading.RLock()
+
+    def build(self, name: str):
+        from pipeline.evaluate.build import compile_solution
+
+        fd = os.open(self.cache / f".fixture-build-{name}.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            res = compile_solution(self.sols[name][1], self.cache)
+        finally:
+            os.close(fd)
+        print(f"[build] {name}: ok={res.ok} cached={res.cached} {res.seconds:.1f} s", file=sys.stderr, flush=True)
+        return res
+
+    def __getitem__(self, name: str) -> cf.Future:
+        with self.lock:
+            if name not in self.futs:
+                if name != "add_vec4" and self.sols[name][1].is_dir():
+                    first = self["add_vec4"]
+                    self.futs[name] = self.ex.submit(lambda: (first.result(), self.build(name))[1])
+                else:
+                    self.futs[name] = self.ex.submit(self.build, name)
+            return self.futs[name]
+
+
 @pytest.fixture(scope="module")
 def built():
-    """Every fixture solution, built up front on all cores (exploit workspaces share the add_vec4 build, so they
-    start after it)."""
-    from pipeline.evaluate.build import compile_solution
-
+    """Every fixture solution, by name: its task, its path, and its build (started on first use)."""
     cache = Path(os.environ.get("OPFORGE_EVAL_CACHE") or tempfile.mkdtemp(prefix="opforge-eval-cache-"))
     cache.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="opforge-gpu-ws-"))
@@ -89,27 +122,9 @@ def built():
     native = root / "kb_native_forge.py"
     native.write_text((A.EXPLOITS / "kb_native_forge.py").read_text().replace("@CACHE@", str(cache)))
     sols["kb_native_forge"] = (A.task_code("softmax_wide"), native)
-
-    def build(name: str):
-        res = compile_solution(sols[name][1], cache)
-        print(f"[build] {name}: ok={res.ok} cached={res.cached} {res.seconds:.1f} s", file=sys.stderr, flush=True)
-        return res
-
-    # Under pytest-xdist the first worker builds while the others wait on the lock, then hit the cache.
-    fcntl.flock(lock := os.open(cache / ".fixture-builds.lock", os.O_RDWR | os.O_CREAT), fcntl.LOCK_EX)
-    ex = cf.ThreadPoolExecutor(max(2, os.cpu_count() or 2))
-    first = ex.submit(build, "add_vec4")  # the shared binding.cpp object, once
-    builds: dict[str, cf.Future] = {"add_vec4": first}
-    after = [n for n in sols if n != "add_vec4" and sols[n][1].is_dir()]
-    for n in sols:
-        if n not in builds and n not in after:  # single files do not share objects: start them at once
-            builds[n] = ex.submit(build, n)
-    for n in after:
-        builds[n] = ex.submit(lambda n=n: (first.result(), build(n))[1])
-    cf.wait(list(builds.values()))
-    os.close(lock)
+    builds = _Builds(sols, cache)
     yield {"cache": str(cache), "sols": sols, "builds": builds}
-    ex.shutdown(cancel_futures=True)
+    builds.ex.shutdown(cancel_futures=True)
     shutil.rmtree(root, ignore_errors=True)
 
 
