@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "kernels"))
 import assemble as A  # noqa: E402
 
 from pipeline.evaluate.build import compile_solution  # noqa: E402
+from pipeline.gpulock import ensure  # noqa: E402
 
 
 def bench_compile(cache: Path, work: Path) -> dict:
@@ -95,6 +96,33 @@ class GpuSampler:
         return round(statistics.fmean(vals) / 100, 3) if vals else None
 
 
+class LockSampler:
+    """Share of a block's time during which some process held the GPU's lock (shared or exclusive): the GPU reserved
+    for evaluation work, read passively from /proc/locks every 10 ms (no lock taken to probe)."""
+
+    def __init__(self, lock: str) -> None:
+        ensure(lock)
+        self.tag = f":{os.stat(lock).st_ino} "
+        self.held = self.total = 0
+        self.done = threading.Event()
+        self.th = threading.Thread(target=self.run, daemon=True)
+        self.th.start()
+
+    def run(self) -> None:
+        while not self.done.wait(0.01):
+            try:
+                lines = Path("/proc/locks").read_text().splitlines()
+            except OSError:
+                return
+            self.total += 1
+            self.held += any(self.tag in ln and "->" not in ln for ln in lines)  # "->": a waiter
+
+    def stop(self) -> float | None:
+        self.done.set()
+        self.th.join()
+        return round(self.held / self.total, 3) if self.total else None
+
+
 def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: dict | None = None) -> dict:
     from pipeline.evaluate.harness import evaluate
 
@@ -118,7 +146,7 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: 
     single: dict = {}
     th = threading.Thread(target=bench_single_file, args=(cache, single))
     t0 = time.perf_counter()
-    sampler = GpuSampler()
+    sampler, held = GpuSampler(), LockSampler(lock)
     th.start()  # a cold load_inline build on the CPU while the GPU measures
     with cf.ThreadPoolExecutor(2) as ex:
         futs = [
@@ -133,7 +161,7 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: 
         ]
         results = [f.result() for f in futs]
     wall = time.perf_counter() - t0
-    util = sampler.stop()
+    util, held_share = sampler.stop(), held.stop()
     th.join()
     busy = 0.0
     for r in results:
@@ -144,6 +172,7 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: 
         "wall_s": round(wall, 1),
         "evals_per_gpu_hour": round(n / wall * 3600),
         "gpu_busy_share": round(busy / wall, 3),
+        "gpu_lock_held_share": held_share,  # the GPU held for evaluation work (timings, references, checks)
         "gpu_utilization": util,  # nvidia-smi: share of the batch's time a kernel ran on the GPU
         "task_scale": scale,
         "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
