@@ -234,6 +234,8 @@ def _host_bytes(b: torch.Tensor) -> Any:
     copied in pieces into two pinned buffers, the next piece's copy running while the last one is hashed (a plain
     `.cpu()` per piece allocated pageable memory each call and left the copy and the hash in series)."""
     n = b.numel()
+    if n == 0:
+        return
     if b.device.type != "cuda":
         for i in range(0, n, CHUNK):
             yield b[i : i + CHUNK].numpy().data
