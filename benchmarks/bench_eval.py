@@ -128,7 +128,8 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: 
 
     pool = []
     for name, task in A.HONEST_WORKSPACES.items():
-        pool.append((name, scaled(A.task_code(task), scale), A.honest_workspace(work / f"tp_{name}", name), {}))
+        code = scaled(A.task_code(task), scale)
+        pool.append((name, code, scaled_workspace(work / f"tp_{name}", name, code), {}))
     for name in ("ws_torch_op", "ws_result_reuse", "ws_ptr_cache", "ws_zero_inputs", "ws_lazy_tensor"):
         pool.append(
             (name, A.task_code("vec_add"), A.exploit_workspace(work / f"tp_{name}", name), {"static_checks": False})
@@ -178,6 +179,10 @@ def bench_throughput(cache: Path, work: Path, n: int, scale: int = 1, settings: 
         "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),
         "settings": settings or {},
         "rewards": [r.reward for r in results],
+        "verdicts": [
+            {"name": item[0], "reward": r.reward, "reason": r.reason[:200], "violations": r.violations}
+            for item, r in zip(items, results)
+        ],
         "single_file_build_during_batch": single,
     }
 
@@ -192,6 +197,18 @@ def scaled(task: str, k: int) -> str:
     head, sep, tail = task.partition("def get_inputs")
     tail = re.sub(r"torch\.randn\(([^,)]+)", lambda m: f"torch.randn({k} * ({m.group(1)})", tail)
     return head + sep + tail
+
+
+def scaled_workspace(dest: Path, name: str, task: str) -> Path:
+    """The honest workspace `name` for `task` (a scaled one): its protected model.py and manifest hash follow it."""
+    from pipeline.evaluate import workspace as W
+
+    ws = A.honest_workspace(dest, name)
+    (ws / "model.py").write_text(task)
+    man = json.loads((ws / W.MANIFEST).read_text())
+    man["task_sha256"] = W._sha(task)
+    (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
+    return ws
 
 
 def bench_repeatability(
@@ -219,14 +236,7 @@ def bench_repeatability(
             continue
         k = (scales or {}).get(name, scale)
         task = scaled(A.task_code(task_name), k)
-        ws = A.honest_workspace(work / f"rep_{name}_x{k}", name)
-        if k != 1:  # the workspace's protected model.py and its manifest hash follow the scaled task
-            from pipeline.evaluate import workspace as W
-
-            (ws / "model.py").write_text(task)
-            man = json.loads((ws / W.MANIFEST).read_text())
-            man["task_sha256"] = W._sha(task)
-            (ws / W.MANIFEST).write_text(json.dumps(man, indent=1, sort_keys=True))
+        ws = scaled_workspace(work / f"rep_{name}_x{k}", name, task)
         cr = compile_solution(ws, cache)
         acc = [{"speedups": [], "eager": [], "eager_runs": [], "sol": [], "within": [], "raw": []} for _ in configs]
         for _ in range(repeats):
