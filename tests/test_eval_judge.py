@@ -283,11 +283,13 @@ def test_under_reported_times_within_the_slack_buy_nothing(tmp_path):
     """Native code reports a hundredth of each call's time, with a slack so wide that the clock check lets it pass:
     the figure is the trusted clock's (median wall less the calibrated overhead), not the report."""
     cheat = """
-        import sys
+        import sys, time
         drv = sys.modules["pipeline.evaluate.candidate"].Driver
         real = drv._time
+        def slow(fn):  # each call takes >= 5 ms, far above the overhead calibration's noise on a loaded machine
+            return lambda *a: (time.sleep(0.005), fn(*a))[1]
         def fake(self, fn, args):
-            out, t, ts = real(self, fn, args)
+            out, t, ts = real(self, slow(fn), args)
             return out, t / 100, ts / 100
         drv._time = fake
     """

@@ -235,3 +235,88 @@ def test_operators_called_past_the_dispatcher_front_and_dispatch_key_probes():
         "            return ext.slow(x)\n        return ext.fast(x)\n"
     )
     assert "caller_introspection" in names(probe_py)[0]
+
+
+# Honest idioms of third-party KernelBench solutions that were rejected (a sweep of 60 realistic files), each beside
+# the dishonest form the same rule must still name.
+_EXT = (
+    "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
+    "ext = load_inline(name='k', cpp_sources='', cuda_sources='', functions=['relu', 'softmax', 'add'])\n"
+)
+HONEST_IDIOMS = {
+    "view functions": "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        x = torch.flatten(x, 1)\n        a, b = torch.chunk(torch.unsqueeze(x, 0), 2, dim=-1)\n"
+    "        return ext.add(torch.transpose(a, 0, 1), torch.reshape(b, a.shape))\n",
+    "local alias of an extension": "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.k = ext\n    def forward(self, a, b):\n        k = self.k\n        return k.add(a, b)\n",
+    "lazy loader": "def _ext():\n    return load_inline(name='k2', cpp_sources='', functions=['softmax'])\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return _ext().softmax(x)\n",
+    "extensions in a dict": "KERNELS = {'act': load_inline(name='k3', cpp_sources='', functions=['relu'])}\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return KERNELS['act'].relu(x)\n",
+    "extensions in a list on self": "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.exts = [ext]\n    def forward(self, x):\n        return self.exts[0].relu(x)\n",
+    "annotated extension": "from types import ModuleType\n"
+    "mod: ModuleType = load_inline(name='k4', cpp_sources='', functions=['relu'])\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return mod.relu(x)\n",
+    "numpy on a shape": "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        n = int(np.prod(x.shape[1:]))\n        return ext.relu(x.view(-1, n))\n",
+    "pathlib build folder": "from pathlib import Path\nBUILD = Path('/tmp') / 'k5'\n"
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n",
+    "docstring naming torch's C++": "class ModelNew(nn.Module):\n"
+    '    """Faster than at::softmax(x, 1) and x.sum(-1), in one pass."""\n'
+    "    def forward(self, x):\n        return ext.softmax(x)\n",
+}
+DISHONEST_TWINS = {
+    "torch_compute_op": [
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n",
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        y = x * 2\n        return y.sum(1)\n",
+        "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return (a + b).softmax(1)\n",
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x.float().softmax(-1)\n",
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.cat([x, x]).sum(0)\n",
+    ],
+    "host_compute": [
+        "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.as_tensor(np.exp(x.shape and x.cpu()))\n",
+        "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return np.sum(x)\n",
+    ],
+    "io_access": [
+        "from pathlib import Path\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return ext.relu(x) + float(Path('/tmp/o').read_text())\n",
+    ],
+    "dynamic_code": [
+        "from types import FunctionType\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return ext.relu(x)\n"
+    ],
+    # a docstring that is code (read through __doc__) is checked as code
+    "stream_creation": [
+        '"""__global__ void k() {}\ncudaStream_t s; cudaStreamCreate(&s); // a side stream"""\n'
+        "src = __doc__\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
+    ],
+}
+
+
+@pytest.mark.parametrize("idiom", sorted(HONEST_IDIOMS))
+def test_honest_idioms_pass(idiom):
+    violations, _ = names(_EXT + HONEST_IDIOMS[idiom])
+    assert violations == [], (idiom, violations)
+
+
+@pytest.mark.parametrize("rule,i", [(r, i) for r, codes in sorted(DISHONEST_TWINS.items()) for i in range(len(codes))])
+def test_dishonest_twins_still_named(rule, i):
+    violations, _ = names(_EXT + DISHONEST_TWINS[rule][i])
+    assert rule in violations, violations
+
+
+def test_cuda_structs_and_messages_are_not_torch_calls():
+    """A Welford accumulator's `.add()`, a packed vector's `.sum()`, a TORCH_CHECK message naming a torch call: none
+    is one; torch's functions called in C++ still are (a tensor method in C++ is caught by the op guard at dispatch)."""
+    honest = """
+    struct Welford { float m, s; int n; __device__ void add(float v) { n++; float d = v - m; m += d / n; s += d * (v - m); } };
+    __global__ void k(const float4* x, float* y) { Welford w{}; float4 v = x[threadIdx.x]; w.add(v.x); y[0] = w.m; }
+    torch::Tensor f(torch::Tensor x) {
+        TORCH_CHECK(x.is_cuda(), "x.sum(-1) must be 1: use at::softmax(x, 1) first");
+        auto y = torch::empty({1}, x.options()); return y; }
+    """
+    assert [f.name for f in check_cpp(textwrap.dedent(honest))] == []
+    assert [f.name for f in check_cpp("auto y = at::softmax(x, 1);")] == ["torch_compute_op"]
+    assert [f.name for f in check_cpp('auto y = torch::sum(x); // "quoted"')] == ["torch_compute_op"]

@@ -60,6 +60,11 @@ def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False)
             "(`raw_memory_access`); inspect, gc (`caller_introspection`); importlib, exec, eval (`dynamic_code`)"
         ),
         f"- library calls (cuBLAS, cuDNN) unless allowed; allowed libraries now: {libs}",
+        (
+            "Allowed in ModelNew.forward: allocations and views in method or function form (`torch.empty`, "
+            "`torch.flatten`, `x.view`, `torch.transpose`, `torch.chunk`, ...), numpy arithmetic on shapes, "
+            "`pathlib`/`os.path` for a build folder, calls of your compiled extensions however they are named"
+        ),
         "Checked while it runs (in its own jailed process, without access to the reference or the judge):",
     ]
     lines += [f"- `{name}`: {what}" for name, what in RUNTIME_RULES.items()]
