@@ -282,15 +282,18 @@ DISHONEST_TWINS = {
     "io_access": [
         "from pathlib import Path\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
         "        return ext.relu(x) + float(Path('/tmp/o').read_text())\n",
+        "import pathlib\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return ext.relu(x) + float(list(map(pathlib.Path.read_text, [pathlib.Path('/tmp/o')]))[0])\n",
     ],
     "dynamic_code": [
         "from types import FunctionType\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
         "        return ext.relu(x)\n"
     ],
-    # a docstring that is code (read through __doc__) is checked as code
+    # a docstring is checked as code for everything but torch calls (it may be code, read through __doc__)
     "stream_creation": [
-        '"""__global__ void k() {}\ncudaStream_t s; cudaStreamCreate(&s); // a side stream"""\n'
-        "src = __doc__\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.relu(x)\n"
+        "class ModelNew(nn.Module):\n"
+        '    """__global__ void k() {}\n    cudaStream_t s; cudaStreamCreate(&s); // a side stream"""\n'
+        "    def forward(self, x):\n        return ext.relu(x)\n"
     ],
 }
 
