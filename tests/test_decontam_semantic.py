@@ -375,6 +375,26 @@ def test_a_problem_too_large_for_two_rows_is_confirmed_on_inputs_cut_to_fit(kern
     assert rows[1]["reason"] != "functional_match", rows[1]
 
 
+def test_functions_equal_only_on_unit_inputs_are_not_a_match(kernelbench_path, tmp_path):
+    """KernelBench's ReLU takes inputs too large to draw from get_inputs(): both sides run on uniform [0, 1) draws,
+    where ReLU6 (or HardTanh, ELU, the identity) equals ReLU. The match is tried again on signed, wider draws
+    (jailed._signed_check): ReLU written as a mask stays a functional match, ReLU6 on signed inputs is not one."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level1/19_ReLU"]]
+    src = ref[0].code
+    assert "torch.relu(x)" in src
+    para = src.replace("torch.relu(x)", "x * (x > 0).to(x.dtype)")
+    relu6 = src.replace("torch.relu(x)", "torch.clamp(x, 0.0, 6.0)").replace("torch.rand(", "4 * torch.randn(")
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    rows = decontaminate([("para", para), ("relu6", relu6)], ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    assert [t["equivalent"] for t in tried if t["ref"] == "level1/19_ReLU"] == [False], tried
+
+
 AFFINE_REF = """
 import torch
 import torch.nn as nn
