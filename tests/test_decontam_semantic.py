@@ -395,6 +395,51 @@ def test_functions_equal_only_on_unit_inputs_are_not_a_match(kernelbench_path, t
     assert [t["equivalent"] for t in tried if t["ref"] == "level1/19_ReLU"] == [False], tried
 
 
+GELU_SIGMOID_FEWER_ROWS = """
+import math
+import torch
+import torch.nn as nn
+
+_K = 2.0 * math.sqrt(2.0 / math.pi)
+
+
+class Model(nn.Module):
+    def __init__(self, cubic_coeff: float = 0.044715):
+        super().__init__()
+        self.cubic_coeff = cubic_coeff
+
+    def forward(self, x):
+        inner = torch.addcmul(x, x * x, x, value=self.cubic_coeff)
+        return x * torch.sigmoid(_K * inner)
+
+
+rows = 4096
+cols = 8192
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_paraphrase_with_another_batch_size_is_shortlisted_and_confirmed(kernelbench_path, tmp_path):
+    """KernelBench's NewGELU (tanh form, 8192 rows) as x * sigmoid(2k(x + a x^3)) on 4096 rows: its graph is far from
+    the problem's, and the same-input shortlist keyed every input's shape, batch included, so the pair was never
+    run. Problems whose inputs differ in their first dims alone are shortlisted too: a functional match."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level1/88_MinGPTNewGelu"], by_id["level1/25_Swish"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    row = decontaminate([("gelu", GELU_SIGMOID_FEWER_ROWS)], ref, settings).to_pylist()[0]
+    assert row["contaminated"] and row["reason"] == "functional_match", row
+    assert json.loads(row["evidence"])["ref"] == "level1/88_MinGPTNewGelu"
+
+
 AFFINE_REF = """
 import torch
 import torch.nn as nn

@@ -62,6 +62,11 @@ class SemView:
         return json.dumps(self.summary.inputs) if self.summary is not None else ""
 
     @property
+    def rowless_key(self) -> str:
+        """The input shapes with each first dim left out: a paraphrase that changes the batch size alone."""
+        return json.dumps([s[1:] for s in self.summary.inputs]) if self.summary is not None else ""
+
+    @property
     def graph(self) -> SemGraph | None:
         """The whole normalized graph (nodes and operands), rebuilt on first use: only the auditor's report shows
         it; decisions read `summary` and `features`, made once where the trace was made."""
@@ -432,10 +437,13 @@ class SemanticReference:
         self.matrix = _to_matrix(sets)
         self.matrix.mat_t = self.matrix.mat.T.tocsr()
         self.by_inputs: dict[str, list[int]] = {}
+        self.by_rowless: dict[str, list[int]] = {}
         self.outputs_keys = [_outputs_key(v) for v in self.views]  # read per candidate by _shortlist
+        self.outputs_rowless = [_outputs_key(v, rowless=True) for v in self.views]
         for j, v in enumerate(self.views):
             if v.ok:
                 self.by_inputs.setdefault(v.input_key, []).append(j)
+                self.by_rowless.setdefault(v.rowless_key, []).append(j)
         self.lsh = None
         if len(codes) > settings.exact_max_refs:  # large references: LSH candidates, verified exactly
             from datasketch import MinHashLSH
@@ -475,22 +483,36 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     order = np.argsort(-sims, kind="stable")
     picked = [int(j) for j in order[: settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
+    exact = set(same)
+    # then those whose inputs differ in their first dims alone (a paraphrase that changed the batch size)
+    same += sorted((j for j in ref.by_rowless.get(view.rowless_key, []) if j not in exact), key=lambda j: -sims[j])
     for j in (j for j in same if sims[j] >= settings.same_inputs_floor):
         if len(picked) >= settings.semantic_top_k + 2:
             break
         if j not in picked:
             picked.append(j)
-    outs = _outputs_key(view)
+    outs, rowless = _outputs_key(view), _outputs_key(view, rowless=True)
     if outs:
-        shaped = [j for j in same if j not in picked and ref.outputs_keys[j] == outs]
+        shaped = [
+            j
+            for j in same
+            if j not in picked and (ref.outputs_keys[j] == outs if j in exact else ref.outputs_rowless[j] == rowless)
+        ]
         picked += shaped[: settings.same_shapes_max]
     return picked
 
 
-def _outputs_key(view: SemView) -> str:
-    """The output shapes and dtypes the trace reported ("" where it reported none)."""
+def _outputs_key(view: SemView, rowless: bool = False) -> str:
+    """The output shapes and dtypes the trace reported ("" where it reported none); `rowless`: each first dim left
+    out."""
     outs = view.sig.get("outputs") if isinstance(view.sig, dict) else None
-    return json.dumps(outs) if isinstance(outs, list) and outs else ""
+    if not (isinstance(outs, list) and outs):
+        return ""
+    if rowless:
+        outs = [
+            [o[0][1:], o[1]] if isinstance(o, list) and len(o) == 2 and isinstance(o[0], list) else o for o in outs
+        ]
+    return json.dumps(outs)
 
 
 def semantic_pass(
