@@ -440,6 +440,28 @@ def test_a_paraphrase_with_another_batch_size_is_shortlisted_and_confirmed(kerne
     assert json.loads(row["evidence"])["ref"] == "level1/88_MinGPTNewGelu"
 
 
+def test_a_forward_that_reads_its_data_is_traced_on_real_tensors(kernelbench_path, tmp_path):
+    """A guard on the data (`if not torch.isfinite(x).all()`) or a scale read with `.item()` cannot run on meta
+    tensors: the semantic view was lost (`exception`) and the rewrite went by on its text alone. Such a forward is
+    traced again on small real tensors (jailed._real_build) and confirmed like any other."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level1/36_RMSNorm_"], by_id["level1/19_ReLU"]]
+    src = ref[0].code
+    body = (
+        "if not torch.isfinite(x).all():\n            raise ValueError('non-finite input')\n"
+        "        peak = float(x.abs().amax().item()) or 1.0\n        y = x / peak\n"
+        "        return y * torch.rsqrt((y * y).sum(1, keepdim=True) / self.num_features + self.eps / peak**2)"
+    )
+    para = re.sub(r"rms = torch\.sqrt\(.*\n(.*\n)*?\s*return x / rms", body, src)
+    assert body in para
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    row = decontaminate([("guarded", para)], ref, settings).to_pylist()[0]
+    assert row["semantic_status"] == "traced", row
+    assert row["contaminated"] and row["reason"] == "functional_match", {k: v for k, v in row.items() if k != "graph"}
+
+
 AFFINE_REF = """
 import torch
 import torch.nn as nn

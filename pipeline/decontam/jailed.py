@@ -18,7 +18,8 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-TRACER_VERSION = "7"  # 7: the inputs' and outputs' shapes and dtypes (`sig`: confirmations screened before a fork)
+TRACER_VERSION = "8"  # 8: a forward that reads its data is traced on small real tensors; 7: `sig`, the inputs'
+# and outputs' shapes and dtypes (confirmations screened before a fork)
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -217,10 +218,10 @@ class _Recorder(TorchDispatchMode):
         self.ids[id(t)] = k
         self.keep.append(t)
 
-    def leaf(self, t, kind):
+    def leaf(self, t, kind, shape=None):
         if isinstance(t, torch.Tensor):
             self.bind(t, len(self.nodes))
-            self.nodes.append(["P", kind, t.dim(), list(t.shape)])
+            self.nodes.append(["P", kind, t.dim(), shape or list(t.shape)])
         else:
             self.nodes.append(["P", kind, -1, []])
 
@@ -353,16 +354,85 @@ def _flat(out):
 
 def trace(code):
     g = _load(code, "task")
-    model, inputs = _build(g, "meta", 0)  # meta tensors: shapes only, no memory, no data-dependent work
+    try:
+        return _trace(*_build(g, "meta", 0))  # meta tensors: shapes only, no memory, no data-dependent work
+    except Exception as e:
+        # A forward that reads its data (`.item()`, `if x.isfinite().all()`, an op without a meta kernel) cannot run
+        # on meta tensors: traced again on small real ones (two rows, trailing dims cut) where its weights are small
+        real = _real_build(g) if _needs_data(e) else None
+        if real is None:
+            raise
+    return _trace(*real)
+
+
+def _numel(ins):
+    return sum(t.numel() for t in ins if isinstance(t, torch.Tensor))
+
+
+def _cut(ins, max_numel):
+    """The inputs with their trailing dims halved (all but batch and channels; a 2-D input's second) until they fit
+    max_numel (the caller asks a 16th of the confirmation's budget: a copy shows on small images as on large ones,
+    and these runs were the costliest), each dim kept at 16 or more; None where they cannot. Both sides run on the
+    same cut inputs, and a cut the reference does not take (a dim a weight must match) is left out like any other
+    variant: a problem's function on smaller images, sequences or rows is still its function, so outputs equal there
+    are a copy's."""
+    for _ in range(24):
+        if _numel(ins) <= max_numel:
+            return ins
+        out, changed = [], False
+        for t in ins:
+            if isinstance(t, torch.Tensor) and t.dim() >= 2:
+                idx = [slice(None)] * t.dim()
+                for d in (range(2, t.dim()) if t.dim() >= 3 else (1,)):
+                    if t.shape[d] >= 32:
+                        idx[d] = slice(0, t.shape[d] // 2)
+                        changed = True
+                t = t[tuple(idx)]
+            out.append(t)
+        if not changed:
+            return None
+        ins = out
+    return None
+
+
+REAL_MAX_NUMEL = 1 << 22  # the inputs of a trace on real tensors, and a tenth of what its weights may hold
+
+
+def _needs_data(e):
+    return isinstance(e, NotImplementedError) or "meta" in str(e).lower() or "data-dependent" in str(e).lower()
+
+
+def _real_build(g):
+    """The task's model on the CPU and random real inputs of its input shapes cut to fit (None where its weights are
+    too large); integer inputs drawn as 0 or 1 (valid indices and labels)."""
+    model, meta = _build(g, "meta", 0)
+    if sum(p.numel() for p in model.parameters()) > 10 * REAL_MAX_NUMEL:
+        return None
+    cut = _cut(batch_slice(meta), REAL_MAX_NUMEL)
+    if cut is None:
+        return None
+    torch.manual_seed(0)
+    with torch.device("cpu"):
+        init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+        model = _new_model(g, init)
+    torch.manual_seed(1)
+    ins = [(torch.randn(t.shape, dtype=t.dtype) if t.is_floating_point()
+            else torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in cut]
+    return model, ins, meta
+
+
+def _trace(model, inputs, shown=None):
+    """The forward's op graph; `shown`: the inputs as get_inputs() gives them, on meta, where `inputs` are a cut
+    of them (a trace on real tensors): the graph and the signature carry their shapes, and no output shapes."""
     # what the confirmation's screen needs to run a problem beside this task without its code (jailed.screen)
-    sig = {"inputs": [_sig(t) for t in inputs], "params": sum(p.numel() for p in model.parameters())}
+    sig = {"inputs": [_sig(t) for t in shown or inputs], "params": sum(p.numel() for p in model.parameters())}
     rec = _Recorder()
     for _, p in model.named_parameters():
         rec.leaf(p, "param")
     for _, b in model.named_buffers():
         rec.leaf(b, "buffer")
-    for t in inputs:
-        rec.leaf(t, "input")
+    for k, t in enumerate(inputs):
+        rec.leaf(t, "input", list(shown[k].shape) if shown and isinstance(shown[k], torch.Tensor) else None)
     try:
         with torch.no_grad(), rec:
             out = model(*inputs)
@@ -370,8 +440,9 @@ def trace(code):
         if str(e) == "graph_too_large":
             return {**_truncated(rec), "sig": sig}
         raise
-    sig["outputs"] = [_sig(t) for t in _flat(out)]
-    sig["sliced"] = _sliced_outputs(model, inputs)
+    if shown is None:
+        sig["outputs"] = [_sig(t) for t in _flat(out)]
+        sig["sliced"] = _sliced_outputs(model, inputs)
 
     def outs(o):
         if isinstance(o, torch.Tensor):
@@ -454,36 +525,6 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
             ins = [(torch.rand(t.shape, dtype=t.dtype) if t.is_floating_point() else
                     torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in ins]
         yield (variant, ins) if named else ins
-
-
-def _numel(ins):
-    return sum(t.numel() for t in ins if isinstance(t, torch.Tensor))
-
-
-def _cut(ins, max_numel):
-    """The inputs with their trailing dims halved (all but batch and channels; a 2-D input's second) until they fit
-    max_numel (the caller asks a 16th of the confirmation's budget: a copy shows on small images as on large ones,
-    and these runs were the costliest), each dim kept at 16 or more; None where they cannot. Both sides run on the
-    same cut inputs, and a cut the reference does not take (a dim a weight must match) is left out like any other
-    variant: a problem's function on smaller images, sequences or rows is still its function, so outputs equal there
-    are a copy's."""
-    for _ in range(24):
-        if _numel(ins) <= max_numel:
-            return ins
-        out, changed = [], False
-        for t in ins:
-            if isinstance(t, torch.Tensor) and t.dim() >= 2:
-                idx = [slice(None)] * t.dim()
-                for d in (range(2, t.dim()) if t.dim() >= 3 else (1,)):
-                    if t.shape[d] >= 32:
-                        idx[d] = slice(0, t.shape[d] // 2)
-                        changed = True
-                t = t[tuple(idx)]
-            out.append(t)
-        if not changed:
-            return None
-        ins = out
-    return None
 
 
 _RANDOM_INITS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
