@@ -395,7 +395,8 @@ def _cut(ins, max_numel):
     return None
 
 
-REAL_MAX_NUMEL = 1 << 22  # the inputs of a trace on real tensors, and a tenth of what its weights may hold
+REAL_MAX_NUMEL = 1 << 22  # the inputs of a trace on real tensors
+REAL_MAX_PARAMS = 1 << 28  # its weights (1 GiB of float32: a Linear(8192, 8192) holds 67M)
 
 
 def _needs_data(e):
@@ -405,9 +406,16 @@ def _needs_data(e):
 def _real_build(g):
     """The task's model on the CPU and random real inputs of its input shapes cut to fit (None where its weights are
     too large); integer inputs drawn as 0 or 1 (valid indices and labels)."""
-    model, meta = _build(g, "meta", 0)
-    if sum(p.numel() for p in model.parameters()) > 10 * REAL_MAX_NUMEL:
-        return None
+    torch.manual_seed(1)
+    with torch.device("meta"):
+        meta = list(g["get_inputs"]())
+    try:  # its size first, on meta, where the model builds there (a constructor may read data too: Swin's .item())
+        shell, _ = _build(g, "meta", 0)
+        if sum(p.numel() for p in shell.parameters()) > REAL_MAX_PARAMS:
+            return None
+    except Exception as e:
+        if not _needs_data(e):
+            raise
     cut = _cut(batch_slice(meta), REAL_MAX_NUMEL)
     if cut is None:
         return None
@@ -415,6 +423,8 @@ def _real_build(g):
     with torch.device("cpu"):
         init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
         model = _new_model(g, init)
+    if sum(p.numel() for p in model.parameters()) > REAL_MAX_PARAMS:
+        return None
     torch.manual_seed(1)
     ins = [(torch.randn(t.shape, dtype=t.dtype) if t.is_floating_point()
             else torch.randint(0, 2, t.shape, dtype=t.dtype)) if isinstance(t, torch.Tensor) else t for t in cut]

@@ -493,10 +493,10 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
             picked.append(j)
     outs, rowless = _outputs_key(view), _outputs_key(view, rowless=True)
     if outs:
-        shaped = [
-            j
-            for j in same
-            if j not in picked and (ref.outputs_keys[j] == outs if j in exact else ref.outputs_rowless[j] == rowless)
+        shaped = [j for j in same if j not in picked and j in exact and ref.outputs_keys[j] == outs]
+        # of those whose shapes differ in their first dims alone, the nearest few (each is a confirmation run)
+        shaped += [j for j in same if j not in picked and j not in exact and ref.outputs_rowless[j] == rowless][
+            : settings.semantic_top_k
         ]
         picked += shaped[: settings.same_shapes_max]
     return picked
