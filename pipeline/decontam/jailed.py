@@ -359,7 +359,10 @@ def trace(code):
     except Exception as e:
         # A forward that reads its data (`.item()`, `if x.isfinite().all()`, an op without a meta kernel) cannot run
         # on meta tensors: traced again on small real ones (two rows, trailing dims cut) where its weights are small
-        real = _real_build(g) if _needs_data(e) else None
+        try:
+            real = _real_build(g) if _needs_data(e) else None
+        except Exception:  # the meta trace's failure stands (what the cache classifies: final or transient)
+            real = None
         if real is None:
             raise
     return _trace(*real)
