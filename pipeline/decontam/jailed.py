@@ -409,16 +409,16 @@ def _needs_data(e):
 def _real_build(g):
     """The task's model on the CPU and random real inputs of its input shapes cut to fit (None where its weights are
     too large); integer inputs drawn as 0 or 1 (valid indices and labels)."""
-    torch.manual_seed(1)
-    with torch.device("meta"):
-        meta = list(g["get_inputs"]())
     try:  # its size first, on meta, where the model builds there (a constructor may read data too: Swin's .item())
-        shell, _ = _build(g, "meta", 0)
+        shell, meta = _build(g, "meta", 0)
         if sum(p.numel() for p in shell.parameters()) > REAL_MAX_PARAMS:
             return None
     except Exception as e:
         if not _needs_data(e):
             raise
+        torch.manual_seed(1)  # the inputs as _build draws them
+        with torch.device("meta"):
+            meta = list(g["get_inputs"]())
     cut = _cut(batch_slice(meta), REAL_MAX_NUMEL)
     if cut is None:
         return None
@@ -716,14 +716,15 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     # First at the shapes the candidate's get_inputs gives on meta, without drawing its inputs (a quarter of what
     # was left): a task whose inputs' shapes depend on the device can mislead only this, about itself, as its
     # trace (which chose these pairs) can.
-    shown = [_accepts(ref_meta, ins) for ins in _variants(gc, max_numel, meta_only=True)]
-    if shown and all(e is not None for e in shown):
-        raise shown[-1]
     torch.manual_seed(1)
     with torch.device("meta"):
-        drawn = _numel(list(gc["get_inputs"]())) > max_numel  # inputs drawn uniform, not get_inputs()'s own
+        c_meta = list(gc["get_inputs"]())  # the shapes every variant below is made from
+    shown = [_accepts(ref_meta, ins) for ins in _variants(gc, max_numel, meta_only=True, meta=c_meta)]
+    if shown and all(e is not None for e in shown):
+        raise shown[-1]
+    drawn = _numel(c_meta) > max_numel  # the variants' inputs drawn uniform, not get_inputs()'s own (_variants)
     variants, err = [], None
-    for name, c_in in _variants(gc, max_numel, named=True):
+    for name, c_in in _variants(gc, max_numel, named=True, meta=c_meta):
         e = _accepts(ref_meta, c_in)
         if e is None:
             variants.append((name, c_in))

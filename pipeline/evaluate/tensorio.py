@@ -255,7 +255,7 @@ def _host_bytes(b: torch.Tensor) -> Any:
         ev.record(stream)
         return ev
 
-    pending = copy(0) if starts else None
+    pending = copy(0)  # n > 0: at least one piece
     for k in range(len(starts)):
         done = pending
         pending = copy(k + 1) if k + 1 < len(starts) else None  # into the other buffer, hashed two pieces ago
