@@ -278,6 +278,8 @@ DISHONEST_TWINS = {
         "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
         "        return torch.as_tensor(np.exp(x.shape and x.cpu()))\n",
         "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return np.sum(x)\n",
+        "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.as_tensor(np.exp(x.shape and x))\n",
     ],
     "io_access": [
         "from pathlib import Path\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"

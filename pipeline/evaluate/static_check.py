@@ -397,21 +397,28 @@ _SHAPE_CALLS = {"size", "dim", "numel", "stride"}
 
 
 def _shape_only(call: ast.Call) -> bool:
-    """A call whose arguments are tensors' shapes and constants only (arithmetic on sizes, no data)."""
+    """A call whose arguments are tensors' shapes and constants only (arithmetic on sizes, no data): every name in
+    them is what a `.shape`, `.ndim` or `.size()`-like call is read from (`np.prod(x.shape[1:])`, not
+    `np.exp(x.shape and x)`)."""
     args = [*call.args, *(k.value for k in call.keywords)]
     if not args:
         return False
     for arg in args:
-        shaped = False
+        shaped, read_from = False, set()
         for sub in ast.walk(arg):
             if isinstance(sub, ast.Call):
-                if not (isinstance(sub.func, ast.Attribute) and sub.func.attr in _SHAPE_CALLS) and not (
-                    isinstance(sub.func, ast.Name) and sub.func.id == "len"
-                ):
+                if isinstance(sub.func, ast.Attribute) and sub.func.attr in _SHAPE_CALLS:
+                    read_from.update(id(n) for n in ast.walk(sub.func.value))
+                    shaped = True
+                elif isinstance(sub.func, ast.Name) and sub.func.id == "len":
+                    read_from.add(id(sub.func))
+                else:
                     return False
-                shaped = shaped or isinstance(sub.func, ast.Attribute)
             elif isinstance(sub, ast.Attribute) and sub.attr in {"shape", "ndim"}:
+                read_from.update(id(n) for n in ast.walk(sub.value))
                 shaped = True
+        if any(isinstance(n, ast.Name) and id(n) not in read_from for n in ast.walk(arg)):
+            return False
         if not shaped and not isinstance(arg, ast.Constant):
             return False
     return True
