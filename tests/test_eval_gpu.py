@@ -348,3 +348,22 @@ def test_digest_of_a_device_tensor_is_that_of_its_bytes():
     a = outs[0].clone()
     a[-1] += 1  # a change in the last, short piece
     assert tensorio.digest(a) != tensorio.digest(outs[0])
+
+
+def test_device_to_host_copies_in_forward_are_refused():
+    """A copy is allowed inside forward, but not of a device tensor's data to the host (numpy on the host, then the
+    result copied back: host compute that a helper function or C++ hides from the source checks)."""
+    import torch
+
+    from pipeline.evaluate.guard import ForbiddenTorchOp, OpGuard
+
+    x = torch.randn(1024, device="cuda")
+    guard = OpGuard()
+    with guard:
+        y = torch.empty_like(x).copy_(x)  # device to device
+        z = torch.ones(4).to("cuda")  # host to device (a constant made on the host)
+    assert y.is_cuda and z.is_cuda and guard.blocked == []
+    for move in (lambda t: t.cpu(), lambda t: t.to("cpu"), lambda t: torch.empty(1024).copy_(t)):
+        with pytest.raises(ForbiddenTorchOp), guard:
+            move(x)
+    assert guard.blocked and all("device to host" in b for b in guard.blocked)

@@ -526,3 +526,23 @@ def test_waiting_for_the_gpu_lock_is_not_the_candidates_time(tmp_path):
     j.gpu_wait(30.0)
     j.gpu_wait(12.5)
     assert cand.deadline == 142.5 and calib.deadline == 92.5 and j.rep["phase_s"]["gpu_wait"] == 42.5
+
+
+def test_outputs_of_several_digest_leaves_commit_without_counting_the_hashers_as_threads(tmp_path):
+    """An 8 MiB output is hashed in 4 MiB leaves by the candidate process's hasher threads (started before any
+    candidate code, so they are not the candidate's threads) and recomputed on the trusted side alike."""
+    res = _eval(tmp_path, HONEST, task=TASK.replace("4, 32768", "64, 32768"))
+    assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.violations)
+    assert res.details["timed_outputs_checked"] >= 1
+
+
+def test_an_extension_the_build_step_did_not_make_is_not_built_while_judged(tmp_path):
+    """Anything compiled inside the judged process would skip the checks on what the build links to."""
+    code = (
+        "import tempfile\nfrom torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline(name='opforge_made_late', cpp_sources='int f() { return 1; }', functions=['f'],"
+        " build_directory=tempfile.mkdtemp())\n" + HONEST  # a directory it can write (its own is read-only)
+    )
+    res = _eval(tmp_path, code, mode="verify")
+    assert not res.correct and res.reward == -1
+    assert "not made by the build step" in (res.error + res.reason), (res.reason, res.error[-500:])

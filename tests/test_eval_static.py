@@ -325,3 +325,66 @@ def test_cuda_structs_and_messages_are_not_torch_calls():
     assert [f.name for f in check_cpp(textwrap.dedent(honest))] == []
     assert [f.name for f in check_cpp("auto y = at::softmax(x, 1);")] == ["torch_compute_op"]
     assert [f.name for f in check_cpp('auto y = torch::sum(x); // "quoted"')] == ["torch_compute_op"]
+
+
+# Reaching past the op guard from Python: the judge's own modules, torch's internals, a module through another's
+# attributes, names looked up by string. Each was a candidate that got reward 1 with the guard switched off or probed.
+FORWARD = "class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+REACH = {
+    "harness_module": ("import pipeline.evaluate.guard as g\ng._COMPUTE_NAMESPACES.clear()\n", "internals_access"),
+    "harness_from": (
+        "from pipeline.evaluate import candidate\ncandidate.Driver.violation = print\n",
+        "internals_access",
+    ),
+    "torch_sys_modules": ("m = torch.sys.modules['pipeline.evaluate.guard']\n", "internals_access"),
+    "torch_os": ("torch.os.system('true')\n", "internals_access"),
+    "const_getattr_C": ("D = getattr(getattr(torch, '_C'), '_DisableTorchDispatch')\n", "internals_access"),
+    "from_C_import": ("from torch._C import _pop_torch_dispatch_stack\n", "internals_access"),
+    "from_torch_import_C": ("from torch import _C as c\n", "internals_access"),
+    "no_dispatch": ("from torch.utils._mode_utils import no_dispatch\n", "internals_access"),
+    "alias_then_private": ("T = torch\nT._C._set_grad_enabled(False)\n", "internals_access"),
+    "from_torch_import_compile": ("from torch import compile as jit\n", "torch_compile"),
+    "getattr_stream": ("S = getattr(torch.cuda, 'Stream')\n", "stream_creation"),
+    "dict_lookup": ("f = torch.__dict__['softmax']\n", "dynamic_code"),
+    "attrgetter": ("import operator\nf = operator.attrgetter('soft' + 'max')(torch)\n", "dynamic_code"),
+    "load_library": ("torch.ops.load_library('/tmp/x.so')\n", "dynamic_code"),
+    "alias_patch": ("T = torch.Tensor\nT.__eq__ = lambda a, b: True\n", "timer_patching"),
+    "os_exec": ("import os\nos.execvp('sh', ['sh'])\n", "threads_or_processes"),
+    "torch_mp": ("torch.multiprocessing.spawn(print, nprocs=1)\n", "threads_or_processes"),
+    "numpy_load": ("import numpy\nw = numpy.load('w.npy')\n", "io_access"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REACH))
+def test_reaching_past_the_guard_is_named(case):
+    code, want = REACH[case]
+    violations, _ = names(HEADER + code + FORWARD)
+    assert want in violations, (case, violations)
+
+
+def test_numpy_names_and_host_copies_in_forward_are_host_compute():
+    bare = HEADER + "from numpy import exp\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    bare += "        return torch.from_numpy(exp(x.numpy()))\n"
+    assert "host_compute" in names(bare)[0]
+    to_cpu = HEADER + "class ModelNew(nn.Module):\n    def forward(self, x):\n        y = x.to('cpu')\n"
+    to_cpu += "        return ext.f(y)\n"
+    assert "host_compute" in names(to_cpu)[0]
+
+
+@pytest.mark.parametrize(
+    "idiom",
+    [
+        # nn.Linear's own initialisation and conv size helpers (private names of torch.nn that module code uses)
+        "fan_in, _ = nn.init._calculate_fan_in_and_fan_out(torch.empty(4, 4))\n",
+        "from torch.nn.modules.utils import _pair\nk = _pair(3)\n",
+        "from torch.nn.common_types import _size_2_t\n",
+        # config helpers with comparisons, a lazy loader's __getattr__, prose naming ATen in a message
+        "class Cfg:\n    def __eq__(self, o):\n        return True\n    def __getattr__(self, n):\n        return 1\n",
+        "MSG = 'ModelNew replaces at::relu(x) with a custom kernel written here'\n",
+        "import numpy as np\nn = int(np.prod((2, 3)))\n",
+        "self_dict = None\n",
+    ],
+)
+def test_reach_rules_leave_honest_module_code_alone(idiom):
+    violations, _ = names(HEADER + idiom + FORWARD)
+    assert violations == [], violations

@@ -80,6 +80,7 @@ class Driver:
                 torch.cuda.set_per_process_memory_fraction(float(frac), self.dev)
             self.timer.prepare(self.dev, bool(self.p.get("l2_flush", True)))
             torch.cuda.synchronize()
+        tensorio.start_hashers()  # the harness's own threads, before the thread count is taken
         files = {os.path.realpath(f) for f in self.p.get("solution_files", [])}
         self.watch = _guard.AuditWatch(files)
         self.integrity = _guard.snapshot_integrity()
@@ -268,7 +269,8 @@ def _use_prebuilt_extensions() -> None:
     """load_inline / load in the solution import the extension the build step made (the verified private copy
     in TORCH_EXTENSIONS_DIR) instead of re-running ninja: the copy lives at another path, so torch would rewrite
     build.ninja and rebuild (a cold nvcc run inside the judged process, and a FileBaton in its dir). Anything not
-    prebuilt falls through to torch's own JIT build."""
+    prebuilt is refused: the judged process builds nothing (a binary made here would skip the checks on what the
+    build links to, `symbols`)."""
     import inspect
 
     import torch.utils.cpp_extension as cpp
@@ -280,10 +282,7 @@ def _use_prebuilt_extensions() -> None:
     sig = inspect.signature(jit)
 
     def prebuilt(*args, **kwargs):
-        try:
-            a = sig.bind(*args, **kwargs).arguments
-        except TypeError:
-            return jit(*args, **kwargs)
+        a = sig.bind(*args, **kwargs).arguments
         name, build_dir = a.get("name"), a.get("build_directory")
         if (
             isinstance(name, str)
@@ -292,7 +291,7 @@ def _use_prebuilt_extensions() -> None:
             and os.path.isfile(os.path.join(build_dir, f"{name}.so"))
         ):
             return load_lib(name, build_dir, a.get("is_python_module", True))
-        return jit(*args, **kwargs)
+        raise RuntimeError(f"extension {name!r} was not made by the build step (the judged process builds nothing)")
 
     prebuilt._opforge_prebuilt = True
     cpp._jit_compile = prebuilt

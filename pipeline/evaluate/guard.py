@@ -177,7 +177,32 @@ class OpGuard(TorchDispatchMode):
                 f"opforge: torch op {name} is not allowed inside ModelNew.forward "
                 f"(write a kernel; allowed libraries are configured by the harness)"
             )
+        if base in _COPIES and _to_host(base, args, kwargs or {}):
+            # a copy is allowed, but a device tensor's data copied to the host is host compute's first step
+            what = f"{name} (device to host)"
+            if what not in self.blocked:
+                self.blocked.append(what)
+            raise ForbiddenTorchOp(f"opforge: {what} is not allowed inside ModelNew.forward (compute on the GPU)")
         return func(*args, **(kwargs or {}))
+
+
+_COPIES = {"_to_copy", "to", "copy_", "copy", "_copy_from", "_copy_from_and_resize"}
+
+
+def _to_host(base: str, args: tuple, kwargs: dict) -> bool:
+    """Whether a copy op moves a CUDA tensor's data to a CPU tensor."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if not any(t.is_cuda for t in tensors):
+        return False
+    if base in {"_to_copy", "to"}:
+        dev = kwargs.get("device")
+        if dev is None:
+            dev = next((a for a in args[1:] if isinstance(a, (torch.device, str))), None)
+        return dev is not None and torch.device(dev).type == "cpu"
+    if base in {"copy_", "copy"}:  # copy_(dst, src)
+        return isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu" and tensors[-1].is_cuda
+    # _copy_from(src, dst)
+    return len(tensors) >= 2 and tensors[0].is_cuda and tensors[1].device.type == "cpu"
 
 
 class AuditWatch:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from pipeline.evaluate import artifacts, options
 from pipeline.evaluate.build import CompileResult, resolve_arch_list
 from pipeline.evaluate.result import EvalResult
 from pipeline.evaluate.reward import reward as compute_reward
-from pipeline.evaluate.static_check import check_solution_files, summarize
+from pipeline.evaluate.static_check import check_solution_files, library_of, summarize
 from pipeline.evaluate.workspace import check_protected, is_workspace, solution_files
 
 MODES = ("verify", "profile", "full")
@@ -195,6 +196,19 @@ def static_review(task_code: str, path: Path, s: dict[str, Any], files: dict[str
     return violations, warnings, findings
 
 
+def binary_review(artifact: str, s: dict[str, Any]):
+    """(violations, warnings, findings) of the checks on a build's shared objects (`symbols`)."""
+    from pipeline.evaluate import symbols
+
+    allowed = {str(x).lower() for x in s["allow_libraries"] or []}
+    ops = symbols.allowed_ops(s["allow_libraries"], s.get("allow_torch_ops"))
+    findings = [
+        f for f in symbols.check_artifact(artifact, ops) if not (f.name == "library_call" and library_of(f) in allowed)
+    ]
+    violations, warnings = summarize(findings, bool(s["warnings_reject"]))
+    return violations, warnings, findings
+
+
 def _static_reject(task_code: str, solution_path: str, settings: dict[str, Any]) -> bool:
     try:
         return bool(static_review(task_code, Path(solution_path), options.resolve(settings))[0])
@@ -283,6 +297,22 @@ def evaluate(
         raise
     res.compile = cr.to_dict()
     res.compiled = cr.ok
+    if cr.ok and cr.artifact and s["static_checks"]:
+        # what the binary links to, before anything loads it (names the source checks cannot see through macros)
+        try:
+            linked = binary_review(cr.artifact, s)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            linked = None
+            res.reason, res.error = "binary_unchecked", str(e)[:300]
+        if linked is None or linked[0]:
+            if judge is not None:
+                judge.abandon()
+            if linked is not None:
+                res.details["static"] += [f.to_dict() for f in linked[2]][:100]
+                res.violations += [v for v in linked[0] if v not in res.violations]
+                res.reason = "static_violation"
+            return _finish(res, t0, float(s["margin"]))
+        res.warnings += [w for w in linked[1] if w not in res.warnings]
     if not cr.ok:
         if judge is not None:
             judge.abandon()

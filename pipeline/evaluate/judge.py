@@ -964,6 +964,7 @@ class Judge:
         checked = getattr(self, "_checked", [])
         if not checked:
             return
+        tensorio.start_hashers()
         mismatches = []
         for c in checked:
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import asdict, dataclass
 
 STRICT = "strict"
@@ -35,6 +36,11 @@ VIOLATIONS: dict[str, tuple[str, str]] = {
     "torch_compute_op": (STRICT, "a torch / torch.nn.functional compute op inside ModelNew.forward"),
     "torch_compile": (STRICT, "torch.compile / dynamo / inductor / triton instead of a CUDA kernel"),
     "host_compute": (STRICT, "moving data to the host (.cpu(), .numpy(), .tolist(), numpy) inside ModelNew.forward"),
+    "internals_access": (
+        STRICT,
+        "private or internal modules and names (`torch._C`, `torch.utils._mode_utils`, a name starting with `_`), "
+        "the judge's own modules (`pipeline`), or a module reached through another's attributes (`torch.sys`)",
+    ),
     "monkey_patching": (STRICT, "replacing torch.Tensor methods or torch functions at run time (runtime check)"),
     "library_call": (STRICT, "cuBLAS / cuDNN called from the solution's C++ while `allow_libraries` does not name it"),
     "l2_persistence": (STRICT, "persisting L2 access policy / set-aside: data kept in L2 across the per-call flush"),
@@ -438,6 +444,51 @@ def _chain(node: ast.AST) -> list[str]:
     return []
 
 
+# The judge's own packages: present in the candidate's process (it drives the calls) and never the solution's to touch.
+_HARNESS_PACKAGES = {"pipeline", "flows", "opforge", "tests"}
+# Packages whose attribute paths are resolved for real (module escapes such as `torch.sys.modules`).
+_RESOLVED_ROOTS = {"torch", "numpy"}
+
+
+# Private names that honest module code uses (parameter init as nn.Linear does it, conv size helpers, type aliases):
+# leaves of these modules only.
+_PRIVATE_OK_IN = ("torch.nn.init.", "torch.nn.modules.utils.", "torch.nn.common_types.", "torch.types.", "typing.")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _installed_root(root: str) -> bool:
+    """A top-level module of the standard library or of the judge's environment (torch, numpy), not the solution's
+    own (a workspace's kernels package, a compiled extension)."""
+    return root in sys.stdlib_module_names or root in _RESOLVED_ROOTS
+
+
+def _escaped_module(parts: list[str]) -> str:
+    """For `torch.sys.modules`: the first module reached through `parts` that is not part of the package it was
+    reached from ("sys"); "" when none. Resolved on the real modules (only modules are walked, nothing is called)."""
+    import importlib
+    import types
+
+    root = parts[0]
+    try:
+        obj = sys.modules.get(root) or importlib.import_module(root)
+    except Exception:
+        return ""
+    for p in parts[1:]:
+        try:
+            obj = getattr(obj, p)
+        except Exception:
+            return ""
+        if not isinstance(obj, types.ModuleType):
+            return ""
+        name = getattr(obj, "__name__", "") or ""
+        if name != root and not name.startswith(root + "."):
+            return name
+    return ""
+
+
 class _PyChecker(ast.NodeVisitor):
     def __init__(self, file: str, reference_names: set[str], allow_triton: bool) -> None:
         self.file = file
@@ -449,6 +500,7 @@ class _PyChecker(ast.NodeVisitor):
         self.in_forward = 0
         self.class_stack: list[str] = []
         self.ext_names: set[str] = set()  # names bound to compiled extensions (load_inline results, imports)
+        self.fn_depth = 0
 
     def add(self, name: str, node: ast.AST | None, detail: str) -> None:
         sev = VIOLATIONS[name][0]
@@ -458,6 +510,27 @@ class _PyChecker(ast.NodeVisitor):
         if parts and parts[0] in self.aliases:
             return self.aliases[parts[0]].split(".") + parts[1:]
         return parts
+
+    def _check_reach(self, parts: list[str], node: ast.AST) -> None:
+        """A dotted path that starts at a module (an import, an attribute chain, a constant getattr): the judge's own
+        packages, private names of installed modules and modules reached through another are out of bounds."""
+        if not parts or parts[0] == "<call>":
+            return
+        if parts[0] in _HARNESS_PACKAGES:
+            self.add("internals_access", node, ".".join(parts) + " (the judge's own modules)")
+            return
+        if not _installed_root(parts[0]) or parts[0] in self.defined:
+            return
+        bad = next((p for p in parts if _private(p)), None)
+        dotted = ".".join(parts)
+        if bad is not None and bad == parts[-1] and dotted.startswith(_PRIVATE_OK_IN):
+            bad = None
+        if bad is not None:
+            self.add("internals_access", node, dotted + f" (private: {bad})")
+        elif parts[0] in _RESOLVED_ROOTS and len(parts) > 1:
+            other = _escaped_module(parts)
+            if other:
+                self.add("internals_access", node, ".".join(parts) + f" (reaches module {other})")
 
     # imports
     def _check_module(self, mod: str, node: ast.AST) -> None:
@@ -490,6 +563,7 @@ class _PyChecker(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             self._check_module(a.name, node)
+            self._check_reach(a.name.split("."), node)
             self.aliases[(a.asname or a.name).split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             if a.name.split(".")[0] not in {"torch", "numpy", "math", "os", "sys", "typing", "functools"}:
                 self.ext_names.add((a.asname or a.name).split(".")[0])
@@ -505,6 +579,9 @@ class _PyChecker(ast.NodeVisitor):
         for a in node.names:
             full = f"{mod}.{a.name}" if mod else a.name
             self._check_module(full, node)
+            if not node.level and a.name != "*":
+                self._check_reach(full.split("."), node)
+                self._check_path(full.split("."), node)
             self.aliases[a.asname or a.name] = full
             if mod.split(".")[0] not in {"torch", "numpy", "math", "os", "sys", "typing", "functools", "__future__"}:
                 self.ext_names.add(a.asname or a.name)
@@ -555,11 +632,15 @@ class _PyChecker(ast.NodeVisitor):
             self.add("threads_or_processes", node, f"async def {node.name}")
         if node.name in {"__torch_function__", "__torch_dispatch__"}:
             self.add("lazy_tensor", node, f"def {node.name}")
-        if node.name in {"__del__", "__getattr__", "__getattribute__", "__eq__", "__bool__"}:
+        # (__eq__, __bool__, __getattr__ are honest helpers' idioms: outputs reach the comparison as plain tensors
+        # loaded by the trusted side, so overridden result semantics decide nothing)
+        if node.name in {"__del__", "__getattribute__"}:
             self.add("lazy_tensor", node, f"def {node.name} (deferred / overridden result semantics)")
         is_forward = node.name == "forward"
         self.in_forward += is_forward
+        self.fn_depth += 1
         self.generic_visit(node)
+        self.fn_depth -= 1
         self.in_forward -= is_forward
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -619,6 +700,11 @@ class _PyChecker(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        value = self.resolve(_chain(node.value)) if isinstance(node.value, (ast.Name, ast.Attribute)) else []
+        if value and not self.fn_depth and (_installed_root(value[0]) or value[0] in _HARNESS_PACKAGES):
+            # `T = torch.Tensor` at module or class level: T.__eq__ = ... is torch.Tensor.__eq__ = ...
+            for n in names:
+                self.aliases[n] = ".".join(value)
         if _makes_extension(node.value, self.resolve):
             self.ext_names.update(names)
         elif self.in_forward and not any(isinstance(n, ast.Call) for n in ast.walk(node.value)):
@@ -651,18 +737,11 @@ class _PyChecker(ast.NodeVisitor):
                 self.add("dynamic_code", node, node.id)
         self.generic_visit(node)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        parts = self.resolve(_chain(node))
-        attr = node.attr
-        if attr in _INTROSPECTION_ATTRS:
-            root = parts[:1]
-            benign = (
-                (attr == "modules" and root != ["sys"])
-                or (attr == "stack" and root not in (["inspect"], ["traceback"]))
-                or (attr == "audit" and root != ["sys"])
-            )
-            if not benign:
-                self.add("caller_introspection", node, ".".join(parts) or attr)
+    def _check_path(self, parts: list[str], node: ast.AST) -> None:
+        """Checks on a dotted path however it was written: `torch.cuda.Stream`, `from torch import compile`,
+        `getattr(torch.cuda, "Stream")`."""
+        if not parts:
+            return
         if parts and parts[0] == "torch":
             tail = parts[1:]
             if any(p in _STREAM_ATTRS for p in tail) and "cuda" in tail:
@@ -677,14 +756,14 @@ class _PyChecker(ast.NodeVisitor):
                 self.add("caller_introspection", node, ".".join(parts) + " (torch internals)")
             if any(p in {"load", "save"} for p in tail[-1:]) and len(tail) == 1:
                 self.add("io_access", node, ".".join(parts))
-        if attr in {"__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"}:
-            self.add("lazy_tensor", node, attr)
-        if attr in _PRECISION_ATTRS:
-            self.add("precision_cast", node, ".".join(parts) or attr)
+        if parts[-1] in {"__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"}:
+            self.add("lazy_tensor", node, parts[-1])
+        if parts[-1] in _PRECISION_ATTRS:
+            self.add("precision_cast", node, ".".join(parts))
         if (
             parts
             and parts[0] in {"os"}
-            and attr
+            and parts[-1]
             in {
                 "system",
                 "popen",
@@ -703,7 +782,7 @@ class _PyChecker(ast.NodeVisitor):
         if (
             parts
             and parts[0] == "os"
-            and attr
+            and parts[-1]
             in {
                 "open",
                 "write",
@@ -720,6 +799,35 @@ class _PyChecker(ast.NodeVisitor):
             }
         ):
             self.add("io_access", node, ".".join(parts))
+        if parts[0] == "os" and parts[-1].startswith(("exec", "spawn", "posix_spawn", "fork")):
+            self.add("threads_or_processes", node, ".".join(parts))
+        if parts[:2] == ["torch", "multiprocessing"] or parts[:2] == ["torch", "distributed"]:
+            self.add("threads_or_processes", node, ".".join(parts))
+        if parts[0] == "numpy" and parts[-1] in {"load", "save", "fromfile", "memmap", "loadtxt", "genfromtxt"}:
+            self.add("io_access", node, ".".join(parts))
+        if parts[:2] == ["torch", "from_file"] or parts[:2] == ["torch", "serialization"]:
+            self.add("io_access", node, ".".join(parts))
+        if parts[-1] == "load_library" and parts[0] == "torch":  # a binary the build step never checked
+            self.add("dynamic_code", node, ".".join(parts))
+        if parts[0] == "operator" and parts[-1] in {"attrgetter", "methodcaller"}:
+            self.add("dynamic_code", node, ".".join(parts) + " (names looked up by string)")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parts = self.resolve(_chain(node))
+        attr = node.attr
+        if attr in _INTROSPECTION_ATTRS:
+            root = parts[:1]
+            benign = (
+                (attr == "modules" and root != ["sys"])
+                or (attr == "stack" and root not in (["inspect"], ["traceback"]))
+                or (attr == "audit" and root != ["sys"])
+            )
+            if not benign:
+                self.add("caller_introspection", node, ".".join(parts) or attr)
+        self._check_path(parts, node)
+        self._check_reach(parts, node)
+        if attr == "__dict__" and parts[:1] != ["self"]:
+            self.add("dynamic_code", node, ".".join(parts) + " (names looked up by string)")
         if attr in _FILE_METHODS:
             self.add("io_access", node, f".{attr}")
         if parts and parts[0] == "np" and attr in {"load", "save", "fromfile", "memmap", "loadtxt"}:
@@ -756,6 +864,10 @@ class _PyChecker(ast.NodeVisitor):
                     self.add("timer_patching", node, f"{node.func.id}({'.'.join(target)}, {node.args[1].value!r})")
                 elif isinstance(node.args[1].value, str) and node.args[1].value in _INTROSPECTION_ATTRS:
                     self.add("caller_introspection", node, f"getattr(..., {node.args[1].value!r})")
+                if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) and target:
+                    # getattr(torch, "_C") is torch._C
+                    self._check_path(target + [node.args[1].value], node)
+                    self._check_reach(target + [node.args[1].value], node)
         if parts and parts[0] == "torch":
             if name in {"Stream", "stream", "ExternalStream", "set_stream"}:
                 self.add("stream_creation", node, ".".join(parts) + "()")
@@ -774,10 +886,16 @@ class _PyChecker(ast.NodeVisitor):
         ):
             # x.relu(), y.sum(): the runtime guard is authoritative; this names the line for the agent.
             self.add("torch_compute_op", node, f".{name}() in forward")
+        to_host = name == "to" and any(
+            isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("cpu")
+            for a in [*node.args, *(k.value for k in node.keywords)]
+        )
         if (
             self.in_forward
-            and isinstance(node.func, ast.Attribute)
-            and (name in {"cpu", "numpy", "tolist"} or (parts and parts[0] in {"np", "numpy"}))
+            and (
+                (isinstance(node.func, ast.Attribute) and (name in {"cpu", "numpy", "tolist"} or to_host))
+                or parts[:1] in (["np"], ["numpy"])  # also `from numpy import exp` called as exp(...)
+            )
             and not (parts[:1] in (["np"], ["numpy"]) and _shape_only(node))  # np.prod(x.shape[1:]): no data
         ):
             self.add("host_compute", node, f"{'.'.join(parts) or name}() in forward")
@@ -952,7 +1070,11 @@ _CPP_CHECKS: list[tuple[str, re.Pattern]] = [
 
 
 def _looks_like_cpp(text: str) -> bool:
-    return bool(re.search(r"__global__|#include|torch::|at::|<<<|extern\s+\"C\"|PYBIND11_MODULE|cuda\w*\(", text))
+    # C++ that reaches a compiler has statements or blocks; prose naming `at::relu(x)` has neither
+    return bool(
+        re.search(r"__global__|#include|torch::|at::|<<<|extern\s+\"C\"|PYBIND11_MODULE|cuda\w*\(", text)
+        and re.search(r"[;{]", text)
+    )
 
 
 def _strip_cpp_comments(src: str) -> str:
@@ -997,9 +1119,13 @@ def summarize(findings: list[Finding], warnings_reject: bool = False) -> tuple[l
     return violations, warnings
 
 
+LIBRARIES = ("cudnn", "cufft", "cusparse", "cusolver", "nccl", "cutensor", "cublas")
+
+
 def library_of(finding: Finding) -> str:
-    """The library ("cublas" | "cudnn") a `library_call` finding names."""
-    return "cudnn" if "cudnn" in finding.detail.lower() else "cublas"
+    """The library ("cublas", "cudnn", "cufft", ...) a `library_call` finding names (cuBLAS when none is named)."""
+    detail = finding.detail.lower()
+    return next((lib for lib in LIBRARIES if lib in detail), "cublas")
 
 
 def check_solution_files(
