@@ -382,7 +382,7 @@ def test_numpy_names_and_host_copies_in_forward_are_host_compute():
         "class Cfg:\n    def __eq__(self, o):\n        return True\n    def __getattr__(self, n):\n        return 1\n",
         "MSG = 'ModelNew replaces at::relu(x) with a custom kernel written here'\n",
         "import numpy as np\nn = int(np.prod((2, 3)))\n",
-        "self_dict = None\n",
+        "class Opts:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n",
     ],
 )
 def test_reach_rules_leave_honest_module_code_alone(idiom):

@@ -13,7 +13,10 @@ from pipeline.evaluate.static_check import STRICT, VIOLATIONS
 
 # Reason codes the judge itself produces at run time (beside the static names above).
 RUNTIME_RULES: dict[str, str] = {
-    "torch_op_in_forward": "a torch compute op ran inside ModelNew.forward (seen at dispatch, from Python or C++)",
+    "torch_op_in_forward": (
+        "a torch compute op ran inside ModelNew.forward (seen at dispatch, from Python or C++), or a device tensor's "
+        "data was copied to the host"
+    ),
     "input_mutation": "the inputs were changed in place",
     "uninitialized_output": "the output holds memory the kernel never wrote",
     "result_caching": "an output reused from an earlier call (checked on timed calls the judge picks afterwards)",
@@ -64,6 +67,14 @@ def rules_text(settings: dict[str, Any] | None = None, *, compact: bool = False)
             "Allowed in ModelNew.forward: allocations and views in method or function form (`torch.empty`, "
             "`torch.flatten`, `x.view`, `torch.transpose`, `torch.chunk`, ...), numpy arithmetic on shapes, "
             "`pathlib`/`os.path` for a build folder, calls of your compiled extensions however they are named"
+        ),
+        (
+            "Checked on the built binary, before it loads (what it links to, whatever the source spelled): ATen "
+            "kernels called directly (`at::cpu::`, `at::cuda::`, `at::native::`) or compute ops called from C++ "
+            "(`torch_compute_op`); the dispatcher's mode or key state (`caller_introspection`); vendor libraries "
+            "unless allowed (`library_call`); dlopen/dlsym (`dynamic_code`); fork, exec, threads "
+            "(`threads_or_processes`); fopen, directories, dup2 (`io_access`); `syscall` instructions "
+            "(`raw_memory_access`). Extensions are made by the build step only: one built while judged is refused"
         ),
         "Checked while it runs (in its own jailed process, without access to the reference or the judge):",
     ]
