@@ -560,3 +560,53 @@ def test_other_ties_are_tried_at_the_configured_tolerance(tmp_path):
     row = decontaminate([("copy", AFFINE_COPY)], ref, default).to_pylist()[0]
     assert json.loads(row["evidence"])["mapping"] and row["reason"] == "functional_match"
     assert {c: how for c, _, how in json.loads(row["evidence"])["mapping"]}["w"] == "transpose"
+
+
+GEMM_ADD_RELU_RESIZED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out, offset_shape):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_out, n_in) * n_in ** -0.5)
+        self.offset = nn.Parameter(torch.randn(offset_shape))
+
+    def forward(self, inp):
+        return inp.mm(self.weight.t()).add(self.offset).ACT
+
+
+batch_size = 512
+in_features = 768
+out_features = 384
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, (out_features,)]
+"""
+
+
+def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_another_function_is_not(kernelbench_path, tmp_path):
+    """KernelBench's Gemm + bias + ReLU rewritten (a raw weight, `mm`, `add`, `clamp_min`) at other sizes: the
+    problem's model, built at its own sizes, does not take the candidate's inputs, so no run can compare them, but
+    the whole graph is the problem's (sizes aside): `semantic_structure`. The same rewrite ending in a sigmoid is
+    another function: clean."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/76_Gemm_Add_ReLU"], by_id["level1/19_ReLU"], by_id["level1/21_Sigmoid"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("relu", GEMM_ADD_RELU_RESIZED.replace("ACT", "clamp_min(0.0)")),
+        ("sigmoid", GEMM_ADD_RELU_RESIZED.replace("ACT", "sigmoid()")),
+    ]
+    relu, sigmoid = decontaminate(cands, ref, settings).to_pylist()
+    assert relu["contaminated"] and relu["reason"] == "semantic_structure", relu
+    ev = json.loads(relu["evidence"])
+    assert ev["kind"] == "structure" and ev["ref"] == "level2/76_Gemm_Add_ReLU" and ev["graph_reference"]
+    assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid

@@ -352,6 +352,17 @@ REACH = {
     "os_exec": ("import os\nos.execvp('sh', ['sh'])\n", "threads_or_processes"),
     "torch_mp": ("torch.multiprocessing.spawn(print, nprocs=1)\n", "threads_or_processes"),
     "numpy_load": ("import numpy\nw = numpy.load('w.npy')\n", "io_access"),
+    # the module passed through a container, a call, a parameter, a loop or a walrus before its private name
+    "container": ("m = [torch][0]._C\n", "internals_access"),
+    "list_sys_modules": ("import sys\ng = [sys][0].modules['pipeline.evaluate.guard']\n", "caller_introspection"),
+    "lambda_default": ("f = (lambda t=torch: t.utils._mode_utils.no_dispatch)()\n", "internals_access"),
+    "function_result": ("def u():\n    return torch.utils\nnd = u()._mode_utils\n", "internals_access"),
+    "loop": ("for m in (torch,):\n    c = m._C\n", "internals_access"),
+    "walrus": ("if (t := torch):\n    c = t._C\n", "internals_access"),
+    "getattr_on_expression": ("c = getattr(torch if True else None, '_C')\n", "internals_access"),
+    "getattribute": ("c = torch.__getattribute__('_' + 'C')\n", "dynamic_code"),
+    "object_getattribute": ("c = object.__getattribute__(torch, 'utils')\n", "dynamic_code"),
+    "new_returns_module": ("class G:\n    def __new__(cls):\n        return torch\nc = G()._C\n", "internals_access"),
 }
 
 
@@ -360,6 +371,14 @@ def test_reaching_past_the_guard_is_named(case):
     code, want = REACH[case]
     violations, _ = names(HEADER + code + FORWARD)
     assert want in violations, (case, violations)
+
+
+def test_numpy_on_sizes_kept_or_computed_in_forward_is_not_host_compute():
+    code = HEADER + "import numpy as np\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    code += "        n = x.numel()\n        s = float(np.sqrt(self.head_dim))\n        g = int(np.ceil(n / 256))\n"
+    code += "        return ext.f(x, s, g)\n"
+    assert names(code)[0] == []
+    assert "host_compute" in names(code.replace("np.sqrt(self.head_dim)", "np.sqrt(x)"))[0]
 
 
 def test_numpy_names_and_host_copies_in_forward_are_host_compute():
@@ -383,6 +402,13 @@ def test_numpy_names_and_host_copies_in_forward_are_host_compute():
         "MSG = 'ModelNew replaces at::relu(x) with a custom kernel written here'\n",
         "import numpy as np\nn = int(np.prod((2, 3)))\n",
         "class Opts:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n",
+        # variables named like the judge's packages or stdlib modules, private fields of the solution's objects
+        "flows = []\nflows.append(1)\npipeline = {'a': 1}\ntests = pipeline.get('a')\n",
+        "class _Stat:\n    def __init__(self):\n        self._count = 0\ndef bump():\n    stat = _Stat()\n"
+        "    stat._count += 1\n    return stat._count\n",
+        "from torch.nn.modules.batchnorm import _BatchNorm\n",
+        "ok = hasattr(torch, '_scaled_mm')\n",
+        "mods = list(nn.Linear(2, 2).modules())\n",
     ],
 )
 def test_reach_rules_leave_honest_module_code_alone(idiom):

@@ -55,6 +55,21 @@ DISHONEST = {
         'extern "C" int f() { return c10::impl::dispatch_mode_enabled() ? 1 : 0; }\n',
         "caller_introspection",
     ),
+    "raw_dispatch_key_set": (
+        "namespace c10 { namespace impl { struct PODLocalDispatchKeySet { unsigned long a, b; };\n"
+        "extern thread_local PODLocalDispatchKeySet raw_local_dispatch_key_set; } }\n"
+        'extern "C" void f() { c10::impl::raw_local_dispatch_key_set.b = 0; }\n',
+        "caller_introspection",
+    ),
+    "dispatcher_lookup": (
+        "namespace c10 { struct Dispatcher { static Dispatcher& realSingleton(); }; }\n"
+        'extern "C" void* f() { return &c10::Dispatcher::realSingleton(); }\n',
+        "torch_compute_op",
+    ),
+    "r_debug_walk": (
+        '#include <link.h>\nextern "C" void* f() { return _r_debug.r_map; }\n',
+        "dynamic_code",
+    ),
     "dlsym": (
         '#include <dlfcn.h>\nextern "C" void* f() { return dlsym(RTLD_DEFAULT, "cublasSgemm_v2"); }\n',
         "dynamic_code",
@@ -111,9 +126,10 @@ def test_compute_ops_called_from_cpp_are_named_whatever_the_dispatch_keys(tmp_pa
     """`x.softmax(1)` in C++ under a guard that excludes the Python key never reaches the op guard; what the binary
     links to still names it. Allocation and views (what honest bindings call) pass."""
     decl = "namespace at { namespace _ops { struct %s { static void call(); }; } }\n"
-    src = decl % "softmax_int" + decl % "empty_memory_format" + decl % "view_dtype"
+    src = decl % "softmax_int" + decl % "empty_memory_format" + decl % "view_dtype" + decl % "swapaxes"
     src += 'extern "C" void f() { at::_ops::softmax_int::call(); }\n'
     src += 'extern "C" void g() { at::_ops::empty_memory_format::call(); at::_ops::view_dtype::call(); }\n'
+    src += 'extern "C" void h() { at::_ops::swapaxes::call(); }\n'  # a view the guard sees as one
     findings = symbols.check_binary(build(tmp_path, "ops", src))
     assert [f.name for f in findings] == ["torch_compute_op"] and "softmax_int" in findings[0].detail
     honest = decl % "empty_memory_format" + 'extern "C" void g() { at::_ops::empty_memory_format::call(); }\n'

@@ -420,6 +420,7 @@ VIEW_OF_REASON = {
     "same_ops_signature": "ops",
     "raw_near_copy": "raw",
     "functional_match": "functional",
+    "semantic_structure": "semantic",
     "near_variant": "semantic",
 }
 SEM_COLUMNS = ("view", "semantic_score", "semantic_ref", "semantic_status", "near_variant", "evidence")
@@ -618,6 +619,29 @@ def semantic_pass(
                 }
             )
             continue
+        # the same graph as a problem's, whose outputs could not be compared at equal shapes: the computation
+        # rewritten at other sizes (the problem's model, built at its own, does not take the candidate's inputs)
+        same = _structure_match(views[k], tried, sims[row], ref, settings)
+        if same is not None:
+            j, rep = same
+            cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, "semantic_structure", ref_ids[j]
+            cols["score"][i] = max(cols["score"][i], float(sims[row, j]))
+            out["view"][i] = "semantic"
+            out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[j], float(sims[row, j])
+            out["evidence"][i] = json.dumps(
+                {
+                    "kind": "structure",
+                    "ref": ref_ids[j],
+                    "semantic": round(float(sims[row, j]), 4),
+                    "confirmation": rep.get("reason") or "ran",
+                    "error": str(rep.get("error", ""))[:200],
+                    "shapes": [rep.get("ref_shapes"), rep.get("cand_shapes")],
+                    "graph_candidate": graph_text(views[k]),
+                    "graph_reference": graph_text(ref.views[j]),
+                    "tried": summary,
+                }
+            )
+            continue
         # near_variant: the nearest problem, among those run beside it (outputs shown to differ on the same
         # inputs) and semantically near, from which only one or two ops changed in place
         best, diff = -1, None
@@ -650,6 +674,23 @@ def semantic_pass(
             }
         )
     return out
+
+
+def _structure_match(
+    view: SemView, tried: list, sims: np.ndarray, ref: SemanticReference, settings: DecontamSettings
+) -> tuple[int, dict] | None:
+    """(problem, its confirmation report) when the candidate's whole graph is a problem's whole graph
+    (semantic >= structure_threshold: the same ops, operands and constants, sizes aside) and no run showed their
+    outputs to differ at equal shapes; else None."""
+    if settings.structure_threshold > 1.0 or view.truncated:
+        return None
+    for j, rep in sorted(tried, key=lambda t: -sims[t[0]]):
+        if sims[j] < settings.structure_threshold or not ref.views[j].ok or ref.views[j].truncated:
+            continue
+        if rep.get("ok") and rep.get("ref_shapes") == rep.get("cand_shapes"):
+            continue  # run at equal shapes and not equivalent: another function
+        return j, rep
+    return None
 
 
 def _near_variant_difference(

@@ -70,6 +70,13 @@ class DecontamSettings(BaseModel):
         "whatever their semantic Jaccard (a rewritten op leaves little of a small graph), nearest "
         "first, at most this many.",
     )
+    structure_threshold: float = Field(
+        0.999,
+        description="semantic_structure: a candidate whose whole graph has at least this semantic Jaccard to a "
+        "problem's whole graph (the same ops, operands and bucketed constants: sizes aside) is a copy when no "
+        "confirmation ran both at equal output shapes (a rewrite at other sizes: the problem's model, built at "
+        "its own, does not take the candidate's inputs). Above 1: off.",
+    )
     near_variant_threshold: float = Field(
         0.5,
         description="near_variant: semantic Jaccard at least this to a "

@@ -450,9 +450,11 @@ _HARNESS_PACKAGES = {"pipeline", "flows", "opforge", "tests"}
 _RESOLVED_ROOTS = {"torch", "numpy"}
 
 
+# Dunders that look attributes up by name or walk the object graph (`torch.__getattribute__("_C")`)
+_LOOKUP_DUNDERS = {"__getattribute__", "__getattr__", "__mro__", "__bases__", "__base__", "__loader__", "__spec__"}
 # Private names that honest module code uses (parameter init as nn.Linear does it, conv size helpers, type aliases):
 # leaves of these modules only.
-_PRIVATE_OK_IN = ("torch.nn.init.", "torch.nn.modules.utils.", "torch.nn.common_types.", "torch.types.", "typing.")
+_PRIVATE_OK_IN = ("torch.nn.init.", "torch.nn.modules.", "torch.nn.common_types.", "torch.types.", "typing.")
 
 
 def _private(name: str) -> bool:
@@ -501,6 +503,11 @@ class _PyChecker(ast.NodeVisitor):
         self.class_stack: list[str] = []
         self.ext_names: set[str] = set()  # names bound to compiled extensions (load_inline results, imports)
         self.fn_depth = 0
+        self.imported: set[str] = set()  # names an import bound (a module or a name from one)
+        self.called: set[int] = set()  # ids of expressions that are called (`x.modules()` is nn.Module's method)
+        self.forward_args: set[str] = set()  # forward's parameters: the inputs
+        self.own: set[str] = set()  # names bound to objects of the solution's own classes (`s = Stats()`)
+        self.classes: set[str] = set()  # the solution's classes whose call makes an instance of them (no __new__)
 
     def add(self, name: str, node: ast.AST | None, detail: str) -> None:
         sev = VIOLATIONS[name][0]
@@ -516,10 +523,10 @@ class _PyChecker(ast.NodeVisitor):
         packages, private names of installed modules and modules reached through another are out of bounds."""
         if not parts or parts[0] == "<call>":
             return
-        if parts[0] in _HARNESS_PACKAGES:
+        if parts[0] in _HARNESS_PACKAGES and self._from_import(node, parts):
             self.add("internals_access", node, ".".join(parts) + " (the judge's own modules)")
             return
-        if not _installed_root(parts[0]) or parts[0] in self.defined:
+        if not _installed_root(parts[0]) or parts[0] in self.defined or not self._from_import(node, parts):
             return
         bad = next((p for p in parts if _private(p)), None)
         dotted = ".".join(parts)
@@ -531,6 +538,40 @@ class _PyChecker(ast.NodeVisitor):
             other = _escaped_module(parts)
             if other:
                 self.add("internals_access", node, ".".join(parts) + f" (reaches module {other})")
+
+    def _from_import(self, node: ast.AST, parts: list[str]) -> bool:
+        """Whether a path's root is a module (or a name from one) that an import bound, not a variable that happens
+        to share its name (`flows = []`, `stat = os.stat(p)`)."""
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "getattr" and root.args:
+            root = root.args[0]
+            while isinstance(root, ast.Attribute):
+                root = root.value
+        name = root.id if isinstance(root, ast.Name) else ""
+        return name in self.imported or name in self.aliases
+
+    def _check_private_attribute(self, node: ast.Attribute) -> None:
+        """`x._name` where x is not self, cls or a name of the solution's own: a module or an object reached through a
+        container, a call, a parameter or a loop (`[torch][0]._C`, `(lambda t=torch: t)()._C`) is as private as
+        `torch._C`, and a name cannot tell them apart."""
+        if not _private(node.attr):
+            return
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        name = root.id if isinstance(root, ast.Name) else ""
+        if name in {"self", "cls"} or name in self.ext_names:
+            return
+        if name and (name in self.defined or name in self.own) and name not in self.imported:
+            return  # the solution's own classes, functions and their objects (`Kernel._cache`, `s = Stats(); s._n`)
+        parts = self.resolve(_chain(node))
+        if parts and ".".join(parts).startswith(_PRIVATE_OK_IN) and parts[-1] == node.attr:
+            return
+        self.add("internals_access", node, (".".join(parts) or node.attr) + f" (private: {node.attr})")
 
     # imports
     def _check_module(self, mod: str, node: ast.AST) -> None:
@@ -564,6 +605,7 @@ class _PyChecker(ast.NodeVisitor):
         for a in node.names:
             self._check_module(a.name, node)
             self._check_reach(a.name.split("."), node)
+            self.imported.add((a.asname or a.name).split(".")[0])
             self.aliases[(a.asname or a.name).split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             if a.name.split(".")[0] not in {"torch", "numpy", "math", "os", "sys", "typing", "functools"}:
                 self.ext_names.add((a.asname or a.name).split(".")[0])
@@ -579,6 +621,7 @@ class _PyChecker(ast.NodeVisitor):
         for a in node.names:
             full = f"{mod}.{a.name}" if mod else a.name
             self._check_module(full, node)
+            self.imported.add(a.asname or a.name)
             if not node.level and a.name != "*":
                 self._check_reach(full.split("."), node)
                 self._check_path(full.split("."), node)
@@ -596,6 +639,8 @@ class _PyChecker(ast.NodeVisitor):
     # definitions
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.defined.add(node.name)
+        if not any(isinstance(b, ast.FunctionDef) and b.name == "__new__" for b in node.body) and not node.bases:
+            self.classes.add(node.name)
         self.class_stack.append(node.name)
         for b in node.bases:
             parts = self.resolve(_chain(b))
@@ -637,6 +682,11 @@ class _PyChecker(ast.NodeVisitor):
         if node.name in {"__del__", "__getattribute__"}:
             self.add("lazy_tensor", node, f"def {node.name} (deferred / overridden result semantics)")
         is_forward = node.name == "forward"
+        if is_forward:
+            self.forward_args = {a.arg for a in node.args.args + node.args.kwonlyargs} - {"self"}
+            for extra in (node.args.vararg, node.args.kwarg):
+                if extra is not None:
+                    self.forward_args.add(extra.arg)
         self.in_forward += is_forward
         self.fn_depth += 1
         self.generic_visit(node)
@@ -700,6 +750,13 @@ class _PyChecker(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        if (
+            isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in self.classes
+            and node.value.func.id not in self.imported
+        ):
+            self.own.update(names)  # an instance of the solution's own class (one without __new__: below)
         value = self.resolve(_chain(node.value)) if isinstance(node.value, (ast.Name, ast.Attribute)) else []
         if value and not self.fn_depth and (_installed_root(value[0]) or value[0] in _HARNESS_PACKAGES):
             # `T = torch.Tensor` at module or class level: T.__eq__ = ... is torch.Tensor.__eq__ = ...
@@ -826,8 +883,14 @@ class _PyChecker(ast.NodeVisitor):
                 self.add("caller_introspection", node, ".".join(parts) or attr)
         self._check_path(parts, node)
         self._check_reach(parts, node)
+        self._check_private_attribute(node)
         if attr == "__dict__" and parts[:1] != ["self"]:
             self.add("dynamic_code", node, ".".join(parts) + " (names looked up by string)")
+        if attr in _LOOKUP_DUNDERS:
+            self.add("dynamic_code", node, (".".join(parts) or attr) + " (attributes looked up by string)")
+        if attr == "modules" and id(node) not in self.called and parts[:1] != ["self"]:
+            # sys.modules however it is reached ([sys][0].modules); nn.Module's modules() is called
+            self.add("caller_introspection", node, ".".join(parts) or attr)
         if attr in _FILE_METHODS:
             self.add("io_access", node, f".{attr}")
         if parts and parts[0] == "np" and attr in {"load", "save", "fromfile", "memmap", "loadtxt"}:
@@ -845,7 +908,15 @@ class _PyChecker(ast.NodeVisitor):
             and self.resolve([recv.func.id])[0] != "torch"
         )
 
+    def _reads_inputs(self, call: ast.Call) -> bool:
+        """numpy called on forward's inputs (`np.exp(x)`), not on sizes kept in self or computed (`np.sqrt(self.d)`,
+        `np.ceil(n / 256)`): numpy cannot read a device tensor without a copy to the host, which the op guard
+        refuses at run time; this names the line."""
+        args = [*call.args, *(k.value for k in call.keywords)]
+        return any(isinstance(n, ast.Name) and n.id in self.forward_args for a in args for n in ast.walk(a))
+
     def visit_Call(self, node: ast.Call) -> None:
+        self.called.add(id(node.func))
         parts = self.resolve(_chain(node.func))
         name = parts[-1] if parts else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
         if isinstance(node.func, ast.Name):
@@ -864,7 +935,10 @@ class _PyChecker(ast.NodeVisitor):
                     self.add("timer_patching", node, f"{node.func.id}({'.'.join(target)}, {node.args[1].value!r})")
                 elif isinstance(node.args[1].value, str) and node.args[1].value in _INTROSPECTION_ATTRS:
                     self.add("caller_introspection", node, f"getattr(..., {node.args[1].value!r})")
-                if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) and target:
+                const = node.args[1].value if isinstance(node.args[1], ast.Constant) else None
+                if node.func.id != "hasattr" and isinstance(const, str) and _private(const):
+                    self.add("internals_access", node, f"{node.func.id}(..., {const!r}) (private: {const})")
+                if node.func.id != "hasattr" and isinstance(const, str) and target:
                     # getattr(torch, "_C") is torch._C
                     self._check_path(target + [node.args[1].value], node)
                     self._check_reach(target + [node.args[1].value], node)
@@ -894,7 +968,7 @@ class _PyChecker(ast.NodeVisitor):
             self.in_forward
             and (
                 (isinstance(node.func, ast.Attribute) and (name in {"cpu", "numpy", "tolist"} or to_host))
-                or parts[:1] in (["np"], ["numpy"])  # also `from numpy import exp` called as exp(...)
+                or (parts[:1] in (["np"], ["numpy"]) and self._reads_inputs(node))  # also `exp(x)` imported
             )
             and not (parts[:1] in (["np"], ["numpy"]) and _shape_only(node))  # np.prod(x.shape[1:]): no data
         ):

@@ -55,11 +55,52 @@ _LIBRARY_HANDLES = re.compile(
 _DISPATCH_STATE = re.compile(
     r"^(c10::impl::(dispatch_mode_enabled|TorchDispatchModeTLS|tls_local_dispatch_key_set|"
     r"_force_tls_local_dispatch_key_set|tls_set_dispatch_key_(excluded|included)|tls_is_dispatch_key_(excluded|"
-    r"included)|IncludeDispatchKeyGuard|PythonDispatcherTLS)|at::impl::(PythonTorchFunctionTLS|"
-    r"torch_function_mode_enabled|dispatch_mode_enabled)|c10::impl::tls_)"
+    r"included)|IncludeDispatchKeyGuard|PythonDispatcherTLS|raw_local_dispatch_key_set)|at::impl::("
+    r"PythonTorchFunctionTLS|torch_function_mode_enabled|dispatch_mode_enabled)|c10::impl::tls_|"
+    r"c10::impl::\w*[Dd]ispatch\w*[Tt][Ll][Ss]|at::impl::\w*TLS|torch::PythonTLSSnapshot)"
 )
+# Operators found by name at run time: the dispatcher's tables and boxed calls (no `at::_ops::<op>` symbol names
+# the op). Honest bindings call ops through at::_ops (named above) or not at all.
+_OPS_BY_NAME = re.compile(
+    r"^(c10::Dispatcher::|c10::OperatorHandle::|c10::TypedOperatorHandle|c10::KernelFunction::|c10::BoxedKernel::|"
+    r"c10::impl::OperatorEntry::|torch::jit::|torch::ops::)"
+)
+# Composite ops that only view or cast (the op guard sees what they decompose into: views and copies)
+_COMPOSITE_VIEWS = {
+    "type_as",
+    "swapaxes",
+    "swapdims",
+    "moveaxis",
+    "mT",
+    "mH",
+    "adjoint",
+    "matrix_H",
+    "numpy_T",
+    "reshape_as",
+    "view_as",
+    "expand_as",
+    "flatten",
+    "unflatten",
+    "squeeze",
+    "contiguous",
+}
 _LIBRARIES = ("cublasLt", "cublas", "cudnn", "cufft", "cusparse", "cusolver", "nccl", "cutensor")
-_DYNAMIC = {"dlopen", "dlmopen", "dlsym", "dlvsym", "dladdr", "dladdr1", "dlinfo", "dl_iterate_phdr"}
+_DYNAMIC = {
+    "dlopen",
+    "dlmopen",
+    "dlsym",
+    "dlvsym",
+    "dladdr",
+    "dladdr1",
+    "dlinfo",
+    "dl_iterate_phdr",
+    "_r_debug",
+    "_dl_sym",
+    "_dl_open",
+    "__libc_dlopen_mode",
+    "__libc_dlsym",
+    "__libc_dlvsym",
+}
 _PROCESSES = {
     "fork",
     "vfork",
@@ -166,8 +207,10 @@ def _classify(sym: str, allowed_ops: set[str]) -> tuple[str, str] | None:
     """(violation, detail) for one undefined symbol, or None."""
     plain = _name(sym)
     op = _OPS_CALL.match(plain)
-    if op and not _op_allowed(op.group(1), allowed_ops):
+    if op and not _op_allowed(op.group(1), allowed_ops | _COMPOSITE_VIEWS):
         return "torch_compute_op", f"{plain}: an ATen compute op called from C++"
+    if _OPS_BY_NAME.match(plain):
+        return "torch_compute_op", f"{plain}: an operator looked up by name"
     if _DIRECT_KERNELS.match(plain):
         return "torch_compute_op", f"{plain}: an ATen kernel called directly, past the dispatcher"
     if _LIBRARY_HANDLES.match(plain):
