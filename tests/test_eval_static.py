@@ -409,6 +409,7 @@ def test_numpy_names_and_host_copies_in_forward_are_host_compute():
         "from torch.nn.modules.batchnorm import _BatchNorm\n",
         "ok = hasattr(torch, '_scaled_mm')\n",
         "mods = list(nn.Linear(2, 2).modules())\n",
+        "class L(nn.Linear):\n    def reset(self):\n        super()._load_from_state_dict\n",
     ],
 )
 def test_reach_rules_leave_honest_module_code_alone(idiom):

@@ -599,10 +599,7 @@ def semantic_pass(
         ]
         if match is not None:
             j, rep = match
-            cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, "functional_match", ref_ids[j]
-            cols["score"][i] = max(cols["score"][i], float(sims[row, j]))
-            out["view"][i] = "functional"
-            out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[j], float(sims[row, j])
+            _flag(cols, out, i, "functional_match", ref_ids[j], float(sims[row, j]))
             out["evidence"][i] = json.dumps(
                 {
                     "kind": "functional",
@@ -624,10 +621,7 @@ def semantic_pass(
         same = _structure_match(views[k], tried, sims[row], ref, settings)
         if same is not None:
             j, rep = same
-            cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, "semantic_structure", ref_ids[j]
-            cols["score"][i] = max(cols["score"][i], float(sims[row, j]))
-            out["view"][i] = "semantic"
-            out["semantic_ref"][i], out["semantic_score"][i] = ref_ids[j], float(sims[row, j])
+            _flag(cols, out, i, "semantic_structure", ref_ids[j], float(sims[row, j]))
             out["evidence"][i] = json.dumps(
                 {
                     "kind": "structure",
@@ -674,6 +668,14 @@ def semantic_pass(
             }
         )
     return out
+
+
+def _flag(cols: dict[str, list], out: dict[str, list], i: int, reason: str, ref_id: str, sim: float) -> None:
+    """Row i decided contaminated for `reason` against problem `ref_id` (semantic similarity `sim`)."""
+    cols["contaminated"][i], cols["reason"][i], cols["nearest_ref"][i] = True, reason, ref_id
+    cols["score"][i] = max(cols["score"][i], sim)
+    out["view"][i] = VIEW_OF_REASON[reason]
+    out["semantic_ref"][i], out["semantic_score"][i] = ref_id, sim
 
 
 def _structure_match(

@@ -563,6 +563,8 @@ class _PyChecker(ast.NodeVisitor):
         root = node.value
         while isinstance(root, ast.Attribute):
             root = root.value
+        if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super":
+            return  # a parent class's own member
         name = root.id if isinstance(root, ast.Name) else ""
         if name in {"self", "cls"} or name in self.ext_names:
             return
