@@ -610,3 +610,51 @@ def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_another_function
     ev = json.loads(relu["evidence"])
     assert ev["kind"] == "structure" and ev["ref"] == "level2/76_Gemm_Add_ReLU" and ev["graph_reference"]
     assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid
+
+
+NORM_OVER_AXIS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x):
+        mu = x.mean(dim=AXES, keepdim=True)
+        var = ((x - mu) ** 2).mean(dim=AXES, keepdim=True)
+        y = (x - mu) / torch.sqrt(var + 1e-5)
+        return y * self.gamma[:, None, None] + self.beta[:, None, None]
+
+
+def get_inputs():
+    return [torch.rand(8, 24, 20, 20)]
+
+
+def get_init_inputs():
+    return [24]
+"""
+
+
+def test_the_same_ops_over_other_axes_at_other_sizes_are_not_the_problems_structure(kernelbench_path, tmp_path):
+    """Batch norm written out at other sizes is KernelBench's BatchNorm (`semantic_structure`); the same formula over
+    the channels of each pixel (a ConvNeXt layer norm) has the same ops over other axes: no run can compare it with
+    the problem at its sizes, and it is not a copy but a near_variant (reported with the axes; removed or kept by
+    `near_variant_policy`, as softmax over another axis is)."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level1/33_BatchNorm"], by_id["level1/40_LayerNorm"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [("batch", NORM_OVER_AXIS.replace("AXES", "(0, 2, 3)")), ("pixel", NORM_OVER_AXIS.replace("AXES", "1"))]
+    batch, pixel = decontaminate(cands, ref, settings).to_pylist()
+    assert batch["contaminated"] and batch["nearest_ref"] == "level1/33_BatchNorm", batch
+    assert batch["reason"] == "semantic_structure" and not batch["near_variant"], batch
+    assert pixel["reason"] == "near_variant" and pixel["near_variant"], pixel
+    diff = json.loads(pixel["evidence"])["difference"]
+    assert diff["level"] == "axes" and diff["candidate_axes"] != diff["reference_axes"], diff
+    keep = DecontamSettings(**{**settings.model_dump(), "near_variant_policy": "keep"})
+    assert not decontaminate(cands[1:], ref, keep).to_pylist()[0]["contaminated"]

@@ -123,7 +123,19 @@ def _evidence_html(raw: str) -> str:
                 )
                 + "</table>"
             )
-    if ev.get("difference"):
+    if ev.get("kind") == "structure":
+        out.append(
+            f"<p>the same whole graph as <b>{esc(str(ev.get('ref')))}</b> (semantic {ev.get('semantic')}), sizes "
+            f"aside; no run could compare the outputs: {esc(str(ev.get('confirmation')))} "
+            f"{esc(str(ev.get('error', '')))}</p>"
+        )
+    if ev.get("difference", {}).get("level") == "axes":
+        d = ev["difference"]
+        out.append(
+            f"<p>the same graph as {esc(str(ev.get('ref', '')))} with its reductions over other axes: "
+            f"{esc(str(d.get('candidate_axes')))} against {esc(str(d.get('reference_axes')))}</p>"
+        )
+    elif ev.get("difference"):
         d = ev["difference"]
         out.append(
             f"<p>difference from {esc(str(ev.get('ref', '')))}: added {esc(', '.join(d.get('added', [])))}"

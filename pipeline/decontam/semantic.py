@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -619,8 +620,8 @@ def semantic_pass(
         # the same graph as a problem's, whose outputs could not be compared at equal shapes: the computation
         # rewritten at other sizes (the problem's model, built at its own, does not take the candidate's inputs)
         same = _structure_match(views[k], tried, sims[row], ref, settings)
-        if same is not None:
-            j, rep = same
+        if same is not None and same[2] is None:
+            j, rep, _ = same
             _flag(cols, out, i, "semantic_structure", ref_ids[j], float(sims[row, j]))
             out["evidence"][i] = json.dumps(
                 {
@@ -638,8 +639,8 @@ def semantic_pass(
             continue
         # near_variant: the nearest problem, among those run beside it (outputs shown to differ on the same
         # inputs) and semantically near, from which only one or two ops changed in place
-        best, diff = -1, None
-        for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]):
+        best, diff = (same[0], same[2]) if same is not None else (-1, None)  # the same ops over other axes
+        for j, rep in sorted(tried, key=lambda t: -sims[row, t[0]]) if diff is None else ():
             if not (rep.get("ok") and rep.get("cand_shapes")):
                 continue
             d = _near_variant_difference(views[k], j, sims[row, j], ref, settings)
@@ -680,19 +681,49 @@ def _flag(cols: dict[str, list], out: dict[str, list], i: int, reason: str, ref_
 
 def _structure_match(
     view: SemView, tried: list, sims: np.ndarray, ref: SemanticReference, settings: DecontamSettings
-) -> tuple[int, dict] | None:
-    """(problem, its confirmation report) when the candidate's whole graph is a problem's whole graph
-    (semantic >= structure_threshold: the same ops, operands and constants, sizes aside) and no run showed their
-    outputs to differ at equal shapes; else None."""
+) -> tuple[int, dict, dict | None] | None:
+    """(problem, its confirmation report, None) when the candidate's whole graph is a problem's whole graph
+    (semantic >= structure_threshold: the same ops, operands and constants, sizes aside), over the same axes, and
+    the problem's model could not take the candidate's inputs (no run compared them); (problem, report,
+    difference) when only the axes its reductions run over differ (a layer norm against a batch norm: a
+    near_variant, as softmax over another axis is); else None."""
     if settings.structure_threshold > 1.0 or view.truncated:
         return None
+    dims = _reduced_dims(view.summary)
+    other = None
     for j, rep in sorted(tried, key=lambda t: -sims[t[0]]):
         if sims[j] < settings.structure_threshold or not ref.views[j].ok or ref.views[j].truncated:
             continue
-        if rep.get("ok") and rep.get("ref_shapes") == rep.get("cand_shapes"):
-            continue  # run at equal shapes and not equivalent: another function
-        return j, rep
-    return None
+        if rep.get("ok") or rep.get("reason") == "output_shapes_differ":
+            continue  # the problem took the candidate's inputs and gave other outputs: another function
+        ref_dims = _reduced_dims(ref.views[j].summary)
+        if dims == ref_dims:
+            return j, rep, None
+        if other is None:
+            diff = {"level": "axes", "candidate_axes": sorted(dims), "reference_axes": sorted(ref_dims)}
+            other = (j, rep, {**diff, "n_changes": len(dims ^ ref_dims), "substitution": True})
+    return other
+
+
+# Ops whose first argument names the axes they reduce or run along (in the decomposed graph's labels)
+_REDUCING = {
+    "sum", "mean", "var", "var_mean", "std", "std_mean", "amax", "amin", "max", "min", "prod", "logsumexp",
+    "_softmax", "_log_softmax", "softmax", "log_softmax", "argmax", "argmin", "cumsum", "cumprod", "norm",
+    "linalg_vector_norm", "any", "all",
+}  # fmt: skip
+_DIMS = re.compile(r"^\[(\[[-\d,\s]*\]|-?\d+)")
+
+
+def _reduced_dims(summary) -> set[str]:
+    """The axes the graph's reductions run over, as written (`mean[[1],True]` -> "[1]"): the semantic view keeps no
+    sizes, and axes are what tells a layer norm from a batch norm when no run can compare them."""
+    out = set()
+    for label in getattr(summary, "detail", None) or ():
+        op = label.split("[", 1)[0]
+        if op in _REDUCING:
+            m = _DIMS.match(label[len(op) :])
+            out.add(m.group(1).replace(" ", "") if m else "?")
+    return out
 
 
 def _near_variant_difference(

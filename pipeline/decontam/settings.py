@@ -73,9 +73,9 @@ class DecontamSettings(BaseModel):
     structure_threshold: float = Field(
         0.999,
         description="semantic_structure: a candidate whose whole graph has at least this semantic Jaccard to a "
-        "problem's whole graph (the same ops, operands and bucketed constants: sizes aside) is a copy when no "
-        "confirmation ran both at equal output shapes (a rewrite at other sizes: the problem's model, built at "
-        "its own, does not take the candidate's inputs). Above 1: off.",
+        "problem's whole graph (the same ops, operands and bucketed constants: sizes aside) is a copy when the "
+        "problem's model could not take the candidate's inputs (a rewrite at other sizes: no run can compare "
+        "them) and their reductions run over the same axes (over other axes: a near_variant). Above 1: off.",
     )
     near_variant_threshold: float = Field(
         0.5,
