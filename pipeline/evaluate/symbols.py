@@ -59,11 +59,11 @@ _DISPATCH_STATE = re.compile(
     r"PythonTorchFunctionTLS|torch_function_mode_enabled|dispatch_mode_enabled)|c10::impl::tls_|"
     r"c10::impl::\w*[Dd]ispatch\w*[Tt][Ll][Ss]|at::impl::\w*TLS|torch::PythonTLSSnapshot)"
 )
-# Operators found by name at run time: the dispatcher's tables and boxed calls (no `at::_ops::<op>` symbol names
-# the op). Honest bindings call ops through at::_ops (named above) or not at all.
+# Operators found by name at run time: the dispatcher's tables and calls through their handles (no
+# `at::_ops::<op>` symbol names the op). Honest bindings call ops through at::_ops (named above) or not at all;
+# registering their own ops (TORCH_LIBRARY: torch::Library, c10::KernelFunction) is not a lookup.
 _OPS_BY_NAME = re.compile(
-    r"^(c10::Dispatcher::|c10::OperatorHandle::|c10::TypedOperatorHandle|c10::KernelFunction::|c10::BoxedKernel::|"
-    r"c10::impl::OperatorEntry::|torch::jit::|torch::ops::)"
+    r"^(c10::Dispatcher::|c10::OperatorHandle::|c10::TypedOperatorHandle|c10::impl::OperatorEntry::|torch::jit::)"
 )
 # Composite ops that only view or cast (the op guard sees what they decompose into: views and copies)
 _COMPOSITE_VIEWS = {
