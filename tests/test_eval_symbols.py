@@ -165,3 +165,13 @@ def test_what_the_cuda_runtime_itself_calls_is_not_the_candidates(tmp_path):
     src = HONEST + "#include <fcntl.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
     src += 'extern "C" long g() { int fd = open("/dev/null", O_RDONLY); return syscall(SYS_getpid) + fd; }\n'
     assert symbols.check_binary(build(tmp_path, "runtime_like", src)) == []
+
+
+def test_registering_ones_own_ops_is_not_an_operator_lookup(tmp_path):
+    """TORCH_LIBRARY / m.def / m.impl (an honest binding's own ops) link torch::Library and torch::jit::parseSchema
+    (seen in a g++ build against torch's headers): not named."""
+    src = "#include <string>\nnamespace torch { namespace jit { void parseSchema(const std::string&); }\n"
+    src += "struct Library { void _def(const char*); }; }\n"
+    src += 'extern "C" void f(torch::Library& m) { torch::jit::parseSchema("my_add(Tensor a) -> Tensor"); '
+    src += 'm._def("my_add"); }\n'
+    assert symbols.check_binary(build(tmp_path, "own_ops", src)) == []

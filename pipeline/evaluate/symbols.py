@@ -61,9 +61,9 @@ _DISPATCH_STATE = re.compile(
 )
 # Operators found by name at run time: the dispatcher's tables and calls through their handles (no
 # `at::_ops::<op>` symbol names the op). Honest bindings call ops through at::_ops (named above) or not at all;
-# registering their own ops (TORCH_LIBRARY: torch::Library, c10::KernelFunction) is not a lookup.
+# registering their own ops (TORCH_LIBRARY: torch::Library, torch::jit::parseSchema) is not a lookup.
 _OPS_BY_NAME = re.compile(
-    r"^(c10::Dispatcher::|c10::OperatorHandle::|c10::TypedOperatorHandle|c10::impl::OperatorEntry::|torch::jit::)"
+    r"^(c10::Dispatcher::|c10::OperatorHandle::|c10::TypedOperatorHandle|c10::impl::OperatorEntry::)"
 )
 # Composite ops that only view or cast (the op guard sees what they decompose into: views and copies)
 _COMPOSITE_VIEWS = {
