@@ -18,7 +18,7 @@ from pipeline.evaluate import artifacts, options
 from pipeline.evaluate.build import CompileResult, resolve_arch_list
 from pipeline.evaluate.result import EvalResult
 from pipeline.evaluate.reward import reward as compute_reward
-from pipeline.evaluate.static_check import check_solution_files, library_of, summarize
+from pipeline.evaluate.static_check import check_solution_files, summarize, without_allowed_libraries
 from pipeline.evaluate.workspace import check_protected, is_workspace, solution_files
 
 MODES = ("verify", "profile", "full")
@@ -200,11 +200,8 @@ def binary_review(artifact: str, s: dict[str, Any]):
     """(violations, warnings, findings) of the checks on a build's shared objects (`symbols`)."""
     from pipeline.evaluate import symbols
 
-    allowed = {str(x).lower() for x in s["allow_libraries"] or []}
     ops = symbols.allowed_ops(s["allow_libraries"], s.get("allow_torch_ops"))
-    findings = [
-        f for f in symbols.check_artifact(artifact, ops) if not (f.name == "library_call" and library_of(f) in allowed)
-    ]
+    findings = without_allowed_libraries(symbols.check_artifact(artifact, ops), s["allow_libraries"])
     violations, warnings = summarize(findings, bool(s["warnings_reject"]))
     return violations, warnings, findings
 

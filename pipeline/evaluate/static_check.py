@@ -430,6 +430,14 @@ def _shape_only(call: ast.Call) -> bool:
     return True
 
 
+def _attr_base(node: ast.AST) -> ast.AST:
+    """What an attribute chain is read from (`a.b.c` -> the node `a`; `f().b` -> the call), through attributes only:
+    unlike `_root`, a call or a subscript is where it stops (`u()._x` is read from what u returns, not from u)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
 def _chain(node: ast.AST) -> list[str]:
     """`a.b.c` -> ["a", "b", "c"]; [] when the base is not a plain name."""
     parts: list[str] = []
@@ -450,6 +458,7 @@ _HARNESS_PACKAGES = {"pipeline", "flows", "opforge", "tests"}
 _RESOLVED_ROOTS = {"torch", "numpy"}
 
 
+_NUMPY_FILE_FUNCS = {"load", "save", "fromfile", "memmap", "loadtxt", "genfromtxt"}
 # Dunders that look attributes up by name or walk the object graph (`torch.__getattribute__("_C")`)
 _LOOKUP_DUNDERS = {"__getattribute__", "__getattr__", "__mro__", "__bases__", "__base__", "__loader__", "__spec__"}
 # Private names that honest module code uses (parameter init as nn.Linear does it, conv size helpers, type aliases):
@@ -537,20 +546,16 @@ class _PyChecker(ast.NodeVisitor):
         elif parts[0] in _RESOLVED_ROOTS and len(parts) > 1:
             other = _escaped_module(parts)
             if other:
-                self.add("internals_access", node, ".".join(parts) + f" (reaches module {other})")
+                self.add("internals_access", node, dotted + f" (reaches module {other})")
 
     def _from_import(self, node: ast.AST, parts: list[str]) -> bool:
         """Whether a path's root is a module (or a name from one) that an import bound, not a variable that happens
         to share its name (`flows = []`, `stat = os.stat(p)`)."""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return True
-        root = node
-        while isinstance(root, ast.Attribute):
-            root = root.value
+        root = _attr_base(node)
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "getattr" and root.args:
-            root = root.args[0]
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = _attr_base(root.args[0])
         name = root.id if isinstance(root, ast.Name) else ""
         return name in self.imported or name in self.aliases
 
@@ -560,9 +565,7 @@ class _PyChecker(ast.NodeVisitor):
         `torch._C`, and a name cannot tell them apart."""
         if not _private(node.attr):
             return
-        root = node.value
-        while isinstance(root, ast.Attribute):
-            root = root.value
+        root = _attr_base(node)
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "super":
             return  # a parent class's own member
         name = root.id if isinstance(root, ast.Name) else ""
@@ -862,7 +865,7 @@ class _PyChecker(ast.NodeVisitor):
             self.add("threads_or_processes", node, ".".join(parts))
         if parts[:2] == ["torch", "multiprocessing"] or parts[:2] == ["torch", "distributed"]:
             self.add("threads_or_processes", node, ".".join(parts))
-        if parts[0] == "numpy" and parts[-1] in {"load", "save", "fromfile", "memmap", "loadtxt", "genfromtxt"}:
+        if parts[0] in {"np", "numpy"} and parts[-1] in _NUMPY_FILE_FUNCS:
             self.add("io_access", node, ".".join(parts))
         if parts[:2] == ["torch", "from_file"] or parts[:2] == ["torch", "serialization"]:
             self.add("io_access", node, ".".join(parts))
@@ -895,8 +898,6 @@ class _PyChecker(ast.NodeVisitor):
             self.add("caller_introspection", node, ".".join(parts) or attr)
         if attr in _FILE_METHODS:
             self.add("io_access", node, f".{attr}")
-        if parts and parts[0] == "np" and attr in {"load", "save", "fromfile", "memmap", "loadtxt"}:
-            self.add("io_access", node, ".".join(parts))
         self.generic_visit(node)
 
     def _kernel_receiver(self, recv: ast.AST) -> bool:
@@ -1221,5 +1222,10 @@ def check_solution_files(
             )
         elif path.endswith((".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".cxx")):
             findings += check_cpp(src, path)
-    allowed = {str(x).lower() for x in allow_libraries}
+    return without_allowed_libraries(findings, allow_libraries)
+
+
+def without_allowed_libraries(findings: list[Finding], allow_libraries) -> list[Finding]:
+    """The findings less the `library_call`s of libraries the options allow."""
+    allowed = {str(x).lower() for x in allow_libraries or ()}
     return [f for f in findings if not (f.name == "library_call" and library_of(f) in allowed)]

@@ -193,43 +193,19 @@ LEAF_BYTES = 1 << 22  # a tensor's bytes are hashed in leaves of 4 MiB, side by 
 _hashers: Any = None
 
 
-class _Hashers:
-    """Threads that hash leaves side by side, all started at once (a ThreadPoolExecutor starts its threads on
-    demand, so they would appear during timing: the candidate's process counts new threads as the candidate's)."""
-
-    def __init__(self, k: int) -> None:
-        import queue
-        import threading
-
-        self.jobs: Any = queue.SimpleQueue()
-        for i in range(k):
-            threading.Thread(target=self._run, name=f"opforge-digest-{i}", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            view, slot, out, done = self.jobs.get()
-            out[slot] = _leaf(view)
-            done.release()
-
-    def map(self, views: list[Any]) -> list[bytes]:
-        import threading
-
-        out: list[Any] = [None] * len(views)
-        done = threading.Semaphore(0)
-        for i, v in enumerate(views):
-            self.jobs.put((v, i, out, done))
-        for _ in views:
-            done.acquire()
-        return out
-
-
 def start_hashers(n: int | None = None) -> None:
     """Threads that hash a tensor's leaves side by side (hashlib lets go of the interpreter's lock on large buffers).
     The candidate's process starts them before it loads any candidate code (new threads later are the candidate's);
     without them the digest is the same, computed on one thread."""
     global _hashers
     if _hashers is None:
-        _hashers = _Hashers(max(1, min(4, n or os.cpu_count() or 1)))
+        # multiprocessing's ThreadPool starts all its threads when made (a ThreadPoolExecutor starts them on demand,
+        # during timing, where new threads are the candidate's)
+        import atexit
+        from multiprocessing.pool import ThreadPool
+
+        _hashers = ThreadPool(max(1, min(4, n or os.cpu_count() or 1)))
+        atexit.register(_hashers.close)  # closed before the interpreter's teardown, where its finalizer would fail
 
 
 def _leaf(view: Any) -> bytes:
@@ -241,7 +217,7 @@ def _leaves(piece: Any) -> list[bytes]:
     mv = memoryview(piece).cast("B")
     parts = [mv[i : i + LEAF_BYTES] for i in range(0, len(mv), LEAF_BYTES)]
     if _hashers is not None and len(parts) > 1:
-        return _hashers.map(parts)
+        return _hashers.map(_leaf, parts)
     return [_leaf(x) for x in parts]
 
 
