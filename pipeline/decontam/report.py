@@ -185,8 +185,9 @@ def report_meta(
         "settings": settings.model_dump(mode="json"),
         "rule": "contaminated <=> md5 match | min(canon, ops) >= threshold | (ops >= ops_threshold & canon >= "
         "canon_floor) | (unparseable & raw >= raw_threshold) | outputs equal a semantically near problem's "
-        "(functional_match) | the same whole graph as a problem's, not shown to differ at equal output shapes "
-        "(semantic_structure) | near_variant (semantic >= near_variant_threshold, outputs differ, 1..."
+        "(functional_match) | the same whole graph as a problem's, over the same reduction axes, where the "
+        "problem's model cannot take the task's inputs (semantic_structure) | near_variant (semantic >= "
+        "near_variant_threshold, outputs differ, 1..."
         "near_variant_changes ops changed in place; an op swapped only with >= near_variant_min_kept ops "
         "kept) when near_variant_policy=remove",
         "near_variants": sum(bool(r.get("near_variant")) for r in rows),
@@ -241,7 +242,8 @@ def write_report(
         f"{settings.confirm_atol} + rtol "
         f"{settings.confirm_rtol} &times; scale</td></tr>",
         f"<tr><td>semantic_structure</td><td>semantic &ge; {settings.structure_threshold} (the same whole "
-        "graph, sizes aside), outputs not compared at equal shapes</td></tr>",
+        "graph, sizes aside), the same reduction axes, the problem's model unable to take the task's inputs "
+        "(over other axes: near_variant)</td></tr>",
         f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "
         f"{settings.near_variant_changes} ops changed in place (an op swapped: &ge; "
         f"{settings.near_variant_min_kept} kept); policy <b id='near-policy'>"

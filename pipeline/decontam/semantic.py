@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.decontam.graphfp import SemGraph, fingerprint, from_fingerprint, normalize
+from pipeline.decontam.graphfp import SemGraph, _op_of, fingerprint, from_fingerprint, normalize
 from pipeline.decontam.jailed import TRACER_VERSION, code_key, graph_of, pack, ready_fingerprint  # noqa: F401
 from pipeline.decontam.settings import DecontamSettings
 
@@ -617,8 +617,8 @@ def semantic_pass(
                 }
             )
             continue
-        # the same graph as a problem's, whose outputs could not be compared at equal shapes: the computation
-        # rewritten at other sizes (the problem's model, built at its own, does not take the candidate's inputs)
+        # the same graph as a problem's, which no run could compare: the computation rewritten at other sizes (the
+        # problem's model, built at its own, does not take the candidate's inputs)
         same = _structure_match(views[k], tried, sims[row], ref, settings)
         if same is not None and same[2] is None:
             j, rep, _ = same
@@ -719,7 +719,7 @@ def _reduced_dims(summary) -> set[str]:
     sizes, and axes are what tells a layer norm from a batch norm when no run can compare them."""
     out = set()
     for label in getattr(summary, "detail", None) or ():
-        op = label.split("[", 1)[0]
+        op = _op_of(label)
         if op in _REDUCING:
             m = _DIMS.match(label[len(op) :])
             out.add(m.group(1).replace(" ", "") if m else "?")

@@ -13,7 +13,7 @@ ordered operators as a problem, in a task of similar shape, is that problem rest
 nn.Sequential, functional instead of module layers), whatever the canonical tokens say.
 Rows none of these flag then go through the semantic view (pipeline.decontam.semantic):
                  or  outputs equal a semantically near reference problem's          (reason functional_match)
-                 or  the same whole graph, not shown to differ at equal output shapes (reason semantic_structure)
+                 or  the same whole graph over the same axes, no run possible       (reason semantic_structure)
                  or  semantically near, outputs differ, 1..near_variant_changes ops changed in place
                                                                          (reason near_variant; removed unless
                                                                           near_variant_policy=keep)
