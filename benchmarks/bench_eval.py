@@ -168,6 +168,9 @@ def bench_throughput(
             )
             for name, task, p, extra in items
         ]
+        for f in cf.as_completed(futs):  # progress as verdicts arrive: a run cut off still tells where time went
+            r = f.result()
+            print(f"  +{time.perf_counter() - t0:.1f}s reward {r.reward} {r.reason[:80]!r} {r.details.get('phase_s')}")
         results = [f.result() for f in futs]
     wall = time.perf_counter() - t0
     util, held_share = sampler.stop(), held.stop()

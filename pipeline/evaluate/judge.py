@@ -849,13 +849,12 @@ class Judge:
         # The planned count follows the reported warm-up times, but never a time above the trusted side's own clock
         # around the same calls: reporting slow warm-ups cannot buy a short timed run with few checks.
         estimate = min(statistics.median(warm_times[-50:]), statistics.median(warm_walls[-50:]))
+        warm_wall = statistics.median(warm_walls[-50:])
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
         if float(s["timing_max_s"]) > 0:  # the round trips, not the GPU, bound a short kernel's timing
-            planned = min(
-                planned, int(float(s["timing_max_s"]) * 1e3 / max(statistics.median(warm_walls[-50:]), 1e-3))
-            )
+            planned = min(planned, int(float(s["timing_max_s"]) * 1e3 / max(warm_wall, 1e-3)))
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
         # The count gets a secret random part, so the candidate cannot tell which call is the last (always checked,
         # and on a task past io_budget_mb one of only two checked).
@@ -924,6 +923,7 @@ class Judge:
                 "stream_stats": stats(stream),
                 "warmup": n,
                 "warmup_estimate_ms": estimate,
+                "warmup_wall_ms": round(warm_wall, 4),
                 "trials": planned,
                 "discarded": 1,
             },
