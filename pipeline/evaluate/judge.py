@@ -848,8 +848,8 @@ class Judge:
             n += 1
         # The planned count follows the reported warm-up times, but never a time above the trusted side's own clock
         # around the same calls: reporting slow warm-ups cannot buy a short timed run with few checks.
-        estimate = min(statistics.median(warm_times[-50:]), statistics.median(warm_walls[-50:]))
         warm_wall = statistics.median(warm_walls[-50:])
+        estimate = min(statistics.median(warm_times[-50:]), warm_wall)
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
