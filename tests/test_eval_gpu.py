@@ -154,7 +154,9 @@ def test_honest_kernel_accepted(built, name):
         # count and by timing_max_s of wall time at the warm-up's wall per call
         from pipeline.evaluate.options import resolve
 
-        cap = int(float(resolve({})["timing_max_s"]) * 1e3 / max(sol["warmup_wall_ms"], 1e-3))
+        o = resolve({})
+        budget = int(float(o["timing_max_s"]) * 1e3 / max(sol["warmup_wall_ms"], 1e-3))
+        cap = budget - min(int(o["live_calibration_calls"]), max(20, budget // 5))  # the null calls' share
         assert sol["trials"] >= min(3000, int(300 / sol["warmup_estimate_ms"]), cap)
     assert res.details["kernels_launched"] >= 1
     assert res.max_abs_err is not None and res.max_abs_err <= 1e-2

@@ -188,6 +188,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 
 # --------------------------------------------------------------------------- the candidate process
 
+LIVE_MIN = 20  # the fewest null calls of the calibrator during timing (the clock check wants at least 10)
 FINISH_GRACE_S = 15.0  # an honest candidate exits within about a second of its last reply (CUDA teardown)
 
 
@@ -853,8 +854,14 @@ class Judge:
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
-        if float(s["timing_max_s"]) > 0:  # the round trips, not the GPU, bound a short kernel's timing
-            planned = min(planned, int(float(s["timing_max_s"]) * 1e3 / max(warm_wall, 1e-3)))
+        # The round trips, not the GPU, bound a short kernel's timing, and the calibrator's null calls (each commits
+        # an output of the task's size, so each costs about a timed call's wall) share the same wall budget: on a
+        # task with large outputs they took as long as the timed calls themselves, all under the GPU's lock.
+        live_n = int(s["live_calibration_calls"])
+        if float(s["timing_max_s"]) > 0:
+            budget = int(float(s["timing_max_s"]) * 1e3 / max(warm_wall, 1e-3))
+            live_n = min(live_n, max(LIVE_MIN, budget // 5))
+            planned = min(planned, budget - live_n)
         planned = max(int(s["timing_trials"]), min(planned, int(s["timing_max_trials"])))
         # The count gets a secret random part, so the candidate cannot tell which call is the last (always checked,
         # and on a task past io_budget_mb one of only two checked).
@@ -867,10 +874,10 @@ class Judge:
         at = set(self._rng.sample(range(1, planned), k)) | {planned} if pool else set()
         check_at = {i: pool.pop() for i in sorted(at)}
         times, stream, walls, checked, live = [], [], [], [], []
-        p_live = min(1.0, int(s["live_calibration_calls"]) / planned)
+        # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
+        live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
         for i in range(planned + 1):
-            # A null call of the calibrator beside this timed call, at random and randomly before or after it.
-            null_at = self._rng.choice(("before", "after")) if calibrator and self._rng.random() < p_live else ""
+            null_at = self._rng.choice(("before", "after")) if i in live_at else ""
             if null_at == "before":
                 live.append(self.null_call(calibrator, meta, t_call)[0])
             name, seed = check_at.get(i) or ("", self.seed())

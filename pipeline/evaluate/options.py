@@ -80,10 +80,12 @@ class EvalOptions:
     )
     timing_max_trials: int = _opt(3000, "Most timed calls of one run.", ge=1)
     timing_max_s: float = _opt(
-        15.0,
-        "Most wall time planned for the candidate's timed calls, s (0: no limit): each is a round trip driven by "
-        "the trusted side while the candidate holds the GPU alone, so on a loaded host short kernels get fewer "
-        "calls (never fewer than timing_trials), planned from the warm-up's wall time per call.",
+        5.0,
+        "Most wall time planned for the candidate's timed calls and the calibrator's null calls beside them, s "
+        "(0: no limit): each is a round trip driven by the trusted side while the candidate holds the GPU alone "
+        "(and commits its output: a hash of every byte), so short kernels with large outputs get fewer calls (never "
+        "fewer than timing_trials; null calls: at most a fifth of the budget, at least 20), planned from the "
+        "warm-up's wall time per call.",
         ge=0,
     )
     io_budget_mb: int = _opt(
@@ -105,7 +107,7 @@ class EvalOptions:
     )
     live_calibration_calls: int = _opt(
         200,
-        "Null calls made during timing by a second process that never loads "
+        "Null calls (at most; see timing_max_s) made during timing by a second process that never loads "
         "candidate code, at random points between the timed calls: the clock "
         "check's overhead is measured under the host's load of that moment "
         "(0: the calibration before load alone).",

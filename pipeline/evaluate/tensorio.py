@@ -204,7 +204,7 @@ def start_hashers(n: int | None = None) -> None:
         import atexit
         from multiprocessing.pool import ThreadPool
 
-        _hashers = ThreadPool(max(1, min(4, n or os.cpu_count() or 1)))
+        _hashers = ThreadPool(max(1, min(8, n or os.cpu_count() or 1)))
         atexit.register(_hashers.close)  # closed before the interpreter's teardown, where its finalizer would fail
 
 
