@@ -336,7 +336,7 @@ def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its
     """Sigmoid written as 0.5 * (tanh(x / 2) + 1) shares a fifth of its graph with KernelBench's Sigmoid, below
     same_inputs_floor: it is run beside every problem with its input and output shapes (same_shapes_max) and found;
     a different function of the same shapes is run beside the same problems and stays clean. Without the rule (0),
-    the rewrite passes."""
+    and without its size-free twin (same_ranks_max), the rewrite passes."""
     from pipeline.decontam.stage import decontaminate
 
     src = next(r.code for r in semantic_run["reference"] if r.ref_id == "level1/21_Sigmoid")
@@ -348,7 +348,7 @@ def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     assert rows[0]["semantic_ref"] == "level1/21_Sigmoid" and rows[0]["semantic_score"] < settings.same_inputs_floor
     assert not rows[1]["contaminated"] and '"tried"' in rows[1]["evidence"], rows[1]
-    off = settings.model_copy(update={"same_shapes_max": 0})
+    off = settings.model_copy(update={"same_shapes_max": 0, "same_ranks_max": 0})
     rows = decontaminate([("para", para)], semantic_run["reference"], off).to_pylist()
     assert not rows[0]["contaminated"], rows[0]
 
@@ -658,3 +658,116 @@ def test_the_same_ops_over_other_axes_at_other_sizes_are_not_the_problems_struct
     assert diff["level"] == "axes" and diff["candidate_axes"] != diff["reference_axes"], diff
     keep = DecontamSettings(**{**settings.model_dump(), "near_variant_policy": "keep"})
     assert not decontaminate(cands[1:], ref, keep).to_pylist()[0]["contaminated"]
+
+
+POOL_BY_UNFOLD = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        cols = F.unfold(x, kernel_size=self.k, stride=self.k).view(n, c, self.k * self.k, -1)
+        return REDUCE.view(n, c, (h - self.k) // self.k + 1, (w - self.k) // self.k + 1)
+
+
+def get_inputs():
+    return [torch.rand(4, 16, 96, 96)]
+
+
+def get_init_inputs():
+    return [11]
+"""
+
+CONV1D_BY_UNFOLD = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, k):
+        super().__init__()
+        self.k = k
+        self.w = nn.Parameter(torch.randn(cout, cin, k))
+
+    def forward(self, x):
+        return torch.einsum("bclk,ock->bol", x.unfold(2, self.k, 1), self.w)
+
+
+def get_inputs():
+    return [torch.rand(8, 64, 1000)]
+
+
+def get_init_inputs():
+    return [64, 128, 3]
+"""
+
+CONV2D_IM2COL_TRANSPOSED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.bank = nn.Parameter(torch.randn(3 * 11 * 11, 96))  # the filters flattened, stored (C*k*k, F)
+        self.shift = nn.Parameter(torch.zeros(96))
+
+    def forward(self, img):
+        n, _, h, w = img.shape
+        cols = F.unfold(img, 11, padding=2, stride=4)
+        out = torch.matmul(cols.transpose(1, 2), self.bank) + self.shift
+        return out.transpose(1, 2).reshape(n, 96, (h + 4 - 11) // 4 + 1, (w + 4 - 11) // 4 + 1)
+
+
+def get_inputs():
+    return [torch.rand(2, 3, 99, 99)]
+
+
+def get_init_inputs():
+    return [1000]
+"""
+
+
+def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_parameter_sizes(kernelbench_path, tmp_path):
+    """Pooling and convolutions written through unfold, at other sizes: little of the graph and none of the shapes
+    are the problem's, so neither the similarity nor the shapes shortlist the pair. Problems whose inputs and
+    outputs have the same ranks and whose parameters the same element counts are run beside them
+    (same_ranks_max): functional matches, the filter bank stored transposed tied as such. A window's mean of
+    squares is another function of the same ranks: clean. Without the rule (0) the rewrites pass."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ids = [
+        "level1/45_Average_Pooling_2D",
+        "level1/42_Max_Pooling_2D",
+        "level1/67_conv_standard_1D",
+        "level1/50_conv_standard_2D__square_input__square_kernel",
+        "level1/19_ReLU",
+    ]
+    ref = [by_id[i] for i in ids]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("avg", POOL_BY_UNFOLD.replace("REDUCE", "cols.mean(dim=2)")),
+        ("conv1d", CONV1D_BY_UNFOLD),
+        ("conv2d", CONV2D_IM2COL_TRANSPOSED),
+        ("squares", POOL_BY_UNFOLD.replace("REDUCE", "(cols * cols).mean(dim=2)")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    want = {"avg": ids[0], "conv1d": ids[2], "conv2d": ids[3]}
+    for r in rows[:3]:
+        assert r["contaminated"] and r["reason"] == "functional_match", r
+        assert json.loads(r["evidence"])["ref"] == want[r["task_id"]], r
+        assert r["semantic_score"] < settings.semantic_threshold
+    assert any(m[2] == "numel_t" for m in json.loads(rows[2]["evidence"])["mapping"]), rows[2]["evidence"]
+    assert not rows[3]["contaminated"] and rows[3]["reason"] == "", rows[3]
+    off = settings.model_copy(update={"same_ranks_max": 0})
+    rows = decontaminate(cands[:2], ref, off).to_pylist()
+    assert not any(r["contaminated"] for r in rows), rows

@@ -825,7 +825,8 @@ def _other_ties(mapping, ct):
     """Ties _match could not tell from the one it made, as whole mappings: tensors of one shape tied by shape alone,
     permuted among themselves (vectors declared in another order: a BatchNorm's weight and bias and a scale), and a
     square matrix tied by shape, transposed (a weight stored as (in, out) and used as x @ w); every combination of
-    these, the tie made first left out, at most RETIES."""
+    these, and a matrix tied by its number of elements, read as the transpose (a flattened weight stored (in, out));
+    the tie made first left out, at most RETIES."""
     import itertools
 
     shapes = {n: tuple(t.shape) for n, t in ct}
@@ -842,6 +843,9 @@ def _other_ties(mapping, ct):
         if len(ms) == 1 and len(shape) == 2 and shape[0] == shape[1]:
             opts.append([[ms[0][0], ms[0][1], "transpose"]])
         options.append(opts)
+    for m in mapping:  # a flattened weight stored transposed: a filter bank as (C*k*k, F) for im2col @ w
+        if m[2] == "numel" and len(shapes[m[0]]) == 2:
+            options.append([[list(m)], [[m[0], m[1], "numel_t"]]])
     combos = itertools.product(*options)
     next(combos, None)  # the tie made
     return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)]
@@ -858,7 +862,10 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
         tied.update({m[0]: m for m in alt})
         with torch.no_grad():
             for cn, rn, how in tied.values():
-                cd[cn].copy_(rd[rn].t() if how == "transpose" else rd[rn].reshape(cd[cn].shape))
+                if how == "numel_t":
+                    cd[cn].copy_(rd[rn].reshape(cd[cn].shape[::-1]).t())
+                else:
+                    cd[cn].copy_(rd[rn].t() if how == "transpose" else rd[rn].reshape(cd[cn].shape))
             try:
                 alt_co = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in c_in]))
             except Exception:

@@ -28,7 +28,7 @@ from pipeline.decontam.settings import DecontamSettings
 # both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
 # 7: outputs that differ try the ties _match could not tell apart: jailed._retie; 8: a match on drawn inputs is
 # tried again on signed ones: jailed._signed_check)
-CONFIRM_VERSION = "8"
+CONFIRM_VERSION = "9"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -66,6 +66,24 @@ class SemView:
     def rowless_key(self) -> str:
         """The input shapes with each first dim left out: a paraphrase that changes the batch size alone."""
         return json.dumps([s[1:] for s in self.summary.inputs]) if self.summary is not None else ""
+
+    @property
+    def ranks_key(self) -> str:
+        """Sizes aside, what a functional match needs: the inputs' and outputs' ranks and dtypes (scalars as such) and
+        the element counts of its parameters and buffers (a match ties them by role and shape, so a rewrite that
+        resized them cannot match). "" without the trace's signature or outputs."""
+        sig, g = self.sig, self.summary
+        if not (isinstance(sig, dict) and g is not None and isinstance(sig.get("outputs"), list) and sig["outputs"]):
+            return ""
+
+        def ranks(items: list) -> list:
+            return [
+                [len(x[0]), x[1]] if isinstance(x, list) and len(x) == 2 and isinstance(x[0], list) else "v"
+                for x in items
+            ]
+
+        sizes = sorted(int(np.prod(p, dtype=np.int64)) for p in g.params)
+        return json.dumps([ranks(sig.get("inputs") or []), ranks(sig["outputs"]), sizes])
 
     @property
     def graph(self) -> SemGraph | None:
@@ -440,12 +458,15 @@ class SemanticReference:
         self.matrix.mat_t = self.matrix.mat.T.tocsr()
         self.by_inputs: dict[str, list[int]] = {}
         self.by_rowless: dict[str, list[int]] = {}
+        self.by_ranks: dict[str, list[int]] = {}
         self.outputs_keys = [_outputs_key(v) for v in self.views]  # read per candidate by _shortlist
         self.outputs_rowless = [_outputs_key(v, rowless=True) for v in self.views]
         for j, v in enumerate(self.views):
             if v.ok:
                 self.by_inputs.setdefault(v.input_key, []).append(j)
                 self.by_rowless.setdefault(v.rowless_key, []).append(j)
+                if v.ranks_key:
+                    self.by_ranks.setdefault(v.ranks_key, []).append(j)
         self.lsh = None
         if len(codes) > settings.exact_max_refs:  # large references: LSH candidates, verified exactly
             from datasketch import MinHashLSH
@@ -501,6 +522,12 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
             : settings.semantic_top_k
         ]
         picked += shaped[: settings.same_shapes_max]
+    # then, sizes aside, those with the same ranks and parameter sizes, nearest first: a rewrite that also resized
+    # its inputs (a convolution or a pool through unfold at another length) shares little of the graph and none of
+    # the shapes; the problem's model runs on the candidate's inputs (confirm)
+    if settings.same_ranks_max and view.ranks_key:
+        ranked = sorted((j for j in ref.by_ranks.get(view.ranks_key, []) if j not in picked), key=lambda j: -sims[j])
+        picked += ranked[: settings.same_ranks_max]
     return picked
 
 

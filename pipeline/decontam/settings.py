@@ -70,6 +70,14 @@ class DecontamSettings(BaseModel):
         "whatever their semantic Jaccard (a rewritten op leaves little of a small graph), nearest "
         "first, at most this many.",
     )
+    same_ranks_max: int = Field(
+        3,
+        ge=0,
+        description="Problems whose inputs and outputs have the candidate's ranks and dtypes and whose parameters "
+        "have its element counts, sizes aside, are also confirmed whatever their semantic Jaccard (a rewrite that "
+        "also resized its inputs: a convolution through unfold at another length), nearest first, at most this "
+        "many (0: off).",
+    )
     structure_threshold: float = Field(
         0.999,
         description="semantic_structure: a candidate whose whole graph has at least this semantic Jaccard to a "
