@@ -44,9 +44,9 @@ class DecontamSettings(BaseModel):
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
-        "tasks still take 2.2-2.7x the views alone on 2 cores (their confirmations: most pairs "
-        "screened in the jailed workers, the few that must run forked per candidate); a re-check "
-        "(confirmations cached) is within 1.3x.",
+        "tasks take about 4x the views alone on 2 cores (their confirmations: most pairs "
+        "screened in the jailed workers, the few that must run forked per candidate; same_ranks_max "
+        "adds a third of them); a re-check (confirmations cached) is within 1.3x.",
     )
     semantic_threshold: float = Field(
         0.5,
