@@ -369,7 +369,7 @@ def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
             continue
         plus, minus = a - b, b - a
         n_plus, n_minus = sum(plus.values()), sum(minus.values())
-        bases = [Counter({_op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
+        bases = [Counter({op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
         got = {
             "added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
             "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)],
@@ -384,7 +384,8 @@ def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
     return best
 
 
-def _op_of(label: str) -> str:
+def op_of(label: str) -> str:
+    """The op of a graph label, without its dims and constants (`sum[1]` -> `sum`)."""
     return label.split("[", 1)[0]
 
 

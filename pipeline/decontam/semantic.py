@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.decontam.graphfp import SemGraph, _op_of, fingerprint, from_fingerprint, normalize
+from pipeline.decontam.graphfp import SemGraph, fingerprint, from_fingerprint, normalize, op_of
 from pipeline.decontam.jailed import TRACER_VERSION, code_key, graph_of, pack, ready_fingerprint  # noqa: F401
 from pipeline.decontam.settings import DecontamSettings
 
@@ -746,7 +746,7 @@ def _reduced_dims(summary) -> set[str]:
     sizes, and axes are what tells a layer norm from a batch norm when no run can compare them."""
     out = set()
     for label in getattr(summary, "detail", None) or ():
-        op = _op_of(label)
+        op = op_of(label)
         if op in _REDUCING:
             m = _DIMS.match(label[len(op) :])
             out.add(m.group(1).replace(" ", "") if m else "?")
