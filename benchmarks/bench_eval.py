@@ -6,8 +6,9 @@ Prints, each measured here in this run:
 - compile: cold workspace build, cache hit, changed-kernel rebuild with the binding object reused (median of 5),
   and a cold single-file load_inline build (run in a thread while the GPU batch below is measured: overlap);
 - throughput: a batch of candidates (honest kernels and exploits, prebuilt) through one GPU with 2 evaluations in
-  flight (the GPU actor's scheme: CPU-side preparation overlaps, GPU measurement serialised by a lock file):
-  evaluations per GPU-hour, and the GPU-busy share = time some worker held the GPU / wall time;
+  flight (`--inflight`; untimed GPU work shares the GPU's lock file, timings hold it alone): evaluations per
+  GPU-hour, the share of the time the lock was held (shared or exclusive) and the share a kernel ran (nvidia-smi);
+  the sum of the evaluations' phases over the wall time, reported before, counted the evaluations side by side;
 - repeatability: speedup vs eager of each honest kernel over R repeats, each repeat measuring both the eager
   baseline (as the harness does: `baseline_runs` processes, lowest median) and the kernel afresh in new processes:
   coefficient of variation (target <= 2%); `--scales` sizes each task's inputs (e.g. into the 1-100 ms window);
@@ -200,16 +201,11 @@ def bench_throughput(
     n = len(results)
     util, held_share = sampler.stop(), held.stop()
     th.join()
-    busy = 0.0
-    for r in results:
-        ph = r.details.get("phase_s", {})
-        busy += sum(v for k, v in ph.items() if k not in ("loaded", "gpu_wait"))
     return {
         "n": n,
         "inflight": inflight,
         "wall_s": round(wall, 1),
         "evals_per_gpu_hour": round(n / wall * 3600),
-        "gpu_busy_share": round(busy / wall, 3),
         "gpu_lock_held_share": held_share,  # the GPU held for evaluation work (timings, references, checks)
         "gpu_utilization": util,  # nvidia-smi: share of the batch's time a kernel ran on the GPU
         "task_scale": scale,
