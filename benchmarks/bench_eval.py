@@ -8,7 +8,6 @@ Prints, each measured here in this run:
 - throughput: a batch of candidates (honest kernels and exploits, prebuilt) through one GPU with 2 evaluations in
   flight (`--inflight`; untimed GPU work shares the GPU's lock file, timings hold it alone): evaluations per
   GPU-hour, the share of the time the lock was held (shared or exclusive) and the share a kernel ran (nvidia-smi);
-  the sum of the evaluations' phases over the wall time, reported before, counted the evaluations side by side;
 - repeatability: speedup vs eager of each honest kernel over R repeats, each repeat measuring both the eager
   baseline (as the harness does: `baseline_runs` processes, lowest median) and the kernel afresh in new processes:
   coefficient of variation (target <= 2%); `--scales` sizes each task's inputs (e.g. into the 1-100 ms window);
