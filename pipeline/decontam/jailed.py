@@ -698,6 +698,36 @@ def _meta_shapes(ref, cand, ins):
     return [list(t.shape) for t in ro], [list(t.shape) for t in co]
 
 
+CHEAP_NUMEL = 1 << 21  # elements in and out of a match-only pair's first real run
+
+
+def _cheap_first(variants, ref_shapes, ref_meta, cand_meta):
+    """For a pair only a match can flag, whose first run would move more than CHEAP_NUMEL elements (a 3-D
+    convolution's two rows: tens of millions, most of these pairs' cost), the same inputs with their trailing dims
+    cut (_cut) tried first, where the problem takes them and both models give outputs of the same shapes on meta;
+    the others follow should the cut run raise. Outputs equal on smaller images are a copy's (_cut); outputs that
+    differ there differ at full size for all but code that branches on its input's size."""
+    first = variants[0][1]
+    n_in, n_out = _numel(first), sum(_prod(s) for s in ref_shapes)
+    if n_in + n_out <= CHEAP_NUMEL:
+        return variants
+    for target in (n_in * CHEAP_NUMEL // (n_in + n_out), n_in * 4 * CHEAP_NUMEL // (n_in + n_out)):
+        cut = _cut(first, max(target, 1))
+        if cut is None or _accepts(ref_meta, cut) is not None:
+            continue
+        shapes = _meta_shapes(ref_meta, cand_meta, cut)
+        if shapes is None or shapes[0] == shapes[1]:
+            return [("cut", cut)] + variants
+    return variants
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
 def _same_inputs(r_meta, c_in):
     return c_in is not None and len(r_meta) == len(c_in) and all(
         isinstance(a, torch.Tensor) == isinstance(b, torch.Tensor)
@@ -741,6 +771,8 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         # only where the outputs cannot make a near_variant (the caller knows from the graphs).
         return {"ok": False, "reason": "output_shapes_differ", "on_meta": True,
                 "ref_shapes": shapes[0][:4], "cand_shapes": shapes[1][:4]}
+    if shapes is not None:
+        variants = _cheap_first(variants, shapes[0], ref_meta, cand_meta)
     skipped = set()
     (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)

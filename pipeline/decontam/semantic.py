@@ -27,8 +27,9 @@ from pipeline.decontam.settings import DecontamSettings
 # bump when jailed.confirm changes: cached confirmation reports become stale (5: outputs compared in float32 where
 # both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
 # 7: outputs that differ try the ties _match could not tell apart: jailed._retie; 8: a match on drawn inputs is
-# tried again on signed ones: jailed._signed_check)
-CONFIRM_VERSION = "9"
+# tried again on signed ones: jailed._signed_check; 9: a flattened weight also tied as its transpose; 10: a match-only
+# pair's costly first run on its inputs cut first: jailed._cheap_first)
+CONFIRM_VERSION = "10"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
