@@ -1,4 +1,4 @@
-"""The contamination check on two hand-written red-team sets (`benchmarks/semantic_redteam/`): paraphrases of
+"""The contamination check on the hand-written red-team sets (`benchmarks/semantic_redteam/`): paraphrases of
 KernelBench problems, each verified numerically equal to its source with weights tied (many rewritten at other
 sizes and combining several rewrite kinds), hard negatives that compute another function, and new tasks.
 `manifest.json` names each file's kind and, for a paraphrase, its source problem.
