@@ -736,12 +736,41 @@ def get_init_inputs():
 """
 
 
+CONV2D_FILTER_HWIO = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.taps = nn.Parameter(torch.randn(11, 11, 3, 96))  # the filters as (kh, kw, in, out)
+        self.shift = nn.Parameter(torch.zeros(96))
+
+    def forward(self, img):
+        n, _, h, w = img.shape
+        cols = F.unfold(img, 11, padding=2, stride=4).view(n, 3, 11, 11, -1)
+        out = torch.einsum("ncijl,ijco->nol", cols, self.taps) + self.shift[None, :, None]
+        return out.reshape(n, 96, (h + 4 - 11) // 4 + 1, (w + 4 - 11) // 4 + 1)
+
+
+def get_inputs():
+    return [torch.rand(2, 3, 67, 67)]
+
+
+def get_init_inputs():
+    return [1000]
+"""
+
+
 def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_parameter_sizes(kernelbench_path, tmp_path):
     """Pooling and convolutions written through unfold, at other sizes: little of the graph and none of the shapes
     are the problem's, so neither the similarity nor the shapes shortlist the pair. Problems whose inputs and
     outputs have the same ranks and whose parameters the same element counts are run beside them
     (same_ranks_max): functional matches, the filter bank stored transposed tied as such, the large images run cut
-    (jailed._cheap_first: a pair only a match can flag runs on smaller inputs first). A window's mean of
+    (jailed._cheap_first: a pair only a match can flag runs on smaller inputs first), a filter stored as (kh, kw,
+    in, out) tied by an order of its dims. A window's mean of
     squares is another function of the same ranks: clean. Without the rule (0) the rewrites pass."""
     from pipeline.decontam.stage import decontaminate
 
@@ -760,6 +789,7 @@ def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_param
         ("conv1d", CONV1D_BY_UNFOLD),
         ("conv2d", CONV2D_IM2COL_TRANSPOSED),
         ("squares", POOL_BY_UNFOLD.replace("REDUCE", "(cols * cols).mean(dim=2)")),
+        ("hwio", CONV2D_FILTER_HWIO),
     ]
     rows = decontaminate(cands, ref, settings).to_pylist()
     want = {"avg": ids[0], "conv1d": ids[2], "conv2d": ids[3]}
@@ -772,6 +802,10 @@ def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_param
     # two rows of 512 x 512 images in and out would move ~4.7M elements: the run was made on them cut to 256 x 256
     assert ev["inputs"] == "cut" and ev["same_inputs"] is False, ev
     assert not rows[3]["contaminated"] and rows[3]["reason"] == "", rows[3]
+    # the filter stored as (kh, kw, in, out): tied to the convolution's (out, in, kh, kw) by an order of its dims
+    assert rows[4]["contaminated"] and rows[4]["reason"] == "functional_match", rows[4]
+    ev = json.loads(rows[4]["evidence"])
+    assert ev["ref"] == ids[3] and any(m[2].startswith("permute") for m in ev["mapping"]), ev
     off = settings.model_copy(update={"same_ranks_max": 0})
     rows = decontaminate(cands[:2], ref, off).to_pylist()
     assert not any(r["contaminated"] for r in rows), rows

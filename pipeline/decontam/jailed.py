@@ -484,10 +484,11 @@ def _plain_name(n):
 def _match(cand, ref):
     """Candidate tensors (parameters, then buffers, each in the order the source assigns them: _source_order) ->
     reference tensors of the same shape and the same name but for punctuation (`gemm_bias` for `gemm.bias`); then of
-    the same shape, in that order; then the transpose of a matrix, then the same number of elements (a flattened
-    weight). A wrong tie only makes outputs differ."""
+    the same shape, in that order; then the transpose of a matrix, then an order of its dims (a filter stored as
+    (kh, kw, in, out)), then the same number of elements (a flattened weight). A wrong tie only makes outputs
+    differ."""
     mapping, used = [], set()
-    for how in ("name", "shape", "transpose", "numel"):
+    for how in ("name", "shape", "transpose", "permute", "numel"):
         for cn, ct in cand:
             if any(m[0] == cn for m in mapping):
                 continue
@@ -500,6 +501,8 @@ def _match(cand, ref):
                     val = rt
                 elif how == "transpose" and ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape:
                     val = rt.t()
+                elif how == "permute" and ct.dim() == rt.dim() >= 3 and _perms(rt.shape, ct.shape, 1):
+                    val = rt.permute(*_perms(rt.shape, ct.shape, 1)[0])
                 elif how == "numel" and ct.numel() == rt.numel() and ct.numel() > 1:
                     val = rt.reshape(ct.shape)
                 else:
@@ -510,6 +513,22 @@ def _match(cand, ref):
                 used.add(rn)
                 break
     return mapping
+
+
+def _perms(ref_shape, cand_shape, limit):
+    """Up to `limit` orders of the reference's dims that give the candidate's shape (a filter stored as (kd, kh, kw,
+    in, out) for a convolution's (out, in, kd, kh, kw)), in lexicographic order."""
+    import itertools
+
+    if sorted(ref_shape) != sorted(cand_shape) or tuple(ref_shape) == tuple(cand_shape):
+        return []
+    out = []
+    for p in itertools.permutations(range(len(ref_shape))):
+        if all(ref_shape[d] == c for d, c in zip(p, cand_shape)):
+            out.append(p)
+            if len(out) >= limit:
+                break
+    return out
 
 
 def _variants(g, max_numel, meta_only=False, meta=None, named=False):
@@ -853,15 +872,17 @@ def _differ(ro, co):
     return max(diffs), max(scale)
 
 
-def _other_ties(mapping, ct):
+def _other_ties(mapping, ct, rt=()):
     """Ties _match could not tell from the one it made, as whole mappings: tensors of one shape tied by shape alone,
     permuted among themselves (vectors declared in another order: a BatchNorm's weight and bias and a scale), and a
     square matrix tied by shape, transposed (a weight stored as (in, out) and used as x @ w); every combination of
-    these, and a matrix tied by its number of elements, read as the transpose (a flattened weight stored (in, out));
-    the tie made first left out, at most RETIES."""
+    these, and a matrix tied by its number of elements, read as the transpose (a flattened weight stored (in, out)),
+    and a tensor tied by an order of its dims, in the other orders (dims of equal sizes); the tie made first left out,
+    at most RETIES."""
     import itertools
 
     shapes = {n: tuple(t.shape) for n, t in ct}
+    ref_shapes = {n: tuple(t.shape) for n, t in rt}
     groups = {}
     for m in mapping:
         if m[2] == "shape":
@@ -878,6 +899,10 @@ def _other_ties(mapping, ct):
     for m in mapping:  # a flattened weight stored transposed: a filter bank as (C*k*k, F) for im2col @ w
         if m[2] == "numel" and len(shapes[m[0]]) == 2:
             options.append([[list(m)], [[m[0], m[1], "numel_t"]]])
+        if m[2] == "permute":  # the other orders of dims of equal sizes
+            opts = [[list(m)]] + [[[m[0], m[1], "permute:" + ",".join(map(str, p))]]
+                                  for p in _perms(ref_shapes[m[1]], shapes[m[0]], RETIES + 1)[1:]]
+            options.append(opts)
     combos = itertools.product(*options)
     next(combos, None)  # the tie made
     return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)]
@@ -889,13 +914,16 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
     make a candidate equal to the problem if it computes the problem's function with its tensors relabelled."""
     cd, rd = dict(ct), dict(rt)
     best = None
-    for alt in _other_ties(mapping, ct):
+    for alt in _other_ties(mapping, ct, rt):
         tied = {m[0]: m for m in mapping}
         tied.update({m[0]: m for m in alt})
         with torch.no_grad():
             for cn, rn, how in tied.values():
                 if how == "numel_t":
                     cd[cn].copy_(rd[rn].reshape(cd[cn].shape[::-1]).t())
+                elif how.startswith("permute"):
+                    perm = [int(d) for d in how.split(":")[1].split(",")] if ":" in how else None
+                    cd[cn].copy_(rd[rn].permute(*(perm or _perms(rd[rn].shape, cd[cn].shape, 1)[0])))
                 else:
                     cd[cn].copy_(rd[rn].t() if how == "transpose" else rd[rn].reshape(cd[cn].shape))
             try:

@@ -28,8 +28,8 @@ from pipeline.decontam.settings import DecontamSettings
 # both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
 # 7: outputs that differ try the ties _match could not tell apart: jailed._retie; 8: a match on drawn inputs is
 # tried again on signed ones: jailed._signed_check; 9: a flattened weight also tied as its transpose; 10: a match-only
-# pair's costly first run on its inputs cut first: jailed._cheap_first)
-CONFIRM_VERSION = "10"
+# pair's costly first run on its inputs cut first: jailed._cheap_first; 11: a tensor tied by an order of its dims)
+CONFIRM_VERSION = "11"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
