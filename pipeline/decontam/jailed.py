@@ -147,7 +147,7 @@ def final_failure(rec: dict) -> bool:
 # runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
 # checks, so that a validated task arrives with its trace (one tracer, one key).
 TRACER = r'''
-import gc, json, os, select, signal, sys, time
+import gc, json, math, os, select, signal, sys, time
 import torch
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
@@ -495,24 +495,39 @@ def _match(cand, ref):
             for rn, rt in ref:
                 if rn in used or ct.dtype != rt.dtype:
                     continue
-                if how == "name" and ct.shape == rt.shape and _plain_name(cn) == _plain_name(rn):
-                    val = rt
-                elif how == "shape" and ct.shape == rt.shape:
-                    val = rt
-                elif how == "transpose" and ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape:
-                    val = rt.t()
-                elif how == "permute" and ct.dim() == rt.dim() >= 3 and _perms(rt.shape, ct.shape, 1):
-                    val = rt.permute(*_perms(rt.shape, ct.shape, 1)[0])
-                elif how == "numel" and ct.numel() == rt.numel() and ct.numel() > 1:
-                    val = rt.reshape(ct.shape)
-                else:
+                tie = how
+                if how == "name" and not (ct.shape == rt.shape and _plain_name(cn) == _plain_name(rn)):
+                    continue
+                if how == "shape" and ct.shape != rt.shape:
+                    continue
+                if how == "transpose" and not (ct.dim() == 2 and rt.dim() == 2 and ct.shape == rt.t().shape):
+                    continue
+                if how == "permute":
+                    perms = _perms(rt.shape, ct.shape, 1) if ct.dim() == rt.dim() >= 3 else []
+                    if not perms:
+                        continue
+                    tie = "permute:" + ",".join(map(str, perms[0]))
+                if how == "numel" and not (ct.numel() == rt.numel() and ct.numel() > 1):
                     continue
                 with torch.no_grad():
-                    ct.copy_(val)
-                mapping.append([cn, rn, how])
+                    ct.copy_(_tied(rt, ct.shape, tie))
+                mapping.append([cn, rn, tie])
                 used.add(rn)
                 break
     return mapping
+
+
+def _tied(rt, shape, how):
+    """The reference tensor as a candidate tensor of `shape` takes it under a tie (_match, _other_ties)."""
+    if how == "transpose":
+        return rt.t()
+    if how == "numel":
+        return rt.reshape(shape)
+    if how == "numel_t":  # a flattened weight stored transposed
+        return rt.reshape(tuple(shape)[::-1]).t()
+    if how.startswith("permute:"):
+        return rt.permute(*[int(d) for d in how.split(":")[1].split(",")])
+    return rt  # name, shape
 
 
 def _perms(ref_shape, cand_shape, limit):
@@ -727,7 +742,7 @@ def _cheap_first(variants, ref_shapes, ref_meta, cand_meta):
     the others follow should the cut run raise. Outputs equal on smaller images are a copy's (_cut); outputs that
     differ there differ at full size for all but code that branches on its input's size."""
     first = variants[0][1]
-    n_in, n_out = _numel(first), sum(_prod(s) for s in ref_shapes)
+    n_in, n_out = _numel(first), sum(math.prod(s) for s in ref_shapes)
     if n_in + n_out <= CHEAP_NUMEL:
         return variants
     for target in (n_in * CHEAP_NUMEL // (n_in + n_out), n_in * 4 * CHEAP_NUMEL // (n_in + n_out)):
@@ -738,13 +753,6 @@ def _cheap_first(variants, ref_shapes, ref_meta, cand_meta):
         if shapes is None or shapes[0] == shapes[1]:
             return [("cut", cut)] + variants
     return variants
-
-
-def _prod(shape):
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def _same_inputs(r_meta, c_in):
@@ -872,7 +880,7 @@ def _differ(ro, co):
     return max(diffs), max(scale)
 
 
-def _other_ties(mapping, ct, rt=()):
+def _other_ties(mapping, ct, rt):
     """Ties _match could not tell from the one it made, as whole mappings: tensors of one shape tied by shape alone,
     permuted among themselves (vectors declared in another order: a BatchNorm's weight and bias and a scale), and a
     square matrix tied by shape, transposed (a weight stored as (in, out) and used as x @ w); every combination of
@@ -899,7 +907,7 @@ def _other_ties(mapping, ct, rt=()):
     for m in mapping:  # a flattened weight stored transposed: a filter bank as (C*k*k, F) for im2col @ w
         if m[2] == "numel" and len(shapes[m[0]]) == 2:
             options.append([[list(m)], [[m[0], m[1], "numel_t"]]])
-        if m[2] == "permute":  # the other orders of dims of equal sizes
+        if m[2].startswith("permute:"):  # the other orders of dims of equal sizes (the first is the tie made)
             opts = [[list(m)]] + [[[m[0], m[1], "permute:" + ",".join(map(str, p))]]
                                   for p in _perms(ref_shapes[m[1]], shapes[m[0]], RETIES + 1)[1:]]
             options.append(opts)
@@ -919,13 +927,7 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
         tied.update({m[0]: m for m in alt})
         with torch.no_grad():
             for cn, rn, how in tied.values():
-                if how == "numel_t":
-                    cd[cn].copy_(rd[rn].reshape(cd[cn].shape[::-1]).t())
-                elif how.startswith("permute"):
-                    perm = [int(d) for d in how.split(":")[1].split(",")] if ":" in how else None
-                    cd[cn].copy_(rd[rn].permute(*(perm or _perms(rd[rn].shape, cd[cn].shape, 1)[0])))
-                else:
-                    cd[cn].copy_(rd[rn].t() if how == "transpose" else rd[rn].reshape(cd[cn].shape))
+                cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
             try:
                 alt_co = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in c_in]))
             except Exception:
