@@ -348,7 +348,7 @@ def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     assert rows[0]["semantic_ref"] == "level1/21_Sigmoid" and rows[0]["semantic_score"] < settings.same_inputs_floor
     assert not rows[1]["contaminated"] and '"tried"' in rows[1]["evidence"], rows[1]
-    off = settings.model_copy(update={"same_shapes_max": 0, "same_ranks_max": 0})
+    off = settings.model_copy(update={"same_shapes_max": 0, "same_ranks_max": 0, "probe_max": 0})
     rows = decontaminate([("para", para)], semantic_run["reference"], off).to_pylist()
     assert not rows[0]["contaminated"], rows[0]
 
@@ -594,8 +594,9 @@ def get_init_inputs():
 def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_another_function_is_not(kernelbench_path, tmp_path):
     """KernelBench's Gemm + bias + ReLU rewritten (a raw weight, `mm`, `add`, `clamp_min`) at other sizes: the
     problem's model, built at its own sizes, does not take the candidate's inputs, so no run can compare them, but
-    the whole graph is the problem's (sizes aside): `semantic_structure`. The same rewrite ending in a sigmoid is
-    another function: clean."""
+    the whole graph is the problem's (sizes aside): `semantic_structure` (with the problem not rebuilt at the
+    candidate's arguments, `rebuilt_max` 0). The same rewrite ending in a sigmoid is another function: clean. With
+    the problem rebuilt at the candidate's arguments, a run compares them: `functional_match`."""
     from pipeline.decontam.stage import decontaminate
 
     by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
@@ -605,10 +606,13 @@ def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_another_function
         ("relu", GEMM_ADD_RELU_RESIZED.replace("ACT", "clamp_min(0.0)")),
         ("sigmoid", GEMM_ADD_RELU_RESIZED.replace("ACT", "sigmoid()")),
     ]
-    relu, sigmoid = decontaminate(cands, ref, settings).to_pylist()
+    relu, sigmoid = decontaminate(cands, ref, settings.model_copy(update={"rebuilt_max": 0})).to_pylist()
     assert relu["contaminated"] and relu["reason"] == "semantic_structure", relu
     ev = json.loads(relu["evidence"])
     assert ev["kind"] == "structure" and ev["ref"] == "level2/76_Gemm_Add_ReLU" and ev["graph_reference"]
+    assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid
+    relu, sigmoid = decontaminate(cands, ref, settings).to_pylist()
+    assert relu["reason"] == "functional_match" and json.loads(relu["evidence"])["rebuilt_at"], relu
     assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid
 
 
@@ -652,7 +656,9 @@ def test_the_same_ops_over_other_axes_at_other_sizes_are_not_the_problems_struct
     cands = [("batch", NORM_OVER_AXIS.replace("AXES", "(0, 2, 3)")), ("pixel", NORM_OVER_AXIS.replace("AXES", "1"))]
     batch, pixel = decontaminate(cands, ref, settings).to_pylist()
     assert batch["contaminated"] and batch["nearest_ref"] == "level1/33_BatchNorm", batch
-    assert batch["reason"] == "semantic_structure" and not batch["near_variant"], batch
+    # BatchNorm rebuilt at the candidate's channels takes its inputs: the run finds the copy (without the rebuilt
+    # problem, the whole graph at other sizes: semantic_structure, as test_a_rewrite_at_other_sizes_... shows)
+    assert batch["reason"] in ("functional_match", "semantic_structure") and not batch["near_variant"], batch
     assert pixel["reason"] == "near_variant" and pixel["near_variant"], pixel
     diff = json.loads(pixel["evidence"])["difference"]
     assert diff["level"] == "axes" and diff["candidate_axes"] != diff["reference_axes"], diff
@@ -806,6 +812,317 @@ def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_param
     assert rows[4]["contaminated"] and rows[4]["reason"] == "functional_match", rows[4]
     ev = json.loads(rows[4]["evidence"])
     assert ev["ref"] == ids[3] and any(m[2].startswith("permute") for m in ev["mapping"]), ev
-    off = settings.model_copy(update={"same_ranks_max": 0})
+    off = settings.model_copy(update={"same_ranks_max": 0, "probe_max": 0, "rebuilt_max": 0})
     rows = decontaminate(cands[:2], ref, off).to_pylist()
     assert not any(r["contaminated"] for r in rows), rows
+
+
+# A convolution + ReLU + bias written through im2col, built at other channels and another kernel size than its
+# KernelBench problem (level2/1_Conv2D_ReLU_BiasAdd: in 64, out 128, k 3); the same arguments, in its order.
+CONV_RELU_BIAS_RESIZED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, k, offset_shape):
+        super().__init__()
+        self.k = k
+        self.filt = nn.Parameter(torch.randn(cout, cin * k * k) * 0.1)
+        self.filt_b = nn.Parameter(torch.zeros(cout))
+        self.offset = nn.Parameter(torch.randn(offset_shape))
+
+    def forward(self, x):
+        n, _, h, w = x.shape
+        cols = F.unfold(x, self.k)
+        y = (self.filt @ cols + self.filt_b[:, None]).view(n, -1, h - self.k + 1, w - self.k + 1)
+        return torch.where(y > 0, y, torch.zeros_like(y)) + self.offset
+
+
+def get_inputs():
+    return [torch.rand(8, 6, 40, 40)]
+
+
+def get_init_inputs():
+    return [6, 20, 5, (20, 1, 1)]
+"""
+
+# An MLP with another number of layers, other widths and its layers written as addmm on stored transposes
+# (level3/1_MLP: input 16384, layers [16384, 16384], output 8192: 671M weights, too large to build as it is).
+MLP_RESIZED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, widths, n_out):
+        super().__init__()
+        dims = [n_in] + list(widths) + [n_out]
+        self.w = nn.ParameterList(nn.Parameter(torch.randn(a, b) * a ** -0.5) for a, b in zip(dims, dims[1:]))
+        self.b = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in dims[1:])
+
+    def forward(self, x):
+        last = len(self.w) - 1
+        for i, (w, b) in enumerate(zip(self.w, self.b)):
+            x = torch.addmm(b, x, w)
+            if i < last:
+                x = x.clamp(min=0)
+        return x
+
+
+def get_inputs():
+    return [torch.rand(32, 96)]
+
+
+def get_init_inputs():
+    return [96, [80, 64, 48], 10]
+"""
+
+# A max pool through unfold at another window, stride, padding and dilation (level1/42_Max_Pooling_2D: 4, 1, 1, 1)
+MAXPOOL_RESIZED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, k, s, p, d):
+        super().__init__()
+        self.k, self.s, self.p, self.d = k, s, p, d
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        x = F.pad(x, (self.p,) * 4, value=float("-inf"))
+        span = self.d * (self.k - 1) + 1
+        oh, ow = (h + 2 * self.p - span) // self.s + 1, (w + 2 * self.p - span) // self.s + 1
+        cols = F.unfold(x, self.k, dilation=self.d, stride=self.s).view(n, c, self.k * self.k, oh, ow)
+        return REDUCE
+
+
+def get_inputs():
+    return [torch.rand(4, 8, 50, 44)]
+
+
+def get_init_inputs():
+    return [3, 2, 1, 2]
+"""
+
+# The tanh approximation of GELU (level1/88_MinGPTNewGelu) as a sigmoid gate, at other sizes: a weightless task
+# whose graph shares little with the problem's; its outputs on the probe's small inputs are the problem's.
+GELU_AS_SIGMOID_GATE = """
+import math
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, v):
+        c = math.sqrt(2.0 / math.pi)
+        return v * torch.sigmoid(2.0 * c * (v + 0.044715 * v ** 3))
+
+
+def get_inputs():
+    return [torch.rand(300, 700)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kernelbench_path, tmp_path):
+    """A rewrite that also changed the constructor's arguments (channels, kernel size, layer count and widths, a
+    pool's window, stride, padding and dilation) shares neither shapes nor parameter sizes with its problem, and
+    little of its graph. The problem rebuilt at the candidate's arguments (the same kinds of arguments in the same
+    places, as KernelBench's get_init_inputs passes them) has its parameter count and runs beside it: functional
+    matches, the arguments used named in the evidence. A max pool's window written as a mean, at the same arguments,
+    is another function: clean. A weightless activation written through another formula at other sizes is found by
+    its outputs on the probe's small inputs (jailed._probe). Without rebuilt_max and probe_max they all pass (and
+    same_ranks_max: this small reference leaves one weightless problem of rank 2 for it to reach)."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ids = [
+        "level2/1_Conv2D_ReLU_BiasAdd",
+        "level3/1_MLP",
+        "level1/42_Max_Pooling_2D",
+        "level1/88_MinGPTNewGelu",
+        "level1/45_Average_Pooling_2D",
+        "level1/19_ReLU",
+        "level1/21_Sigmoid",
+        "level1/26_GELU_",
+    ]
+    ref = [by_id[i] for i in ids]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("conv", CONV_RELU_BIAS_RESIZED),
+        ("mlp", MLP_RESIZED),
+        ("maxpool", MAXPOOL_RESIZED.replace("REDUCE", "cols.amax(dim=2)")),
+        ("gelu", GELU_AS_SIGMOID_GATE),
+        (
+            "meanpool",
+            MAXPOOL_RESIZED.replace("REDUCE", "cols.mean(dim=2)").replace('value=float("-inf")', "value=0.0"),
+        ),
+    ]
+    table = decontaminate(cands, ref, settings)
+    rows = table.to_pylist()
+    want = {"conv": ids[0], "mlp": ids[1], "maxpool": ids[2], "gelu": ids[3]}
+    for r in rows[:4]:
+        assert r["contaminated"] and r["reason"] == "functional_match", r
+        assert json.loads(r["evidence"])["ref"] == want[r["task_id"]], r
+    assert json.loads(rows[0]["evidence"])["rebuilt_at"] == "[6, 20, 5, (20, 1, 1)]"
+    assert json.loads(rows[1]["evidence"])["rebuilt_at"] == "[96, [80, 64, 48], 10]"
+    assert json.loads(rows[3]["evidence"])["rebuilt_at"] is None  # the problem as it is, found by the probe
+    # a mean over the window (zeros padded): another function at the same arguments
+    assert not rows[4]["contaminated"] and rows[4]["reason"] == "", rows[4]
+    tried = json.loads(rows[4]["evidence"])["tried"]
+    # ended in the worker: its canonical outputs differ from the max pool's in every layout (no run)
+    assert any(t.get("rebuilt_at") == "[3, 2, 1, 2]" and t["status"] == "probe_differs" for t in tried), tried
+    # the auditor sees the arguments the problem was built at
+    from pipeline.decontam.report import write_report
+
+    html = write_report(table, cands, ref, settings, tmp_path / "report", reference_source="test").read_text()
+    assert "class='rebuilt'" in html and "[6, 20, 5, (20, 1, 1)]" in html
+    off = settings.model_copy(update={"rebuilt_max": 0, "probe_max": 0, "same_ranks_max": 0})
+    rows = decontaminate(cands[:4], ref, off).to_pylist()
+    assert not any(r["contaminated"] for r in rows), rows
+
+
+# A depthwise convolution written as a sum of shifted slices, its taps stored (k, k, C), at other sizes
+# (level1/82_conv_depthwise_2D_square_input_square_kernel: a (C, 1, k, k) filter): no tie by name, shape or an order
+# of dims of equal rank reaches it; a layout the canonical probe tries does.
+DEPTHWISE_TAPS_KKC = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, channels, k, stride, pad):
+        super().__init__()
+        self.k, self.stride, self.pad = k, stride, pad
+        self.taps = nn.Parameter(torch.randn(k, k, channels) * 0.2)
+
+    def forward(self, x):
+        x = F.pad(x, (self.pad,) * 4)
+        n, c, h, w = x.shape
+        oh, ow = (h - self.k) // self.stride + 1, (w - self.k) // self.stride + 1
+        out = x.new_zeros(n, c, oh, ow)
+        s = self.stride
+        for i in range(self.k):
+            for j in range(self.k):
+                win = x[:, :, i : i + s * (oh - 1) + 1 : s, j : j + s * (ow - 1) + 1 : s]
+                out = out + win * self.taps[i, j].view(1, c, 1, 1)
+        return out
+
+
+def get_inputs():
+    return [torch.rand(4, 10, 30, 26)]
+
+
+def get_init_inputs():
+    return [10, 5, 2, 1]
+"""
+
+
+def test_a_rebuilt_problem_is_screened_by_its_canonical_probe_and_tied_by_layout(kernelbench_path, tmp_path):
+    """Rebuilt pairs are screened in the worker by the canonical probe (both models' weights set to canonical values
+    by element count and position; the problem's in four layouts): a convolution + sigmoid + bias at other sizes
+    (the same constructor arguments as level2/1_Conv2D_ReLU_BiasAdd, another activation) ends there,
+    `probe_differs`, without a run; a depthwise filter stored (k, k, C) agrees in a layout of the problem's
+    (C, 1, k, k) filter (first dim last), runs, and matches under that layout with random weights (`layout:...`)."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ids = ["level2/1_Conv2D_ReLU_BiasAdd", "level1/82_conv_depthwise_2D_square_input_square_kernel", "level1/19_ReLU"]
+    ref = [by_id[i] for i in ids]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    sigmoid = CONV_RELU_BIAS_RESIZED.replace("torch.where(y > 0, y, torch.zeros_like(y))", "torch.sigmoid(y)")
+    assert sigmoid != CONV_RELU_BIAS_RESIZED
+    rows = decontaminate([("sigmoid", sigmoid), ("depthwise", DEPTHWISE_TAPS_KKC)], ref, settings).to_pylist()
+    assert not rows[0]["contaminated"], rows[0]
+    tried = json.loads(rows[0]["evidence"])["tried"]
+    assert any(t.get("rebuilt_at") and t["status"] == "probe_differs" for t in tried), tried
+    assert rows[1]["contaminated"] and rows[1]["reason"] == "functional_match", rows[1]
+    ev = json.loads(rows[1]["evidence"])
+    assert ev["ref"] == ids[1] and ev["rebuilt_at"] == "[10, 5, 2, 1]" and ev["mapping"][0][2].startswith("layout:"), (
+        ev
+    )
+
+
+# A Linear + softmax at the sizes of level2/99_Matmul_GELU_Softmax (which has a GELU between them): with the
+# confirmation's weights the softmax over 8,192 outputs saturates to one-hot, and both give it.
+LINEAR_SOFTMAX_AT_99 = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.proj = nn.Linear(n_in, n_out)
+
+    def forward(self, x):
+        return torch.softmax(self.proj(x), dim=1)
+
+
+def get_inputs():
+    return [torch.rand(1024, 8192)]
+
+
+def get_init_inputs():
+    return [8192, 8192]
+"""
+
+
+def test_a_match_only_where_the_drawn_weights_saturate_is_no_match(kernelbench_path, tmp_path):
+    """Outputs equal on the first draw because a wide layer saturates what follows it (a softmax to one-hot: the
+    GELU before it cannot show) are tried again with both models' weights moved alike (x / 10 - 1/2): they differ,
+    so no functional_match; the problem itself, rewritten (the same GELU by erf), still matches after the move."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/99_Matmul_GELU_Softmax"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    gelu = LINEAR_SOFTMAX_AT_99.replace(
+        "torch.softmax(self.proj(x), dim=1)",
+        "torch.softmax((lambda z: 0.5 * z * (1 + torch.erf(z / 2 ** 0.5)))(self.proj(x)), dim=1)",
+    )
+    rows = decontaminate([("softmax", LINEAR_SOFTMAX_AT_99), ("gelu", gelu)], ref, settings).to_pylist()
+    assert rows[0]["reason"] != "functional_match", rows[0]
+    tried = json.loads(rows[0]["evidence"])["tried"]
+    assert any(
+        t["ref"] == "level2/99_Matmul_GELU_Softmax" and t["status"] == "ran" and not t["equivalent"] for t in tried
+    )
+    assert rows[1]["contaminated"] and rows[1]["reason"] == "functional_match", rows[1]
+    shifted = json.loads(rows[1]["evidence"])["shifted_params"]
+    assert shifted["max_abs_diff"] <= settings.confirm_atol + settings.confirm_rtol * shifted["ref_scale"], shifted
+
+
+def test_constructor_arguments_are_rebuilt_as_plain_literals_only():
+    """A problem is rebuilt from the candidate's reported arguments (its trace's, as untrusted as the rest of it):
+    only checked plain values become code, as their repr; anything else leaves the pair out."""
+    from pipeline.decontam.semantic import _kinds, _literal_ok, python_literal, rebuilt_code
+
+    lit = ["l", [["i", 3], ["f", 0.5], ["t", [["i", 8], ["i", 1]]], ["l", [["i", 4], ["i", 5]]], ["s", "x'\n"]]]
+    assert _literal_ok(lit)
+    assert python_literal(lit).startswith("[3, 0.5, (8, 1), [4, 5], ")
+    code = rebuilt_code("def get_init_inputs():\n    return [1]\n", lit)
+    ns: dict = {}
+    exec(code, ns)
+    assert ns["get_init_inputs"]() == [3, 0.5, (8, 1), [4, 5], "x'\n"]
+    for bad in (
+        ["l", [["i", "__import__('os')"]]],
+        ["l", [["x", 1]]],
+        ["l", [["i", True]]],
+        ["l", [["i", 1 << 40]]],
+        ["l", [["s", "x" * 65]]],
+        ["l", [["f", float("nan")]]],
+        ["l", [["t", [["i", 1]] * 17]]],
+        ["s", 1],
+        {"l": []},
+    ):
+        assert not _literal_ok(bad), bad
+    # where each argument sits and of what kind decides which problems can be rebuilt; a list's length does not
+    assert _kinds(["l", [["i", 1], ["i", 2]]]) == _kinds(["l", [["i", 7]]]) != _kinds(["t", [["i", 1], ["i", 2]]])

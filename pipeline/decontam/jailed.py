@@ -18,8 +18,8 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-TRACER_VERSION = "8"  # 8: a forward that reads its data is traced on small real tensors; 7: `sig`, the inputs'
-# and outputs' shapes and dtypes (confirmations screened before a fork)
+TRACER_VERSION = "9"  # 9: `sig["init"]`, the constructor's arguments as literals; 8: a forward that reads its data
+# is traced on small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes (confirmations screened)
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -352,8 +352,218 @@ def _flat(out):
     return []
 
 
+def _literal(x, depth=0):
+    """A constructor argument as JSON that keeps its Python type (["i", 3], ["t", [...]] for a tuple ...), or None
+    where it is no plain literal (a tensor, an object): a problem can then be rebuilt at these values (the
+    semantic view's resized pairs: semantic.rebuilt_code)."""
+    if isinstance(x, bool):
+        return ["b", x]
+    if isinstance(x, int):
+        return ["i", x] if abs(x) < 1 << 31 else None
+    if isinstance(x, float):
+        return ["f", x] if x == x and abs(x) != float("inf") else None
+    if x is None:
+        return ["n", None]
+    if isinstance(x, str):
+        return ["s", x] if len(x) <= 64 else None
+    if isinstance(x, (list, tuple)) and len(x) <= 16 and depth < 3:
+        items = [_literal(v, depth + 1) for v in x]
+        return None if any(v is None for v in items) else ["t" if isinstance(x, tuple) else "l", items]
+    return None
+
+
+def _init_literal(g):
+    """get_init_inputs() as _literal gives it (None where any argument is no literal, or it raises)."""
+    try:
+        torch.manual_seed(0)
+        with torch.device("meta"):
+            init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+        return _literal(list(init))
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
+        return None
+
+
 def trace(code):
     g = _load(code, "task")
+    rec = _trace_of(g)
+    if rec.get("ok") and isinstance(rec.get("sig"), dict):
+        rec["sig"]["init"] = _init_literal(g)
+        rec["sig"]["canon"] = _canon_probe(g, rec["sig"])
+    return rec
+
+
+# The canonical probe: a model with its weights set to canonical values (by each tensor's element count and
+# position: two copies that tie their weights by shape, order or layout agree), run on canonical inputs of its own
+# input shapes cut small. A problem rebuilt at a candidate's constructor arguments (semantic.rebuilt_code) is run the
+# same way in the worker (screen): outputs that differ there under every layout tried are no copy's, and the pair
+# ends without a fork. The candidate reports its own outputs (as it reports its trace): a false report hides only it.
+CANON_PARAMS = 1 << 24  # weights of a model probed (more: no probe, and no rebuilt pairs)
+CANON_NUMEL = 1 << 16  # elements of its probe's inputs
+CANON_SIDE = 16  # the inputs' trailing dims tried first (the same shapes for tasks that differ only there)
+CANON_VARIANTS = ("flat", "t2", "t", "hwio")  # the weights' layouts a problem is tried in (_canon_fill)
+_NO_INIT = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+            "xavier_normal_", "orthogonal_", "sparse_")
+
+
+_CANON_BASE = []  # the canonical sequence, made once per process and grown as needed (a forked child inherits it)
+
+
+def _canon_values(n, offset=0):
+    """Elements offset..offset+n of a fixed sequence in [-1, 1): a mixing hash of the position on 31 bits (integer
+    arithmetic: the same values on any machine; a bare multiplicative hash is linear along a weight's rows, and
+    different functions agreed on it)."""
+    end = offset + n
+    if not _CANON_BASE or _CANON_BASE[0].numel() < end:
+        size = 1 << max(16, (end - 1).bit_length())
+        m = 0x7FFFFFFF
+        h = (torch.arange(size, dtype=torch.int64) * 2654435761 + 12345) & m
+        for shift, mult in ((15, 0x2C1B3C6D), (12, 0x297A2D39), (15, 0x1B873593), (13, None)):
+            h = h ^ (h >> shift)
+            if mult is not None:
+                h = (h * mult) & m
+        _CANON_BASE[:] = [(h.to(torch.float64) / 1073741824.0 - 1.0).float()]
+    return _CANON_BASE[0][offset:end]
+
+
+def _canon_fill(model, variant):
+    """Every floating parameter set to canonical values (scaled by its element count's fourth root: the same for
+    any layout of it): laid out flat ("flat"), or with each 2-D one ("t2") or each of 2 dims or more ("t") stored
+    transposed, its first dim last (a Linear kept as (in, out), a filter bank as (C*k*k, F)), or each of 3 dims or
+    more with its first two dims last, reversed ("hwio": a filter kept as (kh, kw, in, out))."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel():
+                p.copy_(_laid_out(_canon_values(p.numel()) * p.numel() ** -0.25, tuple(p.shape), variant))
+
+
+def _laid_out(u, shape, variant):
+    """A flat sequence as a tensor of `shape`, read in one of CANON_VARIANTS' layouts (_canon_fill)."""
+    n, d = u.numel(), len(shape)
+    if (variant == "t" and d >= 2) or (variant == "t2" and d == 2):
+        u = u.reshape(n // shape[0], shape[0]).t()
+    elif variant == "hwio" and d >= 3:
+        u = u.reshape(shape[2:] + (shape[1], shape[0])).permute(d - 1, d - 2, *range(d - 2))
+    return u.reshape(shape)
+
+
+_CANON_INPUTS = {}
+
+
+def _canon_inputs(shapes):
+    """Canonical inputs of these shapes (kept: a screen's problems read the same ones; a model may not change them
+    in place: each call gets clones)."""
+    key = json.dumps(shapes)
+    if key not in _CANON_INPUTS:
+        if len(_CANON_INPUTS) > 256:
+            _CANON_INPUTS.clear()
+        _CANON_INPUTS[key] = _make_canon_inputs(shapes)
+    return [t.clone() for t in _CANON_INPUTS[key]]
+
+
+def _make_canon_inputs(shapes):
+    out = []
+    for k, (shape, dtype) in enumerate(shapes):
+        dt = getattr(torch, dtype)
+        base = _canon_values(math.prod(shape), offset=7919 * (k + 1)).reshape(shape)
+        out.append((base * 2).to(dt) if dt.is_floating_point else (base > 0).to(dt))
+    return out
+
+
+_CANON_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "bool")
+
+
+def _canon_shapes(inputs):
+    """The probe's input shapes to try: 2 rows and trailing dims of CANON_SIDE at most (all but batch and channels;
+    a 2-D input keeps its features; a smaller side where that does not fit), then 2 rows cut as a confirmation
+    cuts them, then 2 rows with the last dim kept and the middle ones cut (a sequence's features); each within
+    CANON_NUMEL."""
+    if not inputs or not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], list) and len(x[0]) >= 1
+                             and x[1] in _CANON_DTYPES for x in inputs):
+        return []
+    tries = []
+    for side in (CANON_SIDE, 12, 8, 6):  # volumes need a smaller side than images to fit
+        tries.append([[[min(d, 2) if i == 0 else (min(d, side) if i >= 2 else d) for i, d in enumerate(s)], dt]
+                      for s, dt in inputs])
+        if sum(math.prod(s) for s, _ in tries[-1]) <= CANON_NUMEL:
+            tries = tries[-1:]
+            break
+    else:
+        tries = []
+    # a sequence (batch, time, features): its features kept, its middle dims cut
+    tries.append([[[min(d, 2) if i == 0 else (d if i == len(s) - 1 else min(d, CANON_SIDE))
+                    for i, d in enumerate(s)], dt] for s, dt in inputs])
+    metas = [torch.empty(s, dtype=getattr(torch, dt), device="meta") for s, dt in inputs]
+    cut = _cut(batch_slice(metas), CANON_NUMEL)
+    tries += [[[list(t.shape), dt] for t, (_, dt) in zip(cut, inputs)]] if cut is not None else []
+    out = []
+    for t in tries:
+        if sum(math.prod(s) for s, _ in t) <= CANON_NUMEL and t not in out:
+            out.append(t)
+    return out
+
+
+def _canon_outputs(model, shapes):
+    """The model's outputs on the canonical inputs of `shapes`: [shapes, sampled values + sum], or None where the
+    forward fails, runs past the dry runs' budget or gives no finite floating outputs."""
+    try:
+        with torch.no_grad(), _OpBudget(2000):
+            outs = _flat(model(*_canon_inputs(shapes)))
+    except Exception as e:
+        if type(e).__name__ in ("_TraceTimeout", "_PairTimeout"):
+            raise
+        return None
+    if not outs or not all(isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type == "cpu"
+                           for o in outs):
+        return None
+    res = [[], []]
+    for o in outs[:8]:
+        flat = o.detach().double().reshape(-1)
+        if not bool(torch.isfinite(flat).all()):
+            return None
+        idx = torch.linspace(0, max(flat.numel() - 1, 0), min(PROBE_VALUES, flat.numel())).round().long()
+        res[0].append(list(o.shape))
+        res[1].append([float(v) for v in flat[idx]] + [float(flat.sum())])
+    return res
+
+
+def _canon_model(g):
+    """The task's model on the CPU with its random initializers skipped (its weights are overwritten)."""
+    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+    saved = {n: getattr(torch.nn.init, n) for n in _NO_INIT}
+    for n in _NO_INIT:
+        setattr(torch.nn.init, n, lambda t, *a, **k: t)
+    try:
+        torch.manual_seed(0)
+        with torch.device("cpu"):
+            return _new_model(g, init)
+    finally:
+        for n, f in saved.items():
+            setattr(torch.nn.init, n, f)
+
+
+def _canon_probe(g, sig):
+    """The task's canonical probe: {"inputs": shapes, "shapes", "values"} (flat layout), or None."""
+    if type(sig.get("params")) is not int or sig["params"] > CANON_PARAMS:
+        return None
+    try:
+        shapes = _canon_shapes(sig.get("inputs"))
+        if not shapes:
+            return None
+        model = _canon_model(g)
+        _canon_fill(model, "flat")
+        for s in shapes:
+            got = _canon_outputs(model, s)
+            if got is not None:
+                return {"inputs": s, "shapes": got[0], "values": got[1]}
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
+    return None
+
+
+def _trace_of(g):
     try:
         return _trace(*_build(g, "meta", 0))  # meta tensors: shapes only, no memory, no data-dependent work
     except Exception as e:
@@ -434,11 +644,54 @@ def _real_build(g):
     return model, ins, meta
 
 
+PROBE_SHAPES = {1: (96,), 2: (4, 96), 3: (3, 8, 40), 4: (2, 4, 12, 12), 5: (2, 3, 6, 6, 6)}
+PROBE_VALUES = 48
+
+
+def _probe(model, inputs):
+    """A model without weights (an activation, a reduction, a pool, a loss) on fixed small inputs of its inputs'
+    ranks and dtypes: its outputs' shapes and PROBE_VALUES of their values at fixed positions, and their sum. Two
+    such tasks computing one function give the same probe whatever their sizes and however written (the semantic
+    view's shortlist reads it: semantic._probed). None where it has weights, an input that is no floating tensor
+    of rank 1-5, or the forward fails, runs past the dry runs' budget or gives no finite floating outputs."""
+    try:
+        if any(True for _ in model.parameters()) or _float_buffers(model):
+            return None
+        if not inputs or not all(isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() in PROBE_SHAPES
+                                 for t in inputs):
+            return None
+        gen = torch.Generator().manual_seed(7)
+        ins = [torch.randn(PROBE_SHAPES[t.dim()], generator=gen, dtype=torch.float64).to(t.dtype) * 2
+               for t in inputs]
+        with torch.no_grad(), _OpBudget(1000):
+            outs = _flat(model(*ins))
+        if not outs or not all(o.is_floating_point() and o.device.type == "cpu" for o in outs):
+            return None
+        shapes, values = [], []
+        for o in outs:
+            flat = o.detach().double().reshape(-1)
+            if not bool(torch.isfinite(flat).all()):
+                return None
+            shapes.append(list(o.shape))
+            idx = torch.linspace(0, max(flat.numel() - 1, 0), min(PROBE_VALUES, flat.numel())).round().long()
+            values.append([float(v) for v in flat[idx]] + [float(flat.sum())])
+        return {"shapes": shapes, "values": values}
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
+        return None
+
+
+def _float_buffers(model):
+    return sum(b.numel() for b in model.buffers() if b.is_floating_point())
+
+
 def _trace(model, inputs, shown=None):
     """The forward's op graph; `shown`: the inputs as get_inputs() gives them, on meta, where `inputs` are a cut
     of them (a trace on real tensors): the graph and the signature carry their shapes, and no output shapes."""
     # what the confirmation's screen needs to run a problem beside this task without its code (jailed.screen)
-    sig = {"inputs": [_sig(t) for t in shown or inputs], "params": sum(p.numel() for p in model.parameters())}
+    sig = {"inputs": [_sig(t) for t in shown or inputs], "params": sum(p.numel() for p in model.parameters()),
+           "buffers": _float_buffers(model)}
     rec = _Recorder()
     for _, p in model.named_parameters():
         rec.leaf(p, "param")
@@ -456,6 +709,7 @@ def _trace(model, inputs, shown=None):
     if shown is None:
         sig["outputs"] = [_sig(t) for t in _flat(out)]
         sig["sliced"] = _sliced_outputs(model, inputs)
+    sig["probe"] = _probe(model, inputs)
 
     def outs(o):
         if isinstance(o, torch.Tensor):
@@ -761,6 +1015,30 @@ def _same_inputs(r_meta, c_in):
         and (not isinstance(a, torch.Tensor) or a.shape[1:] == b.shape[1:]) for a, b in zip(r_meta, c_in))
 
 
+SAME_PARAMS = 2  # a match-only pair whose problem was rebuilt at the candidate's constructor arguments (semantic's
+# resized pairs): a copy at other sizes has the problem's parameter count (or with its floating buffers), else no match
+
+
+def _sizes(model):
+    return sum(p.numel() for p in model.parameters()), _float_buffers(model)
+
+
+def _same_sizes(ref, params, buffers, model=None):
+    """The candidate's parameter count against a rebuilt problem's: equal, or with its floating buffers, or less
+    some of its vectors (a bias a normalization cancels, dropped)."""
+    if type(params) is not int:
+        return False
+    if params == ref[0] or (type(buffers) is int and params + buffers == sum(ref)):
+        return True
+    vectors = sum(p.numel() for p in model.parameters() if p.dim() <= 1) if model is not None else 0
+    return ref[0] - vectors <= params <= ref[0]
+
+
+def _params_differ(ref_meta, cand):
+    return {"ok": False, "reason": "params_differ", "on_meta": True, "ref_params": list(_sizes(ref_meta)),
+            "cand_params": list(cand)}
+
+
 def confirm(cand_code, ref_code, max_numel, match_only=False):
     DRY["off"] = False
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
@@ -770,6 +1048,10 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     # (drawing them was half of a confirmation's time; most pairs end here). The same variants, weights and
     # inputs as a run without this step: it only leaves out runs that would raise.
     ref_meta, cand_meta = _meta_model(gr, 4 * max_numel), _meta_model(gc, 4 * max_numel)
+    if match_only == SAME_PARAMS:
+        sizes = _sizes(cand_meta)
+        if not _same_sizes(_sizes(ref_meta), sizes[0], sizes[1], ref_meta):
+            return _params_differ(ref_meta, sizes)
     # First at the shapes the candidate's get_inputs gives on meta, without drawing its inputs (a quarter of what
     # was left): a task whose inputs' shapes depend on the device can mislead only this, about itself, as its
     # trace (which chose these pairs) can.
@@ -838,11 +1120,81 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         atol, rtol = PAYLOAD.get("tolerance") or (1e-4, 1e-4)
         if out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:  # the parent's rule (tolerance_ok)
             co = _retie(cand, ct, rt, mapping, c_in, ro, co, out)
+        if match_only == SAME_PARAMS and out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:
+            co = _layout_tie(ref, cand, run, c_in, co, out, float(atol), float(rtol))
         # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
         out["finite"] = all(_finite(t) for t in ro + co if not t.is_complex())
         if drawn and out["finite"] and out["max_abs_diff"] <= float(atol) + float(rtol) * out["ref_scale"]:
             _signed_check(run, c_in, out, float(atol), float(rtol))
+        if out["finite"] and out["max_abs_diff"] <= float(atol) + float(rtol) * out["ref_scale"]:
+            _shifted_check(run, c_in, out, (ref, rt), (cand, ct), float(atol), float(rtol))
     return out
+
+
+def _shifted_check(run, c_in, out, ref_side, cand_side, atol, rtol):
+    """A match is tried again with the weights of both models moved by one elementwise map (x -> x / 10 - 1/2): a
+    copy's weights are tied to the problem's (or drawn alike), so it still agrees; two functions that agree only
+    where the drawn weights put them (a softmax saturated to one-hot, a GELU after a large log-sum-exp: the identity
+    there) come apart. Moved: every parameter, and both tensors of a tie where either is one (a filter bank kept
+    in a buffer); buffers tied to buffers stay (a mask compared with 0). Where either side is not finite there (a
+    log of a weight), the first verdict stands; outputs that differ are no match (`shifted_params`)."""
+    (ref, rt), (cand, ct) = ref_side, cand_side
+    params = {id(t) for t in list(ref.parameters()) + list(cand.parameters())}
+    moved = {id(t): t for t in list(ref.parameters()) + list(cand.parameters())}
+    rd, cd = dict(rt), dict(ct)
+    for m in out.get("mapping") or []:
+        c, r = cd.get(m[0]), rd.get(m[1])
+        if c is not None and r is not None and (id(c) in params or id(r) in params):
+            moved[id(c)], moved[id(r)] = c, r
+    with torch.no_grad():
+        for t in moved.values():
+            if t.is_floating_point():
+                t.mul_(0.1).sub_(0.5)
+    try:
+        ro2, co2 = run(c_in)
+    except Exception:
+        return
+    if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
+        return
+    if not all(_finite(t) for t in ro2 + co2 if not t.is_complex()):
+        return
+    d, scale = _differ(ro2, co2)
+    out["shifted_params"] = {"max_abs_diff": d, "ref_scale": scale}
+    if d > atol + rtol * scale:
+        out["max_abs_diff"], out["ref_scale"] = d, scale
+
+
+def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol):
+    """A rebuilt problem's pair whose ties left the outputs apart (it reached this child because its canonical probe
+    agreed in some layout): every tensor of both models drawn by its element count, the candidate's laid out flat and
+    the problem's in each layout the probe tries (_canon_fill), random values instead of canonical ones; the first
+    layout whose outputs agree is the tie (mapping "layout:<name>"). Outputs equal under it mean the candidate's
+    weights are the problem's stored in another layout (a depthwise filter kept as (k, k, C))."""
+    draws = {}
+
+    def fill(model, variant):
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.is_floating_point() and p.numel():
+                    n = p.numel()
+                    if n not in draws:
+                        draws[n] = torch.randn(n, generator=torch.Generator().manual_seed(n)) * n ** -0.25
+                    p.copy_(_laid_out(draws[n], tuple(p.shape), variant))
+
+    fill(cand, "flat")
+    for variant in CANON_VARIANTS:
+        fill(ref, variant)
+        try:
+            ro2, co2 = run(c_in)
+        except Exception:
+            continue
+        if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
+            continue
+        d, scale = _differ(ro2, co2)
+        if d <= atol + rtol * scale:
+            out.update(max_abs_diff=d, ref_scale=scale, mapping=[["*", "*", "layout:" + variant]], retied=True)
+            return co2
+    return co
 
 
 def _signed_check(run, c_in, out, atol, rtol):
@@ -940,6 +1292,9 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
     if best is not None:
         mapping[:] = best
         out["mapping"], out["retied"] = best, True
+    with torch.no_grad():  # the tensors as the kept tie has them (the loop left the last one tried): later runs
+        for cn, rn, how in mapping:  # (the signed and shifted checks) must see what the verdict saw
+            cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
     return co
 
 
@@ -1025,6 +1380,30 @@ def _ref_meta(ref_code, max_numel):
     return got
 
 
+REBUILD_S = 2.0  # a problem's constructor at another task's arguments, in this worker (a loop over a layer count)
+
+
+def _rebuilt_meta(ref_code, max_numel):
+    """_ref_meta for a problem rebuilt at a candidate's constructor arguments (trusted code on values the candidate
+    reported: plain literals, semantic.rebuilt_code), under an alarm: past REBUILD_S the pair goes to the child,
+    whose own alarm ends it. A failure or a timeout is not kept (each rebuilt code is one candidate's)."""
+    got = _REF_META.get(ref_code)
+    if got is not None:
+        return got
+    signal.signal(signal.SIGALRM, _pair_alarm)
+    signal.setitimer(signal.ITIMER_REAL, REBUILD_S)
+    try:
+        got = _ref_meta(ref_code, max_numel)
+    except _PairTimeout as e:
+        _REF_META.pop(ref_code, None)
+        return None, e
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    if len(_REF_META) > 4096:  # rebuilt codes are one candidate's each: the memo must not grow with the corpus
+        _REF_META.clear()
+    return got
+
+
 def _on_variant(ref_code, model, ins):
     """The problem's dry run on one input variant, as confirm() makes it first (a fresh budget: each variant's
     answer is kept apart, and a pair any of whose variants ran past the budget is left to confirm())."""
@@ -1061,12 +1440,19 @@ def screen(ref_code, sig, max_numel, match_only):
 
 
 def _screen(ref_code, sig, ins, max_numel, match_only):
-    ref_meta, err = _ref_meta(ref_code, max_numel)
+    ref_meta, err = _rebuilt_meta(ref_code, max_numel) if match_only == SAME_PARAMS else _ref_meta(ref_code, max_numel)
     if err is not None:
-        return _failed(err)
+        return None if isinstance(err, _PairTimeout) else _failed(err)
     params = sig.get("params")
     if type(params) is int and params > 4 * max_numel:
         return _failed(MemoryError(f"{params} parameters"))
+    if match_only == SAME_PARAMS:
+        if not _same_sizes(_sizes(ref_meta), params, sig.get("buffers"), ref_meta):
+            return _params_differ(ref_meta, [params, sig.get("buffers")])
+        # the canonical probe first: small real tensors cost less than the dry runs on meta below
+        said = _canon_screen(ref_code, sig.get("canon")) if sum(_sizes(ref_meta)) <= CANON_PARAMS else None
+        if said is not None:
+            return said or None
     variants = list(_variants(None, max_numel, meta_only=True, meta=ins, named=True))
     if not variants:
         return {"ok": False, "reason": "inputs_too_large"}
@@ -1080,10 +1466,100 @@ def _screen(ref_code, sig, ins, max_numel, match_only):
     name, ref = next((n, shapes) for (n, _), ((e, shapes), _) in zip(variants, runs) if e is None)
     sliced = sig.get("sliced") if isinstance(sig.get("sliced"), list) and len(sig["sliced"]) == 2 else [None, None]
     cand = _shapes_of({"all": sliced[0], "first": sliced[1], "none": sig.get("outputs")}.get(name))
-    if cand is None or ref is None or ref == cand:
+    if cand is None or ref is None:
         return None
-    return {"ok": False, "reason": "output_shapes_differ", "on_meta": True, "ref_shapes": ref[:4],
-            "cand_shapes": cand[:4]}
+    if ref != cand:
+        return {"ok": False, "reason": "output_shapes_differ", "on_meta": True, "ref_shapes": ref[:4],
+                "cand_shapes": cand[:4]}
+    return None
+
+
+def _canon_ok(canon):
+    try:
+        ins = canon["inputs"]
+        return (0 < len(ins) <= 16 and sum(math.prod(s) for s, _ in ins) <= CANON_NUMEL
+                and all(all(type(d) is int and d >= 0 for d in s) and dt in _CANON_DTYPES for s, dt in ins)
+                and len(canon["shapes"]) == len(canon["values"])
+                and all(all(type(v) is float for v in vs) for vs in canon["values"]))
+    except Exception:
+        return False
+
+
+_CANON = {}  # (problem's code, probe input shapes, layout) -> its canonical outputs (None: no answer)
+_CANON_MODEL = {}  # problem's code -> its model on the CPU (None: it does not build)
+
+
+def _canon_of(ref_code, shapes, variant):
+    key = (ref_code, json.dumps(shapes), variant)
+    if key not in _CANON:
+        if len(_CANON) > 4096:
+            _CANON.clear()
+        if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
+            _CANON_MODEL.clear()
+        signal.signal(signal.SIGALRM, _pair_alarm)
+        signal.setitimer(signal.ITIMER_REAL, REBUILD_S)
+        try:
+            if ref_code not in _CANON_MODEL:
+                _CANON_MODEL[ref_code] = None
+                _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
+            model = _CANON_MODEL[ref_code]
+            _canon_fill(model, variant)
+            _CANON[key] = _canon_outputs(model, shapes) if model is not None else None
+        except BaseException:  # a timeout, or the problem that will not build here: the child decides
+            _CANON[key] = None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return _CANON[key]
+
+
+def _canon_close(got, canon):
+    if got[0] != canon["shapes"]:
+        return False
+    for a, b in zip(got[1], canon["values"]):
+        a, b = a[:-1], b[:-1]  # the sums left out: the positions sampled decide (a loose screen, never a match)
+        scale = 1.0 + max((abs(x) for x in a), default=0.0)
+        if len(a) != len(b) or any(abs(x - y) > PROBE_TOL * scale for x, y in zip(a, b)):
+            return False
+    return True
+
+
+PROBE_TOL = 1e-3
+
+
+def _layouts(ref_code):
+    """CANON_VARIANTS less those that lay this problem's weights out as an earlier one does (no weight of 2 dims or
+    more: one layout; only 2-D ones: "t" is "t2")."""
+    model = _CANON_MODEL.get(ref_code)
+    if model is None:
+        return CANON_VARIANTS
+    dims = {p.dim() for p in model.parameters() if p.is_floating_point() and p.numel()}
+    out = ["flat"]
+    if 2 in dims:
+        out.append("t2")
+    if any(d >= 3 for d in dims):
+        out += ["t", "hwio"]
+    return out
+
+
+def _canon_screen(ref_code, canon):
+    """A rebuilt problem's pair against the candidate's canonical probe: its report (`probe_differs`) where the
+    problem's canonical outputs differ from the candidate's in every layout tried (CANON_VARIANTS); {} where they
+    agree in one (the child runs the pair); None where either has no answer (no probe, a forward that fails or is
+    not finite: the dry runs on meta decide what they can, as for any pair)."""
+    if not _canon_ok(canon):
+        return None
+    got = _canon_of(ref_code, canon["inputs"], "flat")  # first: it builds the model _layouts reads
+    if got is None:
+        return None
+    if _canon_close(got, canon):
+        return {}
+    for variant in _layouts(ref_code)[1:]:
+        got = _canon_of(ref_code, canon["inputs"], variant)
+        if got is None:
+            return None
+        if _canon_close(got, canon):
+            return {}
+    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": list(CANON_VARIANTS)}
 
 
 def run_job(job):
@@ -1127,7 +1603,7 @@ def confirm_many(cand_code, refs, match_only):
         signal.signal(signal.SIGALRM, _pair_alarm)
         signal.setitimer(signal.ITIMER_REAL, TIME_S)
         try:
-            rep = confirm(cand_code, ref_code, max_numel, bool(only))
+            rep = confirm(cand_code, ref_code, max_numel, only if only == SAME_PARAMS else bool(only))
         except _PairTimeout:
             rep = {"ok": False, "reason": "timeout"}
         except Exception as e:
@@ -1282,6 +1758,7 @@ def _warm_up():
     try:
         trace(_WARM)
         confirm(_WARM, _WARM, 1000)
+        _canon_values(CANON_PARAMS)  # the canonical sequence every child's probe reads (inherited, not remade)
     except Exception:
         pass
     WARM["s"] = round(time.monotonic() - t, 3)

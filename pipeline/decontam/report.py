@@ -111,6 +111,11 @@ def _evidence_html(raw: str) -> str:
             f"inputs differ by at most <b class='max-diff'>{ev.get('max_abs_diff')}</b> (output scale "
             f"{ev.get('ref_scale')}, tolerance {esc(str(ev.get('tolerance')))})</p>"
         )
+        if ev.get("rebuilt_at"):
+            out.append(
+                f"<p class='rebuilt'>the problem built at the task's constructor arguments "
+                f"<code>{esc(str(ev['rebuilt_at']))}</code> (its own get_init_inputs replaced)</p>"
+            )
         mapping = ev.get("mapping") or []
         if mapping:
             out.append(
@@ -157,7 +162,9 @@ def _evidence_html(raw: str) -> str:
             "<p>confirmations tried: "
             + esc(
                 "; ".join(
-                    f"{t.get('ref')}: semantic {t.get('semantic')}, equivalent={t.get('equivalent')}, "
+                    f"{t.get('ref')}"
+                    + (f" rebuilt at {t['rebuilt_at']}" if t.get("rebuilt_at") else "")
+                    + f": semantic {t.get('semantic')}, equivalent={t.get('equivalent')}, "
                     f"max_abs_diff={t.get('max_abs_diff')}, {t.get('status')}"
                     for t in ev["tried"][:8]
                 )
@@ -237,7 +244,10 @@ def write_report(
         f"<tr><td>semantic</td><td>{'on' if settings.semantic else 'off'}; confirmation of the "
         f"{settings.semantic_top_k} nearest problems (semantic &ge; {settings.semantic_threshold}) and those "
         f"with the same input shapes (semantic &ge; {settings.same_inputs_floor}), and up to "
-        f"{settings.same_shapes_max} with the same input and output shapes whatever their similarity; outputs "
+        f"{settings.same_shapes_max} with the same input and output shapes whatever their similarity, "
+        f"{settings.same_ranks_max} with the same ranks and parameter sizes, {settings.probe_max} weightless ones "
+        f"with the same outputs on the probe's inputs, {settings.rebuilt_max} rebuilt at the task's constructor "
+        "arguments; outputs "
         "equal within atol "
         f"{settings.confirm_atol} + rtol "
         f"{settings.confirm_rtol} &times; scale</td></tr>",

@@ -28,8 +28,10 @@ from pipeline.decontam.settings import DecontamSettings
 # both are: jailed._compared; 6: inputs too large even at 2 rows run with their trailing dims cut: jailed._cut;
 # 7: outputs that differ try the ties _match could not tell apart: jailed._retie; 8: a match on drawn inputs is
 # tried again on signed ones: jailed._signed_check; 9: a flattened weight also tied as its transpose; 10: a match-only
-# pair's costly first run on its inputs cut first: jailed._cheap_first; 11: a tensor tied by an order of its dims)
-CONFIRM_VERSION = "11"
+# pair's costly first run on its inputs cut first: jailed._cheap_first; 11: a tensor tied by an order of its dims;
+# 12: a problem rebuilt at the candidate's constructor arguments needs its parameter count: jailed.SAME_PARAMS; a
+# match is tried again with every tensor shifted: jailed._shifted_check)
+CONFIRM_VERSION = "12"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -37,6 +39,7 @@ RETIE_DEFAULT = (
 )
 _EMPTY = np.zeros(0, dtype=np.uint32)
 _MEM: dict[tuple[str, str], dict] = {}  # in-process copy of the on-disk caches, per cache directory
+PROBE_TOL = 1e-3  # relative: a probe only shortlists (the confirmation's run decides)
 _MAX_SIG = 20_000  # bytes of a trace's signature sent on to the worker (a task's report: bounded)
 _LOCK = threading.Lock()
 
@@ -87,6 +90,31 @@ class SemView:
         return json.dumps([ranks(sig.get("inputs") or []), ranks(sig["outputs"]), sizes])
 
     @property
+    def init(self) -> list | None:
+        """The constructor's arguments as literals (jailed._literal), None where unknown or not plain values."""
+        init = self.sig.get("init") if isinstance(self.sig, dict) else None
+        return init if _literal_ok(init) and init[0] == "l" else None
+
+    @property
+    def resize_key(self) -> str:
+        """What a problem rebuilt at this task's constructor arguments needs to share with it: the inputs' and
+        outputs' ranks and dtypes and the arguments' kinds (how many, int or float or tuple of n ...); "" where
+        it has no such arguments."""
+        init, ranks = self.init, self.ranks_key
+        if init is None or not init[1] or not ranks:
+            return ""
+        return json.dumps([json.loads(ranks)[:2], [_kinds(x) for x in init[1]]])  # positions kept
+
+    @property
+    def probe_key(self) -> str:
+        """A weightless task's probe (jailed._probe) as far as it must equal another's: the inputs' ranks and dtypes
+        and the outputs' shapes on the probe; "" without one."""
+        probe, ranks = self.sig.get("probe") if isinstance(self.sig, dict) else None, self.ranks_key
+        if not (ranks and _probe_ok(probe)):
+            return ""
+        return json.dumps([json.loads(ranks)[0], probe["shapes"]])
+
+    @property
     def graph(self) -> SemGraph | None:
         """The whole normalized graph (nodes and operands), rebuilt on first use: only the auditor's report shows
         it; decisions read `summary` and `features`, made once where the trace was made."""
@@ -94,6 +122,84 @@ class SemView:
             src = graph_of(self.record)
             self._graph = normalize(*src) if src is not None else None
         return self._graph
+
+
+_SCALARS = {"b": bool, "i": int, "f": float, "s": str}
+
+
+def _literal_ok(lit: object, depth: int = 0) -> bool:
+    """A well-formed jailed._literal (it comes from the candidate's trace: checked before code is written from it)."""
+    if not (isinstance(lit, list) and len(lit) == 2 and isinstance(lit[0], str)):
+        return False
+    kind, v = lit
+    if kind == "n":
+        return v is None
+    if kind in _SCALARS:
+        if type(v) is not _SCALARS[kind]:
+            return False
+        return (
+            bool(np.isfinite(v))
+            if kind == "f"
+            else (abs(v) < 1 << 31 if kind == "i" else len(v) <= 64 if kind == "s" else True)
+        )
+    if kind in ("l", "t"):
+        return isinstance(v, list) and len(v) <= 16 and depth < 3 and all(_literal_ok(x, depth + 1) for x in v)
+    return False
+
+
+def _probe_ok(probe: object) -> bool:
+    shapes, values = (probe.get("shapes"), probe.get("values")) if isinstance(probe, dict) else (None, None)
+    if not (isinstance(shapes, list) and isinstance(values, list)):
+        return False
+    return (
+        0 < len(shapes) == len(values) <= 8
+        and all(isinstance(s, list) and all(type(d) is int for d in s) for s in shapes)
+        and all(isinstance(v, list) and 0 < len(v) <= 64 and all(type(x) is float for x in v) for v in values)
+    )
+
+
+def _probed(view: SemView, ref: SemanticReference) -> list[int]:
+    """Weightless problems whose probe (jailed._probe) gives the candidate's values: the same function on the same
+    small inputs, whatever the sizes either was written for and however it is spelled (an activation through
+    another formula at other sizes shares little of its graph and none of its shapes)."""
+    key = view.probe_key
+    if not key:
+        return []
+    mine = [np.asarray(v, dtype=np.float64) for v in view.sig["probe"]["values"]]
+    out = []
+    for j in ref.by_probe.get(key, []):
+        theirs = [np.asarray(v, dtype=np.float64) for v in ref.views[j].sig["probe"]["values"]]
+        if all(a.shape == b.shape for a, b in zip(mine, theirs)) and all(
+            np.all(np.abs(a - b) <= PROBE_TOL * (1.0 + np.abs(b).max())) for a, b in zip(mine, theirs)
+        ):
+            out.append(j)
+    return out
+
+
+def _kinds(lit: list) -> object:
+    """A literal's kinds without its values: ints and floats as such, a tuple with its length (a shape), a list by
+    the kinds it holds (layer widths: a copy may have another number of layers)."""
+    kind, v = lit
+    if kind == "l":
+        return ["l", sorted({json.dumps(_kinds(x)) for x in v})]
+    return ["t", [_kinds(x) for x in v]] if kind == "t" else kind
+
+
+def python_literal(lit: list) -> str:
+    """Python source for a checked literal (repr of plain scalars only: no code can come from it)."""
+    kind, v = lit
+    if kind == "l":
+        return "[" + ", ".join(python_literal(x) for x in v) + "]"
+    if kind == "t":
+        return "(" + ", ".join(python_literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def rebuilt_code(ref_code: str, init: list) -> str:
+    """The problem's code built at other constructor arguments (`init`, a checked literal list): its own
+    get_init_inputs replaced."""
+    head = "\n\n\ndef get_init_inputs():  # rebuilt at a candidate's arguments\n    return "
+    return f"{ref_code}{head}{python_literal(init)}\n"
 
 
 def cache_dir(settings: DecontamSettings) -> Path:
@@ -383,34 +489,39 @@ def confirm_pairs(
     settings: DecontamSettings,
     full: list[bool] | None = None,
     sigs: dict[str, dict] | None = None,
+    rebuilt: list[bool] | None = None,
 ) -> list[dict]:
     """Functional confirmation of (candidate code, reference code) pairs, each run once (reports cached like the
     traces, by both codes); each report gains `equivalent` (the parent's verdict at the current tolerances).
     `full[i]` false: only whether pair i's outputs match matters (it cannot be a near_variant): the jailed run may
     stop at outputs whose shapes differ on meta tensors (`output_shapes_differ`); a full report serves it too.
     `sigs`: candidate code -> its trace's signature: the worker screens its pairs first (jailed.screen: `screened`
-    reports, decided without the candidate's code) and forks a child for the candidate only when a pair is left."""
+    reports, decided without the candidate's code) and forks a child for the candidate only when a pair is left.
+    `rebuilt[i]`: pair i's problem was rebuilt at the candidate's constructor arguments (rebuilt_code): match-only,
+    and no match unless it has the candidate's parameter count (jailed.SAME_PARAMS)."""
     root = cache_dir(settings)
     modes = full if full is not None else [True] * len(pairs)
     tol = (settings.confirm_atol, settings.confirm_rtol)
-    keys = [_confirm_key(c, r, f, tol) for (c, r), f in zip(pairs, modes)]
+    # the worker's mode per pair: 0 the whole run, 1 match-only, jailed.SAME_PARAMS a rebuilt problem's match
+    modes = [0 if f and not b else (2 if b else 1) for f, b in zip(modes, rebuilt or [False] * len(pairs))]
+    keys = [_confirm_key(c, r, m == 0, tol) for (c, r), m in zip(pairs, modes)]
     reps: dict[str, dict] = {}
-    todo: dict[str, tuple[str, str, bool]] = {}
-    for k, (c, r), f in zip(keys, pairs, modes):
+    todo: dict[str, tuple[str, str, int]] = {}
+    for k, (c, r), m in zip(keys, pairs, modes):
         got = _cache_get(root, k)
-        if got is None and not f:
+        if got is None and m == 1:
             got = _cache_get(root, _confirm_key(c, r, True, tol))
         if got is not None and not _stale(got, settings.confirm_timeout_s):
             reps[k] = got
         else:
-            todo.setdefault(k, (c, r, f))
+            todo.setdefault(k, (c, r, m))
     # one job per candidate: its pairs in one forked child
     groups: dict[str, list[str]] = {}
     for k, (c, _, _) in todo.items():
         groups.setdefault(c, []).append(k)
     sigs = sigs or {}
     jobs = [
-        ["confirm_many", c, [todo[k][1] for k in ks], [not todo[k][2] for k in ks], sigs.get(c)]
+        ["confirm_many", c, [todo[k][1] for k in ks], [todo[k][2] for k in ks], sigs.get(c)]
         for c, ks in groups.items()
     ]
     for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s)):
@@ -460,6 +571,8 @@ class SemanticReference:
         self.by_inputs: dict[str, list[int]] = {}
         self.by_rowless: dict[str, list[int]] = {}
         self.by_ranks: dict[str, list[int]] = {}
+        self.by_resize: dict[str, list[int]] = {}
+        self.by_probe: dict[str, list[int]] = {}
         self.outputs_keys = [_outputs_key(v) for v in self.views]  # read per candidate by _shortlist
         self.outputs_rowless = [_outputs_key(v, rowless=True) for v in self.views]
         for j, v in enumerate(self.views):
@@ -468,6 +581,10 @@ class SemanticReference:
                 self.by_rowless.setdefault(v.rowless_key, []).append(j)
                 if v.ranks_key:
                     self.by_ranks.setdefault(v.ranks_key, []).append(j)
+                if v.resize_key:
+                    self.by_resize.setdefault(v.resize_key, []).append(j)
+                if v.probe_key:
+                    self.by_probe.setdefault(v.probe_key, []).append(j)
         self.lsh = None
         if len(codes) > settings.exact_max_refs:  # large references: LSH candidates, verified exactly
             from datasketch import MinHashLSH
@@ -529,7 +646,23 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     if settings.same_ranks_max and view.ranks_key:
         ranked = sorted((j for j in ref.by_ranks.get(view.ranks_key, []) if j not in picked), key=lambda j: -sims[j])
         picked += ranked[: settings.same_ranks_max]
+    # and weightless problems that give its values on the probe's small inputs, nearest first
+    if settings.probe_max:
+        probed = sorted((j for j in _probed(view, ref) if j not in picked), key=lambda j: -sims[j])
+        picked += probed[: settings.probe_max]
     return picked
+
+
+def _resized(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list[int]:
+    """Problems to rebuild at the candidate's constructor arguments (rebuilt_code) and run beside it: those whose
+    arguments are of the same kinds with other values and whose inputs and outputs have its ranks and dtypes,
+    nearest first, at most rebuilt_max (a copy resized through its constructor keeps its problem's arguments: the
+    KernelBench format passes them; which ones match shows only on meta, in the worker's screen)."""
+    key = view.resize_key if settings.rebuilt_max else ""
+    if not key or not isinstance(view.sig.get("canon"), dict):  # unscreened, each would run (jailed._canon_screen)
+        return []
+    js = [j for j in ref.by_resize.get(key, []) if ref.views[j].init != view.init]
+    return sorted(js, key=lambda j: -sims[j])[: settings.rebuilt_max]
 
 
 def _outputs_key(view: SemView, rowless: bool = False) -> str:
@@ -599,23 +732,29 @@ def semantic_pass(
             out["semantic_ref"][i] = ref_ids[best]
         for j in _shortlist(sims[row], views[k], ref, settings):
             jobs.append((codes[i], ref_codes[j]))
-            owners.append((row, k, j))
+            owners.append((row, k, j, None))
+        for j in _resized(sims[row], views[k], ref, settings):
+            jobs.append((codes[i], rebuilt_code(ref_codes[j], views[k].init)))
+            owners.append((row, k, j, python_literal(views[k].init)))
     re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
     # a re-checked copy becomes a near_variant only on outputs of equal shapes: its run can stop where they differ
     full = [False] * len(re_jobs) + [
-        _could_be_near_variant(views[k], j, sims[row, j], ref, settings) for row, k, j in owners
+        init is None and _could_be_near_variant(views[k], j, sims[row, j], ref, settings) for row, k, j, init in owners
     ]
+    rebuilt = [False] * len(re_jobs) + [init is not None for *_, init in owners]
     sigs = {codes[i]: v.sig for i, v in zip(copies + todo, views_all) if v.ok and v.sig is not None}
-    reports = confirm_pairs(re_jobs + jobs, settings, full, sigs) if re_jobs or jobs else []
+    reports = confirm_pairs(re_jobs + jobs, settings, full, sigs, rebuilt) if re_jobs or jobs else []
     _recheck_apply(recheck, reports[: len(re_jobs)], cols, out, ref_ids, ref, settings)
     reports = reports[len(re_jobs) :]
     per_row: dict[int, list] = {}
-    for (row, _k, j), rep in zip(owners, reports):
-        per_row.setdefault(row, []).append((j, rep))
+    for (row, _k, j, init), rep in zip(owners, reports):
+        per_row.setdefault(row, []).append((j, rep, init))
     for row, k in enumerate(ok):
         i = todo[k]
-        tried = per_row.get(row, [])
-        match = next(((j, rep) for j, rep in tried if rep.get("equivalent")), None)
+        # a problem rebuilt at the candidate's arguments can only match: near_variant and structure read the rest
+        tried_all = per_row.get(row, [])
+        tried = [(j, rep) for j, rep, init in tried_all if init is None]
+        match = next(((j, rep, init) for j, rep, init in tried_all if rep.get("equivalent")), None)
         summary = [
             {
                 "ref": ref_ids[j],
@@ -623,21 +762,24 @@ def semantic_pass(
                 "equivalent": rep["equivalent"],
                 "max_abs_diff": rep.get("max_abs_diff"),
                 "status": rep.get("reason", "") or "ran",
+                **({"rebuilt_at": init} if init is not None else {}),
             }
-            for j, rep in tried
+            for j, rep, init in tried_all
         ]
         if match is not None:
-            j, rep = match
+            j, rep, init = match
             _flag(cols, out, i, "functional_match", ref_ids[j], float(sims[row, j]))
             out["evidence"][i] = json.dumps(
                 {
                     "kind": "functional",
                     "ref": ref_ids[j],
+                    "rebuilt_at": init,  # the problem's constructor arguments replaced by the candidate's (or None)
                     "max_abs_diff": rep.get("max_abs_diff"),
                     "ref_scale": rep.get("ref_scale"),
                     "mapping": rep.get("mapping", [])[:40],
                     "same_inputs": rep.get("same_inputs"),
                     "inputs": rep.get("inputs"),  # which of the candidate's inputs ran: "all" (2 rows) ... "cut"
+                    "shifted_params": rep.get("shifted_params"),  # the run again with the weights moved
                     "tolerance": [settings.confirm_atol, settings.confirm_rtol],
                     "graph_candidate": graph_text(views[k]),
                     "graph_reference": graph_text(ref.views[j]),

@@ -44,9 +44,10 @@ class DecontamSettings(BaseModel):
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
-        "tasks take about 3x the views alone on 2 cores (their confirmations: most pairs "
-        "screened in the jailed workers, the few that must run forked per candidate; same_ranks_max "
-        "adds a third of them); a re-check (confirmations cached) is within 1.3x.",
+        "tasks take about 6x the views alone on 2 cores (their confirmations: most pairs "
+        "screened in the jailed workers, the few that must run forked per candidate; the problems "
+        "rebuilt at candidates' arguments (rebuilt_max) take half of it); a re-check (confirmations "
+        "cached) is within 1.5x.",
     )
     semantic_threshold: float = Field(
         0.5,
@@ -77,6 +78,22 @@ class DecontamSettings(BaseModel):
         "have its element counts, sizes aside, are also confirmed whatever their semantic Jaccard (a rewrite that "
         "also resized its inputs: a convolution through unfold at another length), nearest first, at most this "
         "many (0: off).",
+    )
+    probe_max: int = Field(
+        3,
+        ge=0,
+        description="Weightless problems (activations, reductions, pools, losses) whose outputs on fixed small "
+        "inputs of the candidate's ranks equal the candidate's (its trace's probe) are also confirmed whatever their "
+        "semantic Jaccard, nearest first, at most this many (0: off).",
+    )
+    rebuilt_max: int = Field(
+        3,
+        ge=0,
+        description="Problems rebuilt at the candidate's constructor arguments (get_init_inputs: the same number "
+        "and kinds of plain values, other values) whose inputs and outputs have the candidate's ranks and dtypes are "
+        "also confirmed, nearest first, at most this many (0: off): a copy resized through its constructor (other "
+        "channels, kernel size, stride, layer widths) matches the problem built at its sizes. Such a pair runs only "
+        "where the rebuilt problem has the candidate's parameter count and output shapes (on meta).",
     )
     structure_threshold: float = Field(
         0.999,
