@@ -147,7 +147,7 @@ def final_failure(rec: dict) -> bool:
 # runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
 # checks, so that a validated task arrives with its trace (one tracer, one key).
 TRACER = r'''
-import gc, json, math, os, select, signal, sys, time
+import contextlib, gc, json, math, os, select, signal, sys, time
 import torch
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
@@ -403,8 +403,28 @@ CANON_PARAMS = 1 << 24  # weights of a model probed (more: no probe, and no rebu
 CANON_NUMEL = 1 << 16  # elements of its probe's inputs
 CANON_SIDE = 16  # the inputs' trailing dims tried first (the same shapes for tasks that differ only there)
 CANON_VARIANTS = ("flat", "t2", "t", "hwio")  # the weights' layouts a problem is tried in (_canon_fill)
-_NO_INIT = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
-            "xavier_normal_", "orthogonal_", "sparse_")
+_RANDOM_INITS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+                 "xavier_normal_", "orthogonal_", "sparse_")
+
+
+@contextlib.contextmanager
+def _random_inits_skipped(skipped=None):
+    """torch.nn.init's random initializers as no-ops while a model is built whose weights are overwritten after (the
+    tensors they were called on go into `skipped`); constant initializers run."""
+    saved = {n: getattr(torch.nn.init, n) for n in _RANDOM_INITS}
+
+    def skip(t, *a, **k):
+        if skipped is not None:
+            skipped.add(id(t))
+        return t
+
+    for n in _RANDOM_INITS:
+        setattr(torch.nn.init, n, skip)
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch.nn.init, n, f)
 
 
 _CANON_BASE = []  # the canonical sequence, made once per process and grown as needed (a forked child inherits it)
@@ -432,10 +452,15 @@ def _canon_fill(model, variant):
     any layout of it): laid out flat ("flat"), or with each 2-D one ("t2") or each of 2 dims or more ("t") stored
     transposed, its first dim last (a Linear kept as (in, out), a filter bank as (C*k*k, F)), or each of 3 dims or
     more with its first two dims last, reversed ("hwio": a filter kept as (kh, kw, in, out))."""
+    _fill(model, variant, lambda n: _canon_values(n) * n ** -0.25)
+
+
+def _fill(model, variant, values):
+    """Every floating parameter set to values(its element count), laid out as `variant` (_laid_out)."""
     with torch.no_grad():
         for p in model.parameters():
             if p.is_floating_point() and p.numel():
-                p.copy_(_laid_out(_canon_values(p.numel()) * p.numel() ** -0.25, tuple(p.shape), variant))
+                p.copy_(_laid_out(values(p.numel()), tuple(p.shape), variant))
 
 
 def _laid_out(u, shape, variant):
@@ -514,11 +539,18 @@ def _canon_outputs(model, shapes):
         if type(e).__name__ in ("_TraceTimeout", "_PairTimeout"):
             raise
         return None
+    return _sampled(outs, keep=8)
+
+
+def _sampled(outs, keep=None):
+    """[the outputs' shapes, PROBE_VALUES of each one's values at fixed positions and its sum] for the first `keep`
+    outputs (all: None), or None where there is no output, one is no floating CPU tensor, or one kept is not
+    finite."""
     if not outs or not all(isinstance(o, torch.Tensor) and o.is_floating_point() and o.device.type == "cpu"
                            for o in outs):
         return None
     res = [[], []]
-    for o in outs[:8]:
+    for o in outs[:keep]:
         flat = o.detach().double().reshape(-1)
         if not bool(torch.isfinite(flat).all()):
             return None
@@ -531,16 +563,9 @@ def _canon_outputs(model, shapes):
 def _canon_model(g):
     """The task's model on the CPU with its random initializers skipped (its weights are overwritten)."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    saved = {n: getattr(torch.nn.init, n) for n in _NO_INIT}
-    for n in _NO_INIT:
-        setattr(torch.nn.init, n, lambda t, *a, **k: t)
-    try:
-        torch.manual_seed(0)
-        with torch.device("cpu"):
-            return _new_model(g, init)
-    finally:
-        for n, f in saved.items():
-            setattr(torch.nn.init, n, f)
+    torch.manual_seed(0)
+    with _random_inits_skipped(), torch.device("cpu"):
+        return _new_model(g, init)
 
 
 def _canon_probe(g, sig):
@@ -664,18 +689,8 @@ def _probe(model, inputs):
         ins = [torch.randn(PROBE_SHAPES[t.dim()], generator=gen, dtype=torch.float64).to(t.dtype) * 2
                for t in inputs]
         with torch.no_grad(), _OpBudget(1000):
-            outs = _flat(model(*ins))
-        if not outs or not all(o.is_floating_point() and o.device.type == "cpu" for o in outs):
-            return None
-        shapes, values = [], []
-        for o in outs:
-            flat = o.detach().double().reshape(-1)
-            if not bool(torch.isfinite(flat).all()):
-                return None
-            shapes.append(list(o.shape))
-            idx = torch.linspace(0, max(flat.numel() - 1, 0), min(PROBE_VALUES, flat.numel())).round().long()
-            values.append([float(v) for v in flat[idx]] + [float(flat.sum())])
-        return {"shapes": shapes, "values": values}
+            got = _sampled(_flat(model(*ins)))
+        return {"shapes": got[0], "values": got[1]} if got is not None else None
     except Exception as e:
         if type(e).__name__ == "_TraceTimeout":
             raise
@@ -828,10 +843,6 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
         yield (variant, ins) if named else ins
 
 
-_RANDOM_INITS = ("uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
-                 "xavier_normal_", "orthogonal_", "sparse_")
-
-
 def _meta_model(g, max_params):
     """The model on meta tensors (no memory, no data); MemoryError when it has more than max_params parameters."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
@@ -850,14 +861,6 @@ def _model(g, seed, max_params, skipped):
     _meta_model(g, max_params)
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
     torch.manual_seed(seed)
-    saved = {n: getattr(torch.nn.init, n) for n in _RANDOM_INITS}
-
-    def skip(t, *a, **k):
-        skipped.add(id(t))
-        return t
-
-    for n in _RANDOM_INITS:
-        setattr(torch.nn.init, n, skip)
     # the order the source assigns a module's parameters and submodules in (named_parameters lists a module's own
     # parameters before its submodules': a bias moved up from a Linear would come before a `scale` defined after it)
     assigned = []
@@ -872,15 +875,14 @@ def _model(g, seed, max_params, skipped):
             return hooks[name](self, attr, value, *a, **k)
         return rec
 
-    for name in hooks:
-        setattr(Module, name, recorder(name))
-    try:
-        model = _new_model(g, init)
-    finally:
-        for n, f in saved.items():
-            setattr(torch.nn.init, n, f)
-        for name, f in hooks.items():
-            setattr(Module, name, f)
+    with _random_inits_skipped(skipped):
+        for name in hooks:
+            setattr(Module, name, recorder(name))
+        try:
+            model = _new_model(g, init)
+        finally:
+            for name, f in hooks.items():
+                setattr(Module, name, f)
     return model, _source_order(model, assigned)
 
 
@@ -1023,20 +1025,24 @@ def _sizes(model):
     return sum(p.numel() for p in model.parameters()), _float_buffers(model)
 
 
-def _same_sizes(ref, params, buffers, model=None):
+def _same_sizes(ref, params, buffers, model):
     """The candidate's parameter count against a rebuilt problem's: equal, or with its floating buffers, or less
     some of its vectors (a bias a normalization cancels, dropped)."""
     if type(params) is not int:
         return False
     if params == ref[0] or (type(buffers) is int and params + buffers == sum(ref)):
         return True
-    vectors = sum(p.numel() for p in model.parameters() if p.dim() <= 1) if model is not None else 0
+    vectors = sum(p.numel() for p in model.parameters() if p.dim() <= 1)
     return ref[0] - vectors <= params <= ref[0]
 
 
-def _params_differ(ref_meta, cand):
-    return {"ok": False, "reason": "params_differ", "on_meta": True, "ref_params": list(_sizes(ref_meta)),
-            "cand_params": list(cand)}
+def _params_differ(ref_meta, params, buffers):
+    """A rebuilt problem's report where the candidate's parameter count is not its (_same_sizes), else None."""
+    ref = _sizes(ref_meta)
+    if _same_sizes(ref, params, buffers, ref_meta):
+        return None
+    return {"ok": False, "reason": "params_differ", "on_meta": True, "ref_params": list(ref),
+            "cand_params": [params, buffers]}
 
 
 def confirm(cand_code, ref_code, max_numel, match_only=False):
@@ -1048,10 +1054,9 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     # (drawing them was half of a confirmation's time; most pairs end here). The same variants, weights and
     # inputs as a run without this step: it only leaves out runs that would raise.
     ref_meta, cand_meta = _meta_model(gr, 4 * max_numel), _meta_model(gc, 4 * max_numel)
-    if match_only == SAME_PARAMS:
-        sizes = _sizes(cand_meta)
-        if not _same_sizes(_sizes(ref_meta), sizes[0], sizes[1], ref_meta):
-            return _params_differ(ref_meta, sizes)
+    differ = _params_differ(ref_meta, *_sizes(cand_meta)) if match_only == SAME_PARAMS else None
+    if differ is not None:
+        return differ
     # First at the shapes the candidate's get_inputs gives on meta, without drawing its inputs (a quarter of what
     # was left): a task whose inputs' shapes depend on the device can mislead only this, about itself, as its
     # trace (which chose these pairs) can.
@@ -1139,8 +1144,8 @@ def _shifted_check(run, c_in, out, ref_side, cand_side, atol, rtol):
     in a buffer); buffers tied to buffers stay (a mask compared with 0). Where either side is not finite there (a
     log of a weight), the first verdict stands; outputs that differ are no match (`shifted_params`)."""
     (ref, rt), (cand, ct) = ref_side, cand_side
-    params = {id(t) for t in list(ref.parameters()) + list(cand.parameters())}
     moved = {id(t): t for t in list(ref.parameters()) + list(cand.parameters())}
+    params = set(moved)
     rd, cd = dict(rt), dict(ct)
     for m in out.get("mapping") or []:
         c, r = cd.get(m[0]), rd.get(m[1])
@@ -1150,18 +1155,7 @@ def _shifted_check(run, c_in, out, ref_side, cand_side, atol, rtol):
         for t in moved.values():
             if t.is_floating_point():
                 t.mul_(0.1).sub_(0.5)
-    try:
-        ro2, co2 = run(c_in)
-    except Exception:
-        return
-    if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
-        return
-    if not all(_finite(t) for t in ro2 + co2 if not t.is_complex()):
-        return
-    d, scale = _differ(ro2, co2)
-    out["shifted_params"] = {"max_abs_diff": d, "ref_scale": scale}
-    if d > atol + rtol * scale:
-        out["max_abs_diff"], out["ref_scale"] = d, scale
+    _recheck(run, c_in, out, "shifted_params", atol, rtol)
 
 
 def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol):
@@ -1172,18 +1166,14 @@ def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol):
     weights are the problem's stored in another layout (a depthwise filter kept as (k, k, C))."""
     draws = {}
 
-    def fill(model, variant):
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.is_floating_point() and p.numel():
-                    n = p.numel()
-                    if n not in draws:
-                        draws[n] = torch.randn(n, generator=torch.Generator().manual_seed(n)) * n ** -0.25
-                    p.copy_(_laid_out(draws[n], tuple(p.shape), variant))
+    def drawn(n):
+        if n not in draws:
+            draws[n] = torch.randn(n, generator=torch.Generator().manual_seed(n)) * n ** -0.25
+        return draws[n]
 
-    fill(cand, "flat")
+    _fill(cand, "flat", drawn)
     for variant in CANON_VARIANTS:
-        fill(ref, variant)
+        _fill(ref, variant, drawn)
         try:
             ro2, co2 = run(c_in)
         except Exception:
@@ -1205,8 +1195,15 @@ def _signed_check(run, c_in, out, atol, rtol):
     torch.manual_seed(2)
     signed = [torch.randn(t.shape, dtype=t.dtype) * 3 if isinstance(t, torch.Tensor) and t.is_floating_point()
               else t for t in c_in]
+    _recheck(run, signed, out, "signed_inputs", atol, rtol)
+
+
+def _recheck(run, ins, out, field, atol, rtol):
+    """A match run again (other inputs, or weights moved): where both sides give finite outputs of equal shapes,
+    their difference is recorded as `field`, and outputs that differ are no match (the run's figures replace the
+    first); a run that raises or leaves the finite leaves the first verdict."""
     try:
-        ro2, co2 = run(signed)
+        ro2, co2 = run(ins)
     except Exception:
         return
     if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
@@ -1214,7 +1211,7 @@ def _signed_check(run, c_in, out, atol, rtol):
     if not all(_finite(t) for t in ro2 + co2 if not t.is_complex()):
         return
     d, scale = _differ(ro2, co2)
-    out["signed_inputs"] = {"max_abs_diff": d, "ref_scale": scale}
+    out[field] = {"max_abs_diff": d, "ref_scale": scale}
     if d > atol + rtol * scale:
         out["max_abs_diff"], out["ref_scale"] = d, scale
 
@@ -1386,19 +1383,15 @@ REBUILD_S = 2.0  # a problem's constructor at another task's arguments, in this 
 def _rebuilt_meta(ref_code, max_numel):
     """_ref_meta for a problem rebuilt at a candidate's constructor arguments (trusted code on values the candidate
     reported: plain literals, semantic.rebuilt_code), under an alarm: past REBUILD_S the pair goes to the child,
-    whose own alarm ends it. A failure or a timeout is not kept (each rebuilt code is one candidate's)."""
+    whose own alarm ends it (a timeout is not kept; a failure is, as _ref_meta keeps it)."""
     got = _REF_META.get(ref_code)
     if got is not None:
         return got
-    signal.signal(signal.SIGALRM, _pair_alarm)
-    signal.setitimer(signal.ITIMER_REAL, REBUILD_S)
     try:
-        got = _ref_meta(ref_code, max_numel)
+        with _alarm(REBUILD_S):
+            got = _ref_meta(ref_code, max_numel)
     except _PairTimeout as e:
-        _REF_META.pop(ref_code, None)
         return None, e
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     if len(_REF_META) > 4096:  # rebuilt codes are one candidate's each: the memo must not grow with the corpus
         _REF_META.clear()
     return got
@@ -1447,8 +1440,9 @@ def _screen(ref_code, sig, ins, max_numel, match_only):
     if type(params) is int and params > 4 * max_numel:
         return _failed(MemoryError(f"{params} parameters"))
     if match_only == SAME_PARAMS:
-        if not _same_sizes(_sizes(ref_meta), params, sig.get("buffers"), ref_meta):
-            return _params_differ(ref_meta, [params, sig.get("buffers")])
+        differ = _params_differ(ref_meta, params, sig.get("buffers"))
+        if differ is not None:
+            return differ
         # the canonical probe first: small real tensors cost less than the dry runs on meta below
         said = _canon_screen(ref_code, sig.get("canon")) if sum(_sizes(ref_meta)) <= CANON_PARAMS else None
         if said is not None:
@@ -1496,19 +1490,16 @@ def _canon_of(ref_code, shapes, variant):
             _CANON.clear()
         if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
             _CANON_MODEL.clear()
-        signal.signal(signal.SIGALRM, _pair_alarm)
-        signal.setitimer(signal.ITIMER_REAL, REBUILD_S)
         try:
-            if ref_code not in _CANON_MODEL:
-                _CANON_MODEL[ref_code] = None
-                _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
-            model = _CANON_MODEL[ref_code]
-            _canon_fill(model, variant)
-            _CANON[key] = _canon_outputs(model, shapes) if model is not None else None
+            with _alarm(REBUILD_S):
+                if ref_code not in _CANON_MODEL:
+                    _CANON_MODEL[ref_code] = None
+                    _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
+                model = _CANON_MODEL[ref_code]
+                _canon_fill(model, variant)
+                _CANON[key] = _canon_outputs(model, shapes) if model is not None else None
         except BaseException:  # a timeout, or the problem that will not build here: the child decides
             _CANON[key] = None
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
     return _CANON[key]
 
 
@@ -1548,18 +1539,17 @@ def _canon_screen(ref_code, canon):
     not finite: the dry runs on meta decide what they can, as for any pair)."""
     if not _canon_ok(canon):
         return None
-    got = _canon_of(ref_code, canon["inputs"], "flat")  # first: it builds the model _layouts reads
-    if got is None:
-        return None
-    if _canon_close(got, canon):
-        return {}
-    for variant in _layouts(ref_code)[1:]:
+    tried = []
+    for variant in CANON_VARIANTS:  # "flat" first: it builds the model _layouts reads
+        if tried and variant not in _layouts(ref_code):
+            continue
         got = _canon_of(ref_code, canon["inputs"], variant)
         if got is None:
             return None
         if _canon_close(got, canon):
             return {}
-    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": list(CANON_VARIANTS)}
+        tried.append(variant)
+    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried}
 
 
 def run_job(job):
@@ -1592,6 +1582,17 @@ def _pair_alarm(*_):
     raise _PairTimeout()
 
 
+@contextlib.contextmanager
+def _alarm(seconds):
+    """_PairTimeout raised past `seconds` of what runs inside (a pair in a child, a rebuilt problem in the worker)."""
+    signal.signal(signal.SIGALRM, _pair_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def confirm_many(cand_code, refs, match_only):
     """One candidate beside each of its problems in one child (one fork for all its pairs: the fork, not the runs,
     was most of a pair's cost once most pairs end on meta). Each pair has its own time limit; whatever the task
@@ -1600,16 +1601,13 @@ def confirm_many(cand_code, refs, match_only):
     out = []
     for ref_code, only in zip(refs, match_only):
         t0 = time.monotonic()
-        signal.signal(signal.SIGALRM, _pair_alarm)
-        signal.setitimer(signal.ITIMER_REAL, TIME_S)
         try:
-            rep = confirm(cand_code, ref_code, max_numel, only if only == SAME_PARAMS else bool(only))
+            with _alarm(TIME_S):
+                rep = confirm(cand_code, ref_code, max_numel, only if only == SAME_PARAMS else bool(only))
         except _PairTimeout:
             rep = {"ok": False, "reason": "timeout"}
         except Exception as e:
             rep = {"ok": False, "reason": "exception", "error": (type(e).__name__ + ": " + str(e))[:300]}
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
         rep["wall_s"] = round(time.monotonic() - t0, 4)
         out.append(rep)
     return {"ok": True, "reports": out}

@@ -134,14 +134,14 @@ def _literal_ok(lit: object, depth: int = 0) -> bool:
     kind, v = lit
     if kind == "n":
         return v is None
-    if kind in _SCALARS:
+    if kind in _SCALARS:  # the tracer's own bounds: a finite float, an int of 31 bits, a string of 64 characters
         if type(v) is not _SCALARS[kind]:
             return False
-        return (
-            bool(np.isfinite(v))
-            if kind == "f"
-            else (abs(v) < 1 << 31 if kind == "i" else len(v) <= 64 if kind == "s" else True)
-        )
+        if kind == "f":
+            return bool(np.isfinite(v))
+        if kind == "i":
+            return abs(v) < 1 << 31
+        return kind != "s" or len(v) <= 64
     if kind in ("l", "t"):
         return isinstance(v, list) and len(v) <= 16 and depth < 3 and all(_literal_ok(x, depth + 1) for x in v)
     return False
@@ -500,10 +500,12 @@ def confirm_pairs(
     `rebuilt[i]`: pair i's problem was rebuilt at the candidate's constructor arguments (rebuilt_code): match-only,
     and no match unless it has the candidate's parameter count (jailed.SAME_PARAMS)."""
     root = cache_dir(settings)
-    modes = full if full is not None else [True] * len(pairs)
     tol = (settings.confirm_atol, settings.confirm_rtol)
     # the worker's mode per pair: 0 the whole run, 1 match-only, jailed.SAME_PARAMS a rebuilt problem's match
-    modes = [0 if f and not b else (2 if b else 1) for f, b in zip(modes, rebuilt or [False] * len(pairs))]
+    modes = [
+        2 if b else (0 if f else 1)
+        for f, b in zip(full if full is not None else [True] * len(pairs), rebuilt or [False] * len(pairs))
+    ]
     keys = [_confirm_key(c, r, m == 0, tol) for (c, r), m in zip(pairs, modes)]
     reps: dict[str, dict] = {}
     todo: dict[str, tuple[str, str, int]] = {}
