@@ -1100,6 +1100,160 @@ def test_a_match_only_where_the_drawn_weights_saturate_is_no_match(kernelbench_p
     assert shifted["max_abs_diff"] <= settings.confirm_atol + settings.confirm_rtol * shifted["ref_scale"], shifted
 
 
+# level2/40_Matmul_Scaling_ResidualAdd (x W^T + b, times s, plus itself) at its own sizes, the factor 1 + s folded
+# into weights made at construction (stored (in, out)); FORWARD is what the forward returns of z = x @ w + b.
+FOLDED_AT_40 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, scaling_factor):
+        super().__init__()
+        bound = 1.0 / math.sqrt(in_features)
+        gain = 1.0 + scaling_factor
+        self.w = nn.Parameter(torch.empty(in_features, out_features).uniform_(-bound, bound) * gain)
+        self.b = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound) * gain)
+
+    def forward(self, x):
+        z = torch.addmm(self.b, x, self.w)
+        return FORWARD
+
+def get_inputs():
+    return [torch.rand(16384, 4096)]
+
+def get_init_inputs():
+    return [4096, 4096, 0.5]
+"""
+
+
+def test_a_scale_folded_into_weights_at_construction_is_tied_scaled(kernelbench_path, tmp_path):
+    """The problem's constant moved into its weights when they are made: tied to the problem's weights as they are,
+    the outputs differ by the factor; the two constructors' scales (their draws as constants) give it, and the
+    candidate, run with each tied tensor scaled by it, matches (mapping `transpose*1.5`). The same weights under
+    another function (a ReLU after them) stay apart, and so do weights drawn at a scale of their own that fold
+    nothing (0.02 * randn)."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/40_Matmul_Scaling_ResidualAdd"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    own_scale = FOLDED_AT_40.replace(".uniform_(-bound, bound) * gain", ".normal_() * 0.02")
+    cands = [
+        ("folded", FOLDED_AT_40.replace("FORWARD", "z")),
+        ("relu", FOLDED_AT_40.replace("FORWARD", "torch.relu(z)")),
+        ("own_scale", own_scale.replace("FORWARD", "torch.relu(z) * 1.5")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/40_Matmul_Scaling_ResidualAdd", ev
+    ties = sorted(m[2].split("*") for m in ev["mapping"])
+    assert [t[0] for t in ties] == ["shape", "transpose"] and all(abs(float(t[1]) - 1.5) < 1e-6 for t in ties), ties
+    for r in rows[1:]:
+        assert r["reason"] != "functional_match", r
+        tried = json.loads(r["evidence"])["tried"]
+        assert any(t["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and t["status"] == "ran" for t in tried), tried
+
+
+# level3/43_MinGPTCausalAttention at its own sizes with separate query, key and value maps stored (in, out), the
+# 1/sqrt(head size) factor folded into the query's, the softmax and its mask by hand; MASK is the mask applied.
+SPLIT_QKV_AT_43 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_embd, n_head, attn_pdrop, resid_pdrop, max_seqlen):
+        super().__init__()
+        self.h = n_head
+        bound = 1.0 / math.sqrt(n_embd)
+        hs = n_embd // n_head
+        mk = lambda *s: nn.Parameter(torch.empty(*s).uniform_(-bound, bound))
+        self.wq, self.bq = nn.Parameter(mk(n_embd, n_embd) / math.sqrt(hs)), nn.Parameter(mk(n_embd) / math.sqrt(hs))
+        self.wk, self.bk = mk(n_embd, n_embd), mk(n_embd)
+        self.wv, self.bv = mk(n_embd, n_embd), mk(n_embd)
+        self.wo, self.bo = mk(n_embd, n_embd), mk(n_embd)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        split = lambda t: t.reshape(B, T, self.h, C // self.h)
+        q = split(x @ self.wq + self.bq)
+        k = split(x @ self.wk + self.bk)
+        v = split(x @ self.wv + self.bv)
+        s = torch.einsum("bqhd,bkhd->bhqk", q, k)
+        s = s.masked_fill(MASK, float("-inf"))
+        s = torch.exp(s - s.amax(-1, keepdim=True))
+        y = torch.einsum("bhqk,bkhd->bqhd", s / s.sum(-1, keepdim=True), v).reshape(B, T, C)
+        return y @ self.wo + self.bo
+
+def get_inputs():
+    return [torch.rand(128, 512, 768)]
+
+def get_init_inputs():
+    return [768, 8, 0.0, 0.0, 1024]
+"""
+
+
+def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernelbench_path, tmp_path):
+    """Query, key and value maps written as three matrices where the problem packs them in one (3C, C) Linear:
+    tied as its slices (`split_t:0:<offset>`, tied before the same-shape output projection could take one), the
+    query's folded factor fitted (`*0.102...`); attention over large logits rounds apart in float32 between the two
+    orders of computation, so the near miss is decided in float64 (`precision`). Without the causal mask (another
+    function) the outputs stay apart."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level3/43_MinGPTCausalAttention"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    causal = "torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)"
+    cands = [
+        ("split", SPLIT_QKV_AT_43.replace("MASK", causal)),
+        ("unmasked", SPLIT_QKV_AT_43.replace("MASK", "torch.zeros(T, T, dtype=torch.bool)")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    ties = {m[0]: m[2] for m in ev["mapping"]}
+    assert ties["wk"] == "split_t:0:768" and ties["wv"] == "split_t:0:1536", ties
+    how, scale = ties["wq"].split("*")
+    assert how == "split_t:0:0" and abs(float(scale) - 96**-0.5) < 1e-9, ties
+    assert ev["precision"] in ("float32", "float64"), ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    assert any(t["ref"] == "level3/43_MinGPTCausalAttention" and t["status"] == "ran" for t in tried), tried
+
+
+PLAIN = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return FORWARD
+
+def get_inputs():
+    return [torch.rand(4, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_near_miss_from_float32_rounding_is_decided_in_float64(tmp_path):
+    """(x + 1e4) - 1e4 is x, but float32 rounds it off by ~5e-4 (past the 1e-4 tolerance, within NEAR of it): run
+    again in float64, the pair matches (`precision`). x * 1.002 is another function: apart in float64 as well."""
+    from pipeline.decontam.semantic import confirm_pairs
+
+    settings = DecontamSettings(semantic=True, workers=1, semantic_cache_dir=str(tmp_path / "cache"))
+    plain = PLAIN.replace("FORWARD", "x.clone()")
+    pairs = [(PLAIN.replace("FORWARD", "(x + 1e4) - 1e4"), plain), (PLAIN.replace("FORWARD", "x * 1.002"), plain)]
+    same, other = confirm_pairs(pairs, settings, [True, True])
+    assert same["equivalent"] and same["precision"] == "float64" and same["max_abs_diff"] < 1e-9, same
+    assert not other["equivalent"] and other.get("precision") is None, other
+    assert 1e-3 < other["max_abs_diff"] < 3e-3, other
+
+
 def test_constructor_arguments_are_rebuilt_as_plain_literals_only():
     """A problem is rebuilt from the candidate's reported arguments (its trace's, as untrusted as the rest of it):
     only checked plain values become code, as their repr; anything else leaves the pair out."""

@@ -31,7 +31,7 @@ from pipeline.decontam.settings import DecontamSettings
 # pair's costly first run on its inputs cut first: jailed._cheap_first; 11: a tensor tied by an order of its dims;
 # 12: a problem rebuilt at the candidate's constructor arguments needs its parameter count: jailed.SAME_PARAMS; a
 # match is tried again with every tensor shifted: jailed._shifted_check)
-CONFIRM_VERSION = "12"
+CONFIRM_VERSION = "13"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -782,6 +782,7 @@ def semantic_pass(
                     "same_inputs": rep.get("same_inputs"),
                     "inputs": rep.get("inputs"),  # which of the candidate's inputs ran: "all" (2 rows) ... "cut"
                     "shifted_params": rep.get("shifted_params"),  # the run again with the weights moved
+                    "precision": rep.get("precision") or "float32",  # float64 decided a near miss (jailed._in_double)
                     "tolerance": [settings.confirm_atol, settings.confirm_rtol],
                     "graph_candidate": graph_text(views[k]),
                     "graph_reference": graph_text(ref.views[j]),
