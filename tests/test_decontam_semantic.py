@@ -1144,16 +1144,48 @@ def test_a_scale_folded_into_weights_at_construction_is_tied_scaled(kernelbench_
         ("relu", FOLDED_AT_40.replace("FORWARD", "torch.relu(z)")),
         ("own_scale", own_scale.replace("FORWARD", "torch.relu(z) * 1.5")),
     ]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    table = decontaminate(cands, ref, settings)
+    rows = table.to_pylist()
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level2/40_Matmul_Scaling_ResidualAdd", ev
+    from pipeline.decontam.report import write_report
+
+    html = write_report(table, cands, ref, settings, tmp_path, reference_source="test").read_text()
+    assert "class='scaled'" in html and "transpose*1.5" in html  # the auditor sees the folded constant
     ties = sorted(m[2].split("*") for m in ev["mapping"])
     assert [t[0] for t in ties] == ["shape", "transpose"] and all(abs(float(t[1]) - 1.5) < 1e-6 for t in ties), ties
     for r in rows[1:]:
         assert r["reason"] != "functional_match", r
         tried = json.loads(r["evidence"])["tried"]
         assert any(t["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and t["status"] == "ran" for t in tried), tried
+
+
+def test_a_scale_folded_into_weights_at_other_sizes_passes_the_screen_at_the_weights_own_scales(
+    kernelbench_path, tmp_path
+):
+    """The folded copy resized through its constructor: the problem rebuilt at its arguments differs on the
+    canonical probe (canonical weights drop the factor), but the trace also probes at the scales the constructor
+    makes the weights (`natural`), where the factor shows, so the pair runs and is tied scaled. A ReLU after the
+    same weights differs in both probes: decided by the screen (`probe_differs`, natural probe tried)."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/40_Matmul_Scaling_ResidualAdd"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    small = FOLDED_AT_40.replace("torch.rand(16384, 4096)", "torch.rand(5, 24)").replace(
+        "[4096, 4096, 0.5]", "[24, 20, 0.5]"
+    )
+    cands = [("folded", small.replace("FORWARD", "z")), ("relu", small.replace("FORWARD", "torch.relu(z)"))]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and ev["rebuilt_at"] == "[24, 20, 0.5]", ev
+    assert all(abs(float(m[2].split("*")[1]) - 1.5) < 1e-6 for m in ev["mapping"]), ev["mapping"]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    rebuilt = [t for t in tried if t["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and t.get("rebuilt_at")]
+    assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
 
 
 # level3/43_MinGPTCausalAttention at its own sizes with separate query, key and value maps stored (in, out), the

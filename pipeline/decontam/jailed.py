@@ -18,8 +18,10 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-TRACER_VERSION = "9"  # 9: `sig["init"]`, the constructor's arguments as literals; 8: a forward that reads its data
-# is traced on small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes (confirmations screened)
+# 10: the canonical probe also at the weights' own scales (`natural`, `scales`); 9: `sig["init"]`, the constructor's
+# arguments as literals; 8: a forward that reads its data is traced on small real tensors; 7: `sig`, the inputs' and
+# outputs' shapes and dtypes (confirmations screened)
+TRACER_VERSION = "10"
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -447,20 +449,28 @@ def _canon_values(n, offset=0):
     return _CANON_BASE[0][offset:end]
 
 
-def _canon_fill(model, variant):
+NATURAL_KEEP = 2  # outputs of the natural probe kept in a trace (its size is bounded: semantic._MAX_SIG)
+
+
+def _canon_fill(model, variant, scales=None):
     """Every floating parameter set to canonical values (scaled by its element count's fourth root: the same for
     any layout of it): laid out flat ("flat"), or with each 2-D one ("t2") or each of 2 dims or more ("t") stored
     transposed, its first dim last (a Linear kept as (in, out), a filter bank as (C*k*k, F)), or each of 3 dims or
-    more with its first two dims last, reversed ("hwio": a filter kept as (kh, kw, in, out))."""
-    _fill(model, variant, lambda n: _canon_values(n) * n ** -0.25)
+    more with its first two dims last, reversed ("hwio": a filter kept as (kh, kw, in, out)). `scales`: each
+    parameter at the scale its constructor makes it instead (the natural probe: _natural_scales)."""
+    _fill(model, variant, lambda n: _canon_values(n) * n ** -0.25, scales)
 
 
-def _fill(model, variant, values):
-    """Every floating parameter set to values(its element count), laid out as `variant` (_laid_out)."""
+def _fill(model, variant, values, scales=None):
+    """Every floating parameter set to values(its element count), laid out as `variant` (_laid_out); `scales`: each
+    parameter's own factor instead of its element count's fourth root, where there is one (_natural_scales)."""
     with torch.no_grad():
-        for p in model.parameters():
+        for i, p in enumerate(model.parameters()):
             if p.is_floating_point() and p.numel():
-                p.copy_(_laid_out(values(p.numel()), tuple(p.shape), variant))
+                u = values(p.numel())
+                if scales is not None:
+                    u = u * p.numel() ** 0.25 * (scales[i] if i < len(scales) and scales[i] else p.numel() ** -0.25)
+                p.copy_(_laid_out(u, tuple(p.shape), variant))
 
 
 def _laid_out(u, shape, variant):
@@ -560,6 +570,92 @@ def _sampled(outs, keep=None):
     return res
 
 
+@contextlib.contextmanager
+def _draws_as_scales():
+    """Random draws as constants of the draw's root mean square while a model is built whose scales are read
+    (_natural): uniform on [a, b) fills sqrt((a^2 + ab + b^2) / 3), normal (mean, std) sqrt(mean^2 + std^2), rand
+    and randn alike (nn.init's initializers draw through Tensor.uniform_ and normal_). What a constructor makes of a
+    draw (a product with a scale, a division by a fan) keeps its ratio exactly, without the sampling noise of real
+    draws. torch.empty gives one element seen at every index (no memory to fill: a KernelBench-sized layer's
+    268 MB were most of the build); a constructor that writes into one elementwise fails here (no ratio, no fit)."""
+    T = torch.Tensor
+
+    def uniform_(t, a=0.0, b=1.0, **k):
+        return t.fill_(math.sqrt((a * a + a * b + b * b) / 3))
+
+    def normal_(t, mean=0.0, std=1.0, **k):
+        return t.fill_(math.sqrt(mean * mean + std * std))
+
+    def made(like, value):
+        def make(*a, **k):
+            k.pop("generator", None)
+            return (torch.empty_like(*a, **k) if like else empty(*a, **k)).fill_(value)
+        return make
+
+    methods = {n: T.__dict__.get(n) for n in ("uniform_", "normal_")}
+    funcs = {n: getattr(torch, n) for n in ("rand", "randn", "rand_like", "randn_like", "empty")}
+    empty = torch.empty
+
+    def one_element(*size, **k):
+        if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+            size = tuple(size[0])
+        size = tuple(k.pop("size", size))
+        k.pop("out", None)
+        return empty(1, **k).expand(size) if size else empty((), **k)
+
+    T.uniform_, T.normal_ = uniform_, normal_
+    torch.empty = one_element
+    torch.rand, torch.randn = made(False, math.sqrt(1 / 3)), made(False, 1.0)
+    torch.rand_like, torch.randn_like = made(True, math.sqrt(1 / 3)), made(True, 1.0)
+    dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # the ratios exact to float64 (a float32 fill was off by 7e-9)
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
+        for n, f in methods.items():
+            if f is None:
+                delattr(T, n)
+            else:
+                setattr(T, n, f)
+        for n, f in funcs.items():
+            setattr(torch, n, f)
+
+
+def _natural(g, max_params):
+    """The task's model as its own constructor makes it, its draws as their scales (_draws_as_scales)."""
+    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+    with torch.device("meta"):
+        size = sum(p.numel() for p in _new_model(g, init).parameters())
+    if size > max_params:
+        raise MemoryError(f"{size} parameters")
+    with _draws_as_scales():
+        return _new_model(g, init)
+
+
+def _scale_list(model, scales):
+    """[element count, scale] of each floating parameter, in order of element count then scale (what a screen
+    compares: the same list on both sides means no constant was folded into a weight), or None past 64."""
+    out = sorted([p.numel(), float(s or 0.0)] for p, s in zip(model.parameters(), scales) if p.is_floating_point())
+    return out if len(out) <= 64 else None
+
+
+def _natural_scales(g):
+    """Each parameter's root mean square as the task's constructor makes it (_natural; None: not floating, zero)."""
+    return [_rms(p) for p in _natural(g, CANON_PARAMS).parameters()]
+
+
+def _rms(t):
+    if t is None or not t.is_floating_point() or t.numel() < 1:
+        return None
+    if all(s == 0 for s in t.stride()):  # one element seen everywhere (_draws_as_scales' torch.empty)
+        m = float(t.detach()[(0,) * t.dim()].double()) ** 2
+    else:
+        m = float((t.detach().double() ** 2).mean())
+    return math.sqrt(m) if m > 0 and math.isfinite(m) else None
+
+
 def _canon_model(g):
     """The task's model on the CPU with its random initializers skipped (its weights are overwritten)."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
@@ -581,11 +677,25 @@ def _canon_probe(g, sig):
         for s in shapes:
             got = _canon_outputs(model, s)
             if got is not None:
-                return {"inputs": s, "shapes": got[0], "values": got[1]}
+                probe = {"inputs": s, "shapes": got[0], "values": got[1]}
+                break
+        else:
+            return None
     except Exception as e:
         if type(e).__name__ == "_TraceTimeout":
             raise
-    return None
+        return None
+    try:  # and with each weight at the scale its constructor makes it (a constant folded into it shows)
+        scales = _natural_scales(g)
+        _canon_fill(model, "flat", scales)
+        got = _canon_outputs(model, probe["inputs"])
+        if got is not None and got[0] == probe["shapes"]:
+            probe["natural"] = got[1][:NATURAL_KEEP]
+            probe["scales"] = _scale_list(model, scales)
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
+    return probe
 
 
 def _trace_of(g):
@@ -1414,77 +1524,6 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
     return co
 
 
-@contextlib.contextmanager
-def _draws_as_scales():
-    """Random draws as constants of the draw's root mean square while a model is built whose scales are read
-    (_natural): uniform on [a, b) fills sqrt((a^2 + ab + b^2) / 3), normal (mean, std) sqrt(mean^2 + std^2), rand
-    and randn alike (nn.init's initializers draw through Tensor.uniform_ and normal_). What a constructor makes of a
-    draw (a product with a scale, a division by a fan) keeps its ratio exactly, without the sampling noise of real
-    draws. torch.empty gives one element seen at every index (no memory to fill: a KernelBench-sized layer's
-    268 MB were most of the build); a constructor that writes into one elementwise fails here (no ratio, no fit)."""
-    T = torch.Tensor
-
-    def uniform_(t, a=0.0, b=1.0, **k):
-        return t.fill_(math.sqrt((a * a + a * b + b * b) / 3))
-
-    def normal_(t, mean=0.0, std=1.0, **k):
-        return t.fill_(math.sqrt(mean * mean + std * std))
-
-    def made(like, value):
-        def make(*a, **k):
-            k.pop("generator", None)
-            return (torch.empty_like(*a, **k) if like else empty(*a, **k)).fill_(value)
-        return make
-
-    methods = {n: T.__dict__.get(n) for n in ("uniform_", "normal_")}
-    funcs = {n: getattr(torch, n) for n in ("rand", "randn", "rand_like", "randn_like", "empty")}
-    empty = torch.empty
-
-    def one_element(*size, **k):
-        if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
-            size = tuple(size[0])
-        size = tuple(k.pop("size", size))
-        k.pop("out", None)
-        return empty(1, **k).expand(size) if size else empty((), **k)
-
-    T.uniform_, T.normal_ = uniform_, normal_
-    torch.empty = one_element
-    torch.rand, torch.randn = made(False, math.sqrt(1 / 3)), made(False, 1.0)
-    torch.rand_like, torch.randn_like = made(True, math.sqrt(1 / 3)), made(True, 1.0)
-    dtype = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)  # the ratios exact to float64 (a float32 fill was off by 7e-9)
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        torch.set_default_dtype(dtype)
-        for n, f in methods.items():
-            if f is None:
-                delattr(T, n)
-            else:
-                setattr(T, n, f)
-        for n, f in funcs.items():
-            setattr(torch, n, f)
-
-
-def _natural(g, max_params):
-    """The task's tensors by name as its own constructor makes them, its draws as their scales (_draws_as_scales)."""
-    _meta_model(g, max_params)
-    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    with _draws_as_scales():
-        return dict(_source_order(_new_model(g, init), []))
-
-
-def _rms(t):
-    if t is None or not t.is_floating_point() or t.numel() < 1:
-        return None
-    if all(s == 0 for s in t.stride()):  # one element seen everywhere (_draws_as_scales' torch.empty)
-        m = float(t.detach()[(0,) * t.dim()].double()) ** 2
-    else:
-        m = float((t.detach().double() ** 2).mean())
-    return math.sqrt(m) if m > 0 and math.isfinite(m) else None
-
-
 def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max_params):
     """A pair whose ties leave the outputs apart, where the two constructors make tied tensors at different scales
     (a constant folded into the weights when they are made: W * 2 * alpha for `(x @ W) * alpha` added to itself):
@@ -1494,7 +1533,8 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
     weights (mapping `<tie>*<ratio>`). Nothing runs where every ratio is 1 (the weights already on one scale)."""
     (gr, rt), (gc, cand, ct) = ref_side, cand_side
     try:
-        cnat, rnat = _natural(gc, max_params), _natural(gr, max_params)
+        cnat = dict(_source_order(_natural(gc, max_params), []))
+        rnat = dict(_source_order(_natural(gr, max_params), []))
     except Exception:
         return co
     ratios = []
@@ -1707,39 +1747,56 @@ def _canon_ok(canon):
         return (0 < len(ins) <= 16 and sum(math.prod(s) for s, _ in ins) <= CANON_NUMEL
                 and all(all(type(d) is int and d >= 0 for d in s) and dt in _CANON_DTYPES for s, dt in ins)
                 and len(canon["shapes"]) == len(canon["values"])
-                and all(all(type(v) is float for v in vs) for vs in canon["values"]))
+                and all(all(type(v) is float for v in vs) for vs in canon["values"])
+                and (canon.get("scales") is None or (
+                    isinstance(canon["scales"], list) and len(canon["scales"]) <= 64
+                    and all(isinstance(x, list) and len(x) == 2 and type(x[0]) is int and type(x[1]) is float
+                            for x in canon["scales"])))
+                and (canon.get("natural") is None or (
+                    isinstance(canon["natural"], list) and len(canon["natural"]) <= len(canon["values"])
+                    and all(isinstance(vs, list) and len(vs) == len(w) and all(type(v) is float for v in vs)
+                            for vs, w in zip(canon["natural"], canon["values"])))))
     except Exception:
         return False
 
 
-_CANON = {}  # (problem's code, probe input shapes, layout) -> its canonical outputs (None: no answer)
+_CANON = {}  # (problem's code, probe input shapes, layout, natural) -> its canonical outputs (None: no answer)
 _CANON_MODEL = {}  # problem's code -> its model on the CPU (None: it does not build)
+_NATURAL = {}  # problem's code -> its parameters' scales as its constructor makes them (_natural_scales)
 
 
-def _canon_of(ref_code, shapes, variant):
-    key = (ref_code, json.dumps(shapes), variant)
+def _canon_of(ref_code, shapes, variant, natural=False):
+    key = (ref_code, json.dumps(shapes), variant, natural)
     if key not in _CANON:
         if len(_CANON) > 4096:
             _CANON.clear()
         if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
             _CANON_MODEL.clear()
+            _NATURAL.clear()
         try:
             with _alarm(REBUILD_S):
                 if ref_code not in _CANON_MODEL:
                     _CANON_MODEL[ref_code] = None
                     _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
+                if natural and ref_code not in _NATURAL:
+                    _NATURAL[ref_code] = None
+                    _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
                 model = _CANON_MODEL[ref_code]
-                _canon_fill(model, variant)
-                _CANON[key] = _canon_outputs(model, shapes) if model is not None else None
+                scales = _NATURAL.get(ref_code) if natural else None
+                if model is None or (natural and scales is None):
+                    _CANON[key] = None
+                    return None
+                _canon_fill(model, variant, scales)
+                _CANON[key] = _canon_outputs(model, shapes)
         except BaseException:  # a timeout, or the problem that will not build here: the child decides
             _CANON[key] = None
     return _CANON[key]
 
 
-def _canon_close(got, canon):
+def _canon_close(got, canon, field="values"):
     if got[0] != canon["shapes"]:
         return False
-    for a, b in zip(got[1], canon["values"]):
+    for a, b in zip(got[1], canon[field]):
         a, b = a[:-1], b[:-1]  # the sums left out: the positions sampled decide (a loose screen, never a match)
         scale = 1.0 + max((abs(x) for x in a), default=0.0)
         if len(a) != len(b) or any(abs(x - y) > PROBE_TOL * scale for x, y in zip(a, b)):
@@ -1782,7 +1839,35 @@ def _canon_screen(ref_code, canon):
         if _canon_close(got, canon):
             return {}
         tried.append(variant)
-    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried}
+    # at the scales the constructors make the weights (a constant folded into them: _scaled_tie finds it), where
+    # the weights are the problem's by element count and some scale differs
+    natural = canon.get("natural") is not None and _folded(ref_code, canon.get("scales"))
+    for variant in tried if natural else ():
+        got = _canon_of(ref_code, canon["inputs"], variant, natural=True)
+        if got is not None and _canon_close(got, canon, "natural"):
+            return {}
+    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural}
+
+
+def _folded(ref_code, scales):
+    """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
+    weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
+    another model (or one packed otherwise, which the canonical probe cannot tie either)."""
+    if scales is None or ref_code not in _CANON_MODEL or _CANON_MODEL[ref_code] is None:
+        return False
+    if ref_code not in _NATURAL:
+        try:
+            with _alarm(REBUILD_S):
+                _NATURAL[ref_code] = None
+                _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
+        except BaseException:
+            return False
+    if _NATURAL[ref_code] is None:
+        return False
+    mine = _scale_list(_CANON_MODEL[ref_code], _NATURAL[ref_code])
+    if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
+        return False
+    return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))
 
 
 def run_job(job):

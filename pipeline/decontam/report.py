@@ -109,8 +109,14 @@ def _evidence_html(raw: str) -> str:
         out.append(
             f"<p>functional evidence: outputs of <b>{esc(str(ev.get('ref')))}</b> and the task on the same "
             f"inputs differ by at most <b class='max-diff'>{ev.get('max_abs_diff')}</b> (output scale "
-            f"{ev.get('ref_scale')}, tolerance {esc(str(ev.get('tolerance')))})</p>"
+            f"{ev.get('ref_scale')}, tolerance {esc(str(ev.get('tolerance')))}"
+            f"{', decided in ' + esc(str(ev['precision'])) if ev.get('precision') == 'float64' else ''})</p>"
         )
+        if any(len(m) == 3 and "*" in str(m[2]) for m in ev.get("mapping") or []):
+            out.append(
+                "<p class='scaled'>ties marked <code>*ratio</code>: the task's tensor is the reference's times the "
+                "ratio of the scales the two constructors make them at (a constant folded into the weights)</p>"
+            )
         if ev.get("rebuilt_at"):
             out.append(
                 f"<p class='rebuilt'>the problem built at the task's constructor arguments "
