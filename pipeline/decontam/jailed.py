@@ -864,18 +864,20 @@ MATCH_ORDER = ("name", "shape", "transpose", "permute", "numel", "split")
 SPLIT_FIRST = ("name", "split", "shape", "transpose", "permute", "numel")  # tried again where outputs differ
 
 
-def _match(cand, ref, order=MATCH_ORDER):
+def _match(cand, ref, order=MATCH_ORDER, write=True):
     """Candidate tensors (parameters, then buffers, each in the order the source assigns them: _source_order) ->
     reference tensors of the same shape and the same name but for punctuation (`gemm_bias` for `gemm.bias`); then of
     the same shape, in that order; then the transpose of a matrix, then an order of its dims (a filter stored as
     (kh, kw, in, out)), then the same number of elements (a flattened weight), then slices of one tensor (_splits).
-    A wrong tie only makes outputs differ."""
+    A wrong tie only makes outputs differ. `write`: the candidate's tensors take the tied values (else only the
+    mapping is made)."""
     mapping, used = [], set()
     for how in order:
         if how == "split":
             for m in _splits(cand, ref, mapping, used):
-                with torch.no_grad():
-                    dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
+                if write:
+                    with torch.no_grad():
+                        dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
             continue
         for cn, ct in cand:
             if any(m[0] == cn for m in mapping):
@@ -897,8 +899,9 @@ def _match(cand, ref, order=MATCH_ORDER):
                     tie = "permute:" + ",".join(map(str, perms[0]))
                 if how == "numel" and not (ct.numel() == rt.numel() and ct.numel() > 1):
                     continue
-                with torch.no_grad():
-                    ct.copy_(_tied(rt, ct.shape, tie))
+                if write:
+                    with torch.no_grad():
+                        ct.copy_(_tied(rt, ct.shape, tie))
                 mapping.append([cn, rn, tie])
                 used.add(rn)
                 break
@@ -1498,10 +1501,12 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
     best = None
     alts = [{**{m[0]: m for m in mapping}, **{m[0]: m for m in alt}} for alt in _other_ties(mapping, ct, rt)]
     # slices tied before the same shapes could take their tensors (q, k, v and the output projection, all C x C)
-    first = _match(ct, rt, SPLIT_FIRST)
+    first = _match(ct, rt, SPLIT_FIRST, write=False)
     if any(m[2].startswith("split") for m in first) and sorted(first) != sorted(mapping):
         base = {m[0]: m for m in first}
         alts += [base] + [{**base, **{m[0]: m for m in alt}} for alt in _other_ties(first, ct, rt)]
+    # tensors only those ties take: their own values back where the kept tie leaves them untied
+    untied = {cn: cd[cn].clone() for cn in {n for alt in alts for n in alt} - {m[0] for m in mapping}}
     for tied in alts:
         with torch.no_grad():
             for cn, rn, how in tied.values():
@@ -1521,6 +1526,9 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
     with torch.no_grad():  # the tensors as the kept tie has them (the loop left the last one tried): later runs
         for cn, rn, how in mapping:  # (the signed and shifted checks) must see what the verdict saw
             cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
+        for cn, t in untied.items():
+            if cn not in {m[0] for m in mapping}:
+                cd[cn].copy_(t)
     return co
 
 
