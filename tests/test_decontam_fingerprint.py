@@ -86,3 +86,24 @@ def test_a_report_cannot_bring_its_own_fingerprint(traced):
     rec = carried(carry(json.dumps(report), LINEAR), LINEAR)
     assert rec["fp"]["features"] != soft["fp"]["features"]  # made by carry from the nodes, the forged one dropped
     _same(_view_of(rec, True), views[0])
+
+
+def _cat_of(branches: str) -> str:
+    body = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.cat([" + branches + "], dim=1)\n"
+    return HEAD + body + TAIL
+
+
+def test_what_a_cat_joins_is_part_of_its_graph(tmp_path):
+    """Tensors passed to an op as a list (cat, stack) are its operands: two models that join other branches have
+    other graphs (the list's tensors had been cut off from the outputs, so any model ending in a cat had the same
+    few-node graph, and a GRU written with a stack matched a Fire module's structure)."""
+    import pipeline.decontam.semantic as sem
+
+    s = DecontamSettings(semantic=True, workers=1, semantic_cache_dir=str(tmp_path / "cache"))
+    a, b, c = sem.semantic_views(
+        [_cat_of("torch.relu(x), torch.sigmoid(x)"), _cat_of("torch.tanh(x) * 2, torch.exp(x)"), _cat_of("x, x")], s
+    )
+    assert a.ok and b.ok and c.ok, (a, b, c)
+    assert a.features.tolist() != b.features.tolist()
+    assert len(a.features) > len(c.features)  # the branches' ops count, not only the cat's
+    assert any("relu" in x for x in a.graph.labels) and any("exp" in x for x in b.graph.labels), a.graph.labels

@@ -1239,9 +1239,12 @@ def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernel
     ref = [by_id["level3/43_MinGPTCausalAttention"], by_id["level1/19_ReLU"]]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     causal = "torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)"
+    resized = SPLIT_QKV_AT_43.replace("torch.rand(128, 512, 768)", "torch.rand(3, 11, 48)")
+    resized = resized.replace("[768, 8, 0.0, 0.0, 1024]", "[48, 6, 0.0, 0.0, 20]").replace("MASK", causal)
     cands = [
         ("split", SPLIT_QKV_AT_43.replace("MASK", causal)),
         ("unmasked", SPLIT_QKV_AT_43.replace("MASK", "torch.zeros(T, T, dtype=torch.bool)")),
+        ("resized", resized),
     ]
     rows = decontaminate(cands, ref, settings).to_pylist()
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
@@ -1254,6 +1257,11 @@ def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernel
     assert rows[1]["reason"] != "functional_match", rows[1]
     tried = json.loads(rows[1]["evidence"])["tried"]
     assert any(t["ref"] == "level3/43_MinGPTCausalAttention" and t["status"] == "ran" for t in tried), tried
+    # at other sizes: the problem rebuilt at its arguments; its weights are the problem's cut in pieces, which the
+    # canonical probe cannot tie, so the screen leaves the pair to the run
+    assert rows[2]["contaminated"] and rows[2]["reason"] == "functional_match", rows[2]
+    ev = json.loads(rows[2]["evidence"])
+    assert ev["rebuilt_at"] == "[48, 6, 0.0, 0.0, 20]" and any(m[2].startswith("split") for m in ev["mapping"]), ev
 
 
 PLAIN = """

@@ -62,6 +62,20 @@ _PASS = {
     "broadcast_to",
 }
 _MM = {"mm", "bmm", "matmul", "dot", "mv"}
+_LIST_OPS = {
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+    "einsum",
+    "block_diag",
+    "broadcast_tensors",
+    "meshgrid",
+}  # ops whose list argument holds the data they join
 _ACI = {"add", "mul", "maximum", "minimum"}  # associative, commutative: flattened, operands ordered
 _COMMUTATIVE = _ACI | {"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or"}
 WL_DEPTH = 3
@@ -265,6 +279,11 @@ def _lower(b: _Builder, op: str, target: str, args: list, ref, operand) -> int |
             return b.node("maximum", nodes[:2])
     label = op
     kids = [k for k in nodes if k is not None]
+    # the tensors a joining op is given as a list: operands too, in order (else all they hold was cut off from the
+    # outputs, and every model ending in a cat had the same few-node graph); an index's list holds positions (an
+    # unfold's arange arithmetic), not data: left out as before
+    if op in _LIST_OPS:
+        kids += [r for a in args if isinstance(a, list) and ref(a) is None for r in map(ref, a) if r is not None]
     consts = [a for a in args if _is_num(a) and op not in ("sum", "amax", "amin", "var", "var_mean", "std")]
     if op in ("where", "clamp", "full", "scalar_tensor", "fill", "leaky_relu", "elu", "hardtanh", "gelu"):
         kids += [b.const(c) for c in consts]

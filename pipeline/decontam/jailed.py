@@ -18,7 +18,8 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-# 10: the canonical probe also at the weights' own scales (`natural`, `scales`); 9: `sig["init"]`, the constructor's
+# 10: the canonical probe also at the weights' own scales (`natural`, `scales`), and graphfp takes the tensors an op
+# is given as a list (cat, stack) as its operands; 9: `sig["init"]`, the constructor's
 # arguments as literals; 8: a forward that reads its data is traced on small real tensors; 7: `sig`, the inputs' and
 # outputs' shapes and dtypes (confirmations screened)
 TRACER_VERSION = "10"
@@ -571,13 +572,14 @@ def _sampled(outs, keep=None):
 
 
 @contextlib.contextmanager
-def _draws_as_scales():
+def _draws_as_scales(lazy=True):
     """Random draws as constants of the draw's root mean square while a model is built whose scales are read
     (_natural): uniform on [a, b) fills sqrt((a^2 + ab + b^2) / 3), normal (mean, std) sqrt(mean^2 + std^2), rand
     and randn alike (nn.init's initializers draw through Tensor.uniform_ and normal_). What a constructor makes of a
     draw (a product with a scale, a division by a fan) keeps its ratio exactly, without the sampling noise of real
-    draws. torch.empty gives one element seen at every index (no memory to fill: a KernelBench-sized layer's
-    268 MB were most of the build); a constructor that writes into one elementwise fails here (no ratio, no fit)."""
+    draws. `lazy`: torch.empty gives one element seen at every index (no memory to fill: a KernelBench-sized layer's
+    268 MB were most of the build); a constructor that writes into one elementwise fails there (_natural then builds
+    without it)."""
     T = torch.Tensor
 
     def uniform_(t, a=0.0, b=1.0, **k):
@@ -604,7 +606,8 @@ def _draws_as_scales():
         return empty(1, **k).expand(size) if size else empty((), **k)
 
     T.uniform_, T.normal_ = uniform_, normal_
-    torch.empty = one_element
+    if lazy:
+        torch.empty = one_element
     torch.rand, torch.randn = made(False, math.sqrt(1 / 3)), made(False, 1.0)
     torch.rand_like, torch.randn_like = made(True, math.sqrt(1 / 3)), made(True, 1.0)
     dtype = torch.get_default_dtype()
@@ -624,14 +627,20 @@ def _draws_as_scales():
 
 
 def _natural(g, max_params):
-    """The task's model as its own constructor makes it, its draws as their scales (_draws_as_scales)."""
+    """The task's model as its own constructor makes it, its draws as their scales (_draws_as_scales); where the
+    constructor writes into a tensor it made (a convolution's initializer copies into its weight, a `mul_` of a
+    fresh draw), built again with memory behind torch.empty."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
     with torch.device("meta"):
         size = sum(p.numel() for p in _new_model(g, init).parameters())
     if size > max_params:
         raise MemoryError(f"{size} parameters")
-    with _draws_as_scales():
-        return _new_model(g, init)
+    try:
+        with _draws_as_scales():
+            return _new_model(g, init)
+    except Exception:
+        with _draws_as_scales(lazy=False):
+            return _new_model(g, init)
 
 
 def _scale_list(model, scales):
@@ -1854,7 +1863,43 @@ def _canon_screen(ref_code, canon):
         got = _canon_of(ref_code, canon["inputs"], variant, natural=True)
         if got is not None and _canon_close(got, canon, "natural"):
             return {}
+    # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
+    # count cannot tie them, so the child decides (_splits)
+    if _pieces_of(canon.get("scales"), _CANON_MODEL.get(ref_code)):
+        return {}
     return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural}
+
+
+def _pieces_of(scales, model, steps=20000):
+    """Whether the candidate's weights (element counts from its trace's `scales`) are the problem model's cut in
+    pieces: grouped, each group sums to one of the problem's weights, and at least one group holds two or more (a
+    bounded search: `steps` placements)."""
+    if scales is None or model is None:
+        return False
+    parts = sorted((x[0] for x in scales), reverse=True)
+    wholes = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
+    if sum(parts) != sum(wholes) or parts == wholes or len(parts) <= len(wholes):
+        return False
+    left, budget = list(wholes), [steps]
+
+    def place(i):
+        if i == len(parts):
+            return all(x == 0 for x in left)
+        seen = set()
+        for j, room in enumerate(left):
+            if room >= parts[i] and room not in seen:
+                seen.add(room)
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return False
+                left[j] -= parts[i]
+                ok = place(i + 1)
+                left[j] += parts[i]
+                if ok:
+                    return True
+        return False
+
+    return place(0)
 
 
 def _folded(ref_code, scales):
