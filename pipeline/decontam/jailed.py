@@ -626,15 +626,23 @@ def _draws_as_scales(lazy=True):
             setattr(torch, n, f)
 
 
+def _meta_model(g, max_params):
+    """The model on meta tensors (no memory, no data); MemoryError when it has more than max_params parameters."""
+    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+    with torch.device("meta"):
+        model = _new_model(g, init)
+    size = sum(p.numel() for p in model.parameters())
+    if size > max_params:
+        raise MemoryError(f"{size} parameters")
+    return model
+
+
 def _natural(g, max_params):
     """The task's model as its own constructor makes it, its draws as their scales (_draws_as_scales); where the
     constructor writes into a tensor it made (a convolution's initializer copies into its weight, a `mul_` of a
     fresh draw), built again with memory behind torch.empty."""
+    _meta_model(g, max_params)
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    with torch.device("meta"):
-        size = sum(p.numel() for p in _new_model(g, init).parameters())
-    if size > max_params:
-        raise MemoryError(f"{size} parameters")
     try:
         with _draws_as_scales():
             return _new_model(g, init)
@@ -1014,17 +1022,6 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
         yield (variant, ins) if named else ins
 
 
-def _meta_model(g, max_params):
-    """The model on meta tensors (no memory, no data); MemoryError when it has more than max_params parameters."""
-    init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    with torch.device("meta"):
-        model = _new_model(g, init)
-    size = sum(p.numel() for p in model.parameters())
-    if size > max_params:
-        raise MemoryError(f"{size} parameters")
-    return model
-
-
 def _model(g, seed, max_params, skipped):
     """The task's model with its random initializers skipped (about half of a confirmation's time went into
     kaiming_uniform_ on large layers; the values are overwritten: the reference's by normal_, the candidate's by
@@ -1216,6 +1213,12 @@ def _params_differ(ref_meta, params, buffers):
             "cand_params": [params, buffers]}
 
 
+def _call(model, ins):
+    """The model's outputs (_flat) on copies of the inputs (a forward that writes into its inputs changes no later
+    run)."""
+    return _flat(model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
+
+
 def confirm(cand_code, ref_code, max_numel, match_only=False):
     DRY["off"] = False
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
@@ -1271,9 +1274,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
                 t.normal_(0, 0.5)
     def run(ins):
         with torch.no_grad():
-            ro = _flat(ref(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
-            co = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
-        return ro, co
+            return _call(ref, ins), _call(cand, ins)
 
     ro = co = c_in = None
     for name, c_in in variants:
@@ -1521,7 +1522,7 @@ def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
             for cn, rn, how in tied.values():
                 cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
             try:
-                alt_co = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in c_in]))
+                alt_co = _call(cand, c_in)
             except Exception:
                 continue
         if [list(t.shape) for t in alt_co] != [list(t.shape) for t in ro]:
@@ -1569,7 +1570,7 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
             for cn, rn, how in tied:
                 cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
             try:
-                got = _flat(cand(*[t.clone() if isinstance(t, torch.Tensor) else t for t in c_in]))
+                got = _call(cand, c_in)
             except Exception:
                 continue
         if [list(t.shape) for t in got] != [list(t.shape) for t in ro]:
@@ -1790,16 +1791,13 @@ def _canon_of(ref_code, shapes, variant, natural=False):
         if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
             _CANON_MODEL.clear()
             _NATURAL.clear()
+        scales = _natural_of(ref_code) if natural else None  # under its own alarm (alarms do not nest)
         try:
             with _alarm(REBUILD_S):
                 if ref_code not in _CANON_MODEL:
                     _CANON_MODEL[ref_code] = None
                     _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
-                if natural and ref_code not in _NATURAL:
-                    _NATURAL[ref_code] = None
-                    _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
                 model = _CANON_MODEL[ref_code]
-                scales = _NATURAL.get(ref_code) if natural else None
                 if model is None or (natural and scales is None):
                     _CANON[key] = None
                     return None
@@ -1902,22 +1900,29 @@ def _pieces_of(scales, model, steps=20000):
     return place(0)
 
 
+def _natural_of(ref_code):
+    """The problem's weight scales (_natural_scales), made once per worker under the rebuild alarm (its constructor
+    may run at a candidate's arguments); None where it does not build."""
+    if ref_code not in _NATURAL:
+        _NATURAL[ref_code] = None
+        try:
+            with _alarm(REBUILD_S):
+                _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
+        except BaseException:
+            pass
+    return _NATURAL[ref_code]
+
+
 def _folded(ref_code, scales):
     """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
     weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
     another model (or one packed otherwise, which the canonical probe cannot tie either)."""
     if scales is None or ref_code not in _CANON_MODEL or _CANON_MODEL[ref_code] is None:
         return False
-    if ref_code not in _NATURAL:
-        try:
-            with _alarm(REBUILD_S):
-                _NATURAL[ref_code] = None
-                _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
-        except BaseException:
-            return False
-    if _NATURAL[ref_code] is None:
+    natural = _natural_of(ref_code)
+    if natural is None:
         return False
-    mine = _scale_list(_CANON_MODEL[ref_code], _NATURAL[ref_code])
+    mine = _scale_list(_CANON_MODEL[ref_code], natural)
     if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
         return False
     return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))
