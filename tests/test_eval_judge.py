@@ -546,3 +546,62 @@ def test_an_extension_the_build_step_did_not_make_is_not_built_while_judged(tmp_
     res = _eval(tmp_path, code, mode="verify")
     assert not res.correct and res.reward == -1
     assert "not made by the build step" in (res.error + res.reason), (res.reason, res.error[-500:])
+
+
+def test_the_reference_lets_the_gpu_lock_go_while_it_writes_its_outputs(tmp_path):
+    """The reference process holds the GPU's lock while the GPU computes an output and copies it to the host, not
+    while the file is written (outputs of GiBs took seconds each, holding back every timing). The task's own
+    pickling hook runs inside that write and tries the lock exclusively, without waiting: it gets it."""
+    from pipeline import gpulock
+    from pipeline.sandbox import run_sandboxed
+
+    lock = gpulock.ensure(str(tmp_path / "locks" / "gpu-test.lock"))
+    dirs = judge.EvalDirs.make()
+    try:
+        task = textwrap.dedent(f"""
+            import fcntl, os
+            import torch
+            import torch.nn as nn
+
+            class Probe(torch.Tensor):
+                def __reduce_ex__(self, proto):
+                    fd = os.open({lock!r}, os.O_RDONLY)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        free = "free"
+                    except OSError:
+                        free = "held"
+                    finally:
+                        os.close(fd)
+                    with open(os.path.join({str(dirs.ref)!r}, "probe.txt"), "a") as f:
+                        f.write(free + "\\n")
+                    return self.as_subclass(torch.Tensor).__reduce_ex__(proto)
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    return (x * 2).as_subclass(Probe)
+
+            def get_inputs():
+                return [torch.randn(8, 8)]
+
+            def get_init_inputs():
+                return []
+        """)
+        jobs = [{"name": f"cor_{k}", "seed": k, "variant": "base", "required": True} for k in range(3)]
+        payload = {"task_code": task, "device": "cpu", "gpu_lock": lock, "init_seed": 1, "jobs": jobs}
+        payload |= {"ref_dir": str(dirs.ref), "io_budget_bytes": 0, "timeout_s": 120.0}
+        sb = run_sandboxed(
+            judge._REF_BOOT,
+            payload=payload,
+            timeout_s=300,
+            memory_mb=None,
+            nproc=None,
+            workdir=str(dirs.root),
+            env=judge.base_env("9.0", dirs.root),
+            **judge.jail_kwargs(gpu=False, read_dirs=[str(Path(lock).parent)], write_dirs=[dirs.ref]),
+        )
+        assert sb.result and sb.result.get("stage") == "done", (sb.reason, sb.result, sb.stderr[-2000:])
+        assert (dirs.ref / "probe.txt").read_text().split() == ["free"] * 3
+        assert sorted(p.name for p in dirs.ref.glob("cor_*.pt")) == ["cor_0.pt", "cor_1.pt", "cor_2.pt"]
+    finally:
+        dirs.remove()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pipeline.evaluate import artifacts, tensorio
+from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.tolerance import compare, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
@@ -603,11 +603,18 @@ class Judge:
         if isinstance(sol, str):
             self.violation("artifact_tampered", sol)
             return self.fail("artifact_tampered", sol)
+        # The GPU's leaf hasher for the output commitment (leafhash.py): only a speed-up, never believed; where it
+        # cannot be built the candidate's process hashes on the host, to the same digest.
+        hasher, why = ("", "")
+        if s["device"] != "cpu":
+            hasher, why = leafhash.build(s["cache_dir"], self.arch)
+            self.rep["details"]["leaf_hasher"] = "gpu" if hasher else f"host ({why})"
         common = {
             "task_code": self.task_code,
             "device": s["device"],
             "l2_flush": s["l2_flush"],
             "gpu_memory_fraction": s["gpu_memory_fraction"],
+            "leaf_hasher": hasher,
         }
         cand = CandidateProcess(
             {
@@ -620,7 +627,7 @@ class Judge:
             dirs,
             s,
             self.arch,
-            read_dirs=[str(dirs.build)],
+            read_dirs=[str(dirs.build)] + ([hasher] if hasher else []),
             fsize_mb=max(4096, (self.out_limit >> 20) + 1),  # its outputs are as large as the reference's
         )
         # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
@@ -628,7 +635,11 @@ class Judge:
         self.calibrator = None
         if self.mode != "verify" and int(s["live_calibration_calls"]) > 0:
             self.calibrator = CandidateProcess(
-                {**common, "solution": None, "solution_files": []}, dirs.calibrator(), s, self.arch, read_dirs=[]
+                {**common, "solution": None, "solution_files": []},
+                dirs.calibrator(),
+                s,
+                self.arch,
+                read_dirs=[hasher] if hasher else [],
             )
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)

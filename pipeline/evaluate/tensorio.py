@@ -93,8 +93,18 @@ def _perturbable(t: torch.Tensor) -> str:
     return "elementwise"
 
 
+def _own_host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A host tensor holding just its own elements (a view would save its whole storage); one already so is kept
+    (a 6 GiB output copied again to save it doubled the host memory)."""
+    t = t.detach()
+    whole = t.storage_offset() == 0 and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+    if t.device.type == "cpu" and t.is_contiguous() and whole:
+        return t
+    return t.to("cpu", copy=True).contiguous()
+
+
 def to_host(obj: Any) -> Any:
-    return tmap(obj, lambda t: t.detach().to("cpu", copy=True).contiguous())
+    return tmap(obj, _own_host_copy)
 
 
 def save(obj: Any, path: str) -> None:
@@ -189,15 +199,18 @@ def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
     return obj
 
 
-LEAF_BYTES = 1 << 22  # a tensor's bytes are hashed in leaves of 4 MiB, side by side where there are hasher threads
+LEAF_BYTES = 1 << 12  # a tensor's bytes are hashed in leaves of 4 KiB: one GPU thread each (leafhash.py)
+GROUP_BYTES = 1 << 20  # leaves hashed together on one hasher thread, on the host
 _hashers: Any = None
+_device_hasher: Any = None
 
 
-def start_hashers(n: int | None = None) -> None:
-    """Threads that hash a tensor's leaves side by side (hashlib lets go of the interpreter's lock on large buffers).
-    The candidate's process starts them before it loads any candidate code (new threads later are the candidate's);
-    without them the digest is the same, computed on one thread."""
-    global _hashers
+def start_hashers(n: int | None = None, device_hasher: str | None = None) -> None:
+    """Threads that hash a tensor's leaves side by side on the host (hashlib lets go of the interpreter's lock on
+    buffers of 2 KiB and more), and the GPU's leaf hasher from the directory `device_hasher` (leafhash.build) where
+    there is one. The candidate's process starts them before it loads any candidate code (new threads later are
+    the candidate's); without them the digest is the same, computed on one thread of the host."""
+    global _hashers, _device_hasher
     if _hashers is None:
         # multiprocessing's ThreadPool starts all its threads when made (a ThreadPoolExecutor starts them on demand,
         # during timing, where new threads are the candidate's)
@@ -206,26 +219,42 @@ def start_hashers(n: int | None = None) -> None:
 
         _hashers = ThreadPool(max(1, min(8, n or os.cpu_count() or 1)))
         atexit.register(_hashers.close)  # closed before the interpreter's teardown, where its finalizer would fail
+    if device_hasher and _device_hasher is None:
+        from pipeline.evaluate import leafhash
+
+        _device_hasher = leafhash.load(device_hasher)
 
 
-def _leaf(view: Any) -> bytes:
-    return hashlib.sha256(view).digest()
+def _group(view: Any) -> bytes:
+    return b"".join(hashlib.sha256(view[i : i + LEAF_BYTES]).digest() for i in range(0, len(view), LEAF_BYTES))
 
 
-def _leaves(piece: Any) -> list[bytes]:
-    """SHA-256 of each LEAF_BYTES slice of a piece (pieces are whole multiples of leaves but for the last)."""
+def _leaves(piece: Any) -> bytes:
+    """SHA-256 of each LEAF_BYTES slice of a host piece, concatenated (pieces are whole multiples of leaves but for
+    the last)."""
     mv = memoryview(piece).cast("B")
-    parts = [mv[i : i + LEAF_BYTES] for i in range(0, len(mv), LEAF_BYTES)]
-    if _hashers is not None and len(parts) > 1:
-        return _hashers.map(_leaf, parts)
-    return [_leaf(x) for x in parts]
+    groups = [mv[i : i + GROUP_BYTES] for i in range(0, len(mv), GROUP_BYTES)]
+    if _hashers is not None and len(groups) > 1:
+        return b"".join(_hashers.map(_group, groups))
+    return b"".join(_group(g) for g in groups)
+
+
+def _tensor_leaves(b: torch.Tensor) -> bytes:
+    """The leaf digests of a flat uint8 tensor: on its GPU where the leaf hasher loaded, else on the host. The same
+    bytes either way (the GPU's are checked against hashlib's in the GPU tests)."""
+    if b.device.type == "cuda" and _device_hasher is not None:
+        try:
+            return _device_hasher.leaves(b, LEAF_BYTES)
+        except RuntimeError:
+            pass  # the host computes the same digest
+    return b"".join(_leaves(piece) for piece in _host_bytes(b))
 
 
 def digest(obj: Any) -> str:
     """A commitment to an output: SHA-256 of its structure (containers, dtypes, shapes, every non-tensor value as it
-    will load) and of every tensor's bytes, as the SHA-256 of each 4 MiB leaf in order (a hash tree of depth one:
-    as collision-resistant as SHA-256, and the leaves are hashed side by side, `start_hashers`; a 256 MiB output
-    took ~180 ms on one thread of the H200's host). The trusted side recomputes it from the saved file.
+    will load) and of every tensor's bytes, as the SHA-256 of each 4 KiB leaf in order (a hash tree of depth one:
+    as collision-resistant as SHA-256; the leaves are hashed on the tensor's GPU, `leafhash.py`, or side by side on
+    the host, `start_hashers`). The trusted side recomputes it from the saved file, on the host.
     Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32 words, used before) let a
     candidate that learnt a call was checked compute the right output then and nudge its low-order bits, within
     tolerance, until the sum matched what it had committed for a stale one."""
@@ -239,9 +268,7 @@ def digest(obj: Any) -> str:
         if isinstance(o, torch.Tensor):
             b = o.detach().contiguous().reshape(-1).view(torch.uint8)
             put(f"T{str(o.dtype).replace('torch.', '')}{list(o.shape)}")
-            for piece in _host_bytes(b):
-                for leaf in _leaves(piece):
-                    h.update(leaf)
+            h.update(_tensor_leaves(b))
         elif depth > 8:
             put("deep")  # plain() rejects it anyway
         elif isinstance(o, (list, tuple)):
