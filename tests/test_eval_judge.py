@@ -605,3 +605,77 @@ def test_the_reference_lets_the_gpu_lock_go_while_it_writes_its_outputs(tmp_path
         assert sorted(p.name for p in dirs.ref.glob("cor_*.pt")) == ["cor_0.pt", "cor_1.pt", "cor_2.pt"]
     finally:
         dirs.remove()
+
+
+FORKER = """
+import ctypes, os, threading
+import torch
+import torch.nn as nn
+
+libc = ctypes.CDLL(None)
+if libc.fork() == 0:  # a native child, past the interpreter's audit hook: it spins until killed
+    while True:
+        pass
+threading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()  # and a spinning thread
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+"""
+
+
+def test_a_frozen_candidate_lets_the_gpu_lock_go_and_answers_after(tmp_path):
+    """Between the candidate's replies the trusted side works with the candidate's jail frozen (every process and
+    thread stopped, a native child and a spinning thread included) and the GPU's lock let go: another holder can take
+    it exclusively meanwhile. Afterwards the lock is held again and the candidate answers."""
+    import fcntl
+
+    from pipeline import gpulock
+    from pipeline.evaluate import options
+
+    lock = gpulock.ensure(str(tmp_path / "locks" / "gpu-test.lock"))
+    s = options.resolve({**CPU, "cache_dir": str(tmp_path)})
+    j = judge.Judge(TASK, {}, "full", s, "9.0", "")
+    j.rep = {"phase_s": {}}
+    dirs = judge.EvalDirs.make()
+    sol = dirs.cand / "solution.py"
+    sol.write_text(FORKER)
+    payload = {"task_code": TASK, "device": "cpu", "l2_flush": False, "gpu_memory_fraction": None}
+    payload |= {"solution": {"kind": "single_file", "path": str(sol), "artifact_dir": ""}}
+    payload |= {"solution_files": [str(sol)], "allow_torch_ops": ["_softmax", "softmax"]}
+    cand = judge.CandidateProcess(payload, dirs, s, "9.0", read_dirs=[])
+
+    def exclusive_now() -> bool:
+        fd = os.open(lock, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    try:
+        assert cand.recv(120) is not None
+        for op in ({"op": "setup"}, {"op": "load", "init_seed": 1}):
+            r, _ = cand.request(op, 120)
+            assert r and r.get("ok"), r
+        j.gpu = gpulock.GpuLock(lock)
+        j.gpu.shared()
+        assert not exclusive_now()
+        deadline = cand.deadline
+        with j.unlocked(cand):
+            frozen = cand._frozen
+            threads = [t for p in frozen for t in os.listdir(f"/proc/{p}/task")] if frozen else []
+            states = {judge._state(int(t)) for t in threads}
+            free = exclusive_now()
+        assert len(frozen) >= 3 and states <= {"T", "t"}, (frozen, states)
+        assert free
+        assert not exclusive_now()  # held again
+        assert {judge._state(p) for p in frozen} - {""} <= {"R", "S", "D"}  # thawed
+        r, _ = cand.request({"op": "null", "seed": 3, "outputs": []}, 120)
+        assert r is not None and "t" in r, r
+        assert j.rep["phase_s"]["frozen"] > 0 and cand.deadline > deadline
+    finally:
+        cand.close(5.0, kill=True)
+        dirs.remove()

@@ -15,6 +15,7 @@ Directory of one evaluation (`EvalDirs`, a fresh temp dir):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -28,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
@@ -189,6 +190,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 # --------------------------------------------------------------------------- the candidate process
 
 LIVE_MIN = 20  # the fewest null calls of the calibrator during timing (the clock check wants at least 10)
+FREEZE_S = 5.0  # the longest the trusted side tries to stop a jail's processes before it keeps the GPU's lock instead
 FINISH_GRACE_S = 15.0  # an honest candidate exits within about a second of its last reply (CUDA teardown)
 
 
@@ -300,6 +302,39 @@ class CandidateProcess:
     def _started(self, pgid: int) -> None:
         self.pgid = pgid
 
+    def freeze(self) -> bool:
+        """Stop every process of its jail (SIGSTOP cannot be caught, blocked or ignored) and confirm each stopped in
+        /proc, again until no new one appears; True then. A stopped process launches no GPU work, so the trusted side
+        can let the GPU's lock go while it works on a reply. False (nothing stays stopped) where the jail's processes
+        cannot be seen or do not stop within FREEZE_S: the caller keeps the lock."""
+        if self.pgid is None or not self.alive():
+            return False
+        deadline = time.monotonic() + FREEZE_S
+        while True:
+            pids = [self.pgid, *_descendants(self.pgid)]
+            running = [p for p in pids if not _stopped(p)]
+            if not running:
+                self._frozen = pids
+                return True
+            if time.monotonic() > deadline:
+                self._frozen = pids
+                self.thaw()
+                return False
+            for p in running:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                except OSError:
+                    pass
+            time.sleep(0)
+
+    def thaw(self) -> None:
+        for p in getattr(self, "_frozen", []):
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        self._frozen = []
+
     def kill(self) -> None:
         """End the candidate process now: its jail's process group (bwrap's death takes its pid namespace down),
         and every descendant of this process that holds one of its FIFOs open (a jail without `started`), so a hung
@@ -347,6 +382,24 @@ class CandidateProcess:
             )[-2000:],
             "jail": getattr(sb, "jail", ""),
         }
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc ('' when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped (a stop reaches each thread in turn), or the process gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    return all(_state(int(t)) in ("T", "t", "Z", "X", "") for t in tids)
 
 
 def _descendants(root: int) -> list[int]:
@@ -481,12 +534,13 @@ class Judge:
             return {"ok": False, "reason": f"no_reply ({tag})"}
         if not rep.get("ok"):
             return {"ok": False, "reason": f"runtime_error ({tag})", "error": str(rep.get("error", ""))[-3000:]}
-        try:
-            out = self.load_out(f"{name}_a")
-        except tensorio.BadFile as e:
-            return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
-        cmp = compare(ref, out, s)
-        cmp["digest"] = tensorio.digest(out)
+        with self.unlocked(cand):
+            try:
+                out = self.load_out(f"{name}_a")
+            except tensorio.BadFile as e:
+                return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
+            cmp = compare(ref, out, s)
+            cmp["digest"] = tensorio.digest(out)
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
         if not cmp["ok"] or s["determinism"] == "off":
@@ -500,14 +554,15 @@ class Judge:
                 "reason": f"runtime_error (repeat, {tag})",
                 "error": str((rep or {}).get("error", ""))[-3000:],
             }
-        try:
-            again = self.load_out(f"{name}_b")
-        except tensorio.BadFile as e:
-            return {**cmp, "ok": False, "reason": f"bad_output (repeat, {tag}): {e}"}
-        if s["determinism"] == "exact":
-            same = tensorio.digest(again) == cmp["digest"]
-        else:
-            same = compare(out, again, s)["ok"]
+        with self.unlocked(cand):
+            try:
+                again = self.load_out(f"{name}_b")
+            except tensorio.BadFile as e:
+                return {**cmp, "ok": False, "reason": f"bad_output (repeat, {tag}): {e}"}
+            if s["determinism"] == "exact":
+                same = tensorio.digest(again) == cmp["digest"]
+            else:
+                same = compare(out, again, s)["ok"]
         self.drop(self.dirs.out / f"{name}_a.pt", self.dirs.out / f"{name}_b.pt")
         if not same:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
@@ -728,6 +783,30 @@ class Judge:
             info = {**cand.close(float(self.s["timeout_s"])), "killed_after_last_reply": True}
         self.rep["sandbox"] = info
 
+    @contextlib.contextmanager
+    def unlocked(self, cand: CandidateProcess) -> Iterator[None]:
+        """The trusted side's own work on a reply (loading, comparing, hashing outputs), with the candidate's jail
+        frozen and the GPU's lock let go, so that other evaluations' timed calls run meanwhile; the lock is taken
+        back (shared) and the candidate thawed at the end. Where the jail cannot be frozen the lock stays held.
+        Frozen time is not the candidate's: its life limit moves by it."""
+        if getattr(self, "gpu", None) is None or self.gpu.path is None or not cand.freeze():
+            yield
+            return
+        t0 = time.monotonic()
+        self.gpu.release()
+        waited = 0.0
+        try:
+            yield
+        finally:
+            try:
+                waited = self.gpu.shared()
+            finally:
+                cand.thaw()
+            ph = self.rep["phase_s"]
+            ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + waited, 4)
+            ph["frozen"] = round(ph.get("frozen", 0.0) + time.monotonic() - t0, 4)
+            cand.deadline += time.monotonic() - t0
+
     def gpu_wait(self, seconds: float) -> None:
         ph = self.rep["phase_s"]
         ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + seconds, 4)
@@ -836,11 +915,24 @@ class Judge:
 
     def timing(self, cand: CandidateProcess, calib: list[float], t_call: float, meta: list[dict]) -> bool:
         calibrator = self.start_calibrator(meta, t_call)
-        self.gpu_wait(self.gpu.exclusive())
+        # Changing from shared to exclusive lets the lock go first (no deadlock): the candidate waits frozen.
+        frozen = cand.freeze()
         try:
-            return self._timed_calls(cand, calibrator, calib, t_call, meta)
+            self.gpu_wait(self.gpu.exclusive())
+        finally:
+            if frozen:
+                cand.thaw()
+        try:
+            ok = self._timed_calls(cand, calibrator, calib, t_call, meta)
         finally:
             self.gpu_wait(self.gpu.downgrade())
+        if ok and getattr(self, "_checked", None):
+            # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
+            k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
+            if k is None or not k.get("ok"):
+                self.fail("runtime_error (timing)", "a timed output could not be kept")
+                return False
+        return ok
 
     def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
         s = self.s
