@@ -224,11 +224,19 @@ class DeviceHasher:
         return out.cpu().numpy().tobytes()
 
 
-def load(lib_dir: str | None) -> DeviceHasher | None:
-    """The device hasher from `lib_dir`, or None (none given, or it does not load: the host computes the same)."""
+def load(lib_dir: str | None, leaf: int = 4096) -> DeviceHasher | None:
+    """The device hasher from `lib_dir`, once it has hashed a known buffer (three leaves and a tail) as hashlib does;
+    else None (none given, it does not load, or it disagrees: the host computes the same digest). An honest
+    candidate's commitment never depends on this kernel being right."""
     if not lib_dir:
         return None
     try:
-        return DeviceHasher(lib_dir)
-    except OSError:
+        import torch
+
+        h = DeviceHasher(lib_dir)
+        probe = (torch.arange(3 * leaf + 77, dtype=torch.int64) * 131 % 251).to(torch.uint8)
+        raw = probe.numpy().tobytes()
+        want = b"".join(hashlib.sha256(raw[i : i + leaf]).digest() for i in range(0, len(raw), leaf))
+        return h if h.leaves(probe.cuda(), leaf) == want else None
+    except (OSError, RuntimeError):
         return None

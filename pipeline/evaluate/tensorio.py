@@ -222,7 +222,7 @@ def start_hashers(n: int | None = None, device_hasher: str | None = None) -> Non
     if device_hasher and _device_hasher is None:
         from pipeline.evaluate import leafhash
 
-        _device_hasher = leafhash.load(device_hasher)
+        _device_hasher = leafhash.load(device_hasher, LEAF_BYTES)
 
 
 def _group(view: Any) -> bytes:
