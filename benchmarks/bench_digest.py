@@ -1,7 +1,7 @@
 """Cost of the output commitment (tensorio.digest: SHA-256 of the output's 4 KiB leaves) per call, for outputs of
 0.5 MiB, 64 MiB and 1 GiB. On a GPU: the leaves hashed on the GPU (leafhash.py) vs staged to the host through pinned
-buffers and hashed side by side on the hasher threads vs the same on one thread vs one SHA-256 over a pageable
-`.cpu()` copy per piece; on the host, all but the first. Measured in the same run, repeats interleaved.
+buffers and hashed there vs one SHA-256 over a pageable `.cpu()` copy per piece (no leaves); on the host, the last
+two. Measured in the same run, repeats interleaved.
 
     python benchmarks/bench_digest.py [--repeats 5]
 """
@@ -45,17 +45,6 @@ def main() -> None:
                 h.update(b[i : i + tensorio.CHUNK].cpu().numpy().data)
             return h.hexdigest()
 
-        hashers = tensorio._hashers
-        tensorio.start_hashers()
-        threads = tensorio._hashers
-
-        def one_thread() -> str:
-            tensorio._hashers = None
-            try:
-                return tensorio.digest(x)
-            finally:
-                tensorio._hashers = threads
-
         def on_gpu() -> str:
             tensorio._device_hasher = gpu_hasher
             try:
@@ -63,7 +52,7 @@ def main() -> None:
             finally:
                 tensorio._device_hasher = None
 
-        runs = (("digest, host hasher threads", lambda: tensorio.digest(x)), ("digest, one thread", one_thread))
+        runs = (("digest, leaves hashed on the host", lambda: tensorio.digest(x)),)
         if gpu_hasher is not None:
             runs = (("digest, leaves hashed on the GPU", on_gpu),) + runs
         runs += (("flat SHA-256, pageable .cpu()", pageable),)
@@ -80,7 +69,6 @@ def main() -> None:
         for label, total in took.items():
             dt = total / args.repeats
             print(f"{label} {n * 4 / 2**20:.1f} MiB on {dev}: {dt * 1e3:.2f} ms ({n * 4 / dt / 1e9:.2f} GB/s)")
-        tensorio._hashers = hashers or threads
 
 
 if __name__ == "__main__":

@@ -528,9 +528,9 @@ def test_waiting_for_the_gpu_lock_is_not_the_candidates_time(tmp_path):
     assert cand.deadline == 142.5 and calib.deadline == 92.5 and j.rep["phase_s"]["gpu_wait"] == 42.5
 
 
-def test_outputs_of_several_digest_leaves_commit_without_counting_the_hashers_as_threads(tmp_path):
-    """An 8 MiB output is hashed in 4 MiB leaves by the candidate process's hasher threads (started before any
-    candidate code, so they are not the candidate's threads) and recomputed on the trusted side alike."""
+def test_outputs_of_many_digest_leaves_commit_and_are_recomputed_alike(tmp_path):
+    """An 8 MiB output (2,048 leaves of 4 KiB) committed by the candidate process is recomputed on the trusted side
+    alike: no thread of the harness is counted as the candidate's."""
     res = _eval(tmp_path, HONEST, task=TASK.replace("4, 32768", "64, 32768"))
     assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.violations)
     assert res.details["timed_outputs_checked"] >= 1

@@ -83,9 +83,8 @@ class Driver:
                 torch.cuda.set_per_process_memory_fraction(float(frac), self.dev)
             self.timer.prepare(self.dev, bool(self.p.get("l2_flush", True)))
             torch.cuda.synchronize()
-        # the harness's own threads (before the thread count is taken) and the GPU's leaf hasher, before any
-        # candidate code
-        tensorio.start_hashers(device_hasher=self.p.get("leaf_hasher") if self.dev.type == "cuda" else None)
+        # the GPU's leaf hasher for the output commitment, before any candidate code
+        tensorio.use_device_hasher(self.p.get("leaf_hasher") if self.dev.type == "cuda" else None)
         files = {os.path.realpath(f) for f in self.p.get("solution_files", [])}
         self.watch = _guard.AuditWatch(files)
         self.integrity = _guard.snapshot_integrity()

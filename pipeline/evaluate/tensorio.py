@@ -200,43 +200,26 @@ def load(path: str, max_bytes: int = MAX_FILE_BYTES) -> Any:
 
 
 LEAF_BYTES = 1 << 12  # a tensor's bytes are hashed in leaves of 4 KiB: one GPU thread each (leafhash.py)
-GROUP_BYTES = 1 << 20  # leaves hashed together on one hasher thread, on the host
-_hashers: Any = None
 _device_hasher: Any = None
 
 
-def start_hashers(n: int | None = None, device_hasher: str | None = None) -> None:
-    """Threads that hash a tensor's leaves side by side on the host (hashlib lets go of the interpreter's lock on
-    buffers of 2 KiB and more), and the GPU's leaf hasher from the directory `device_hasher` (leafhash.build) where
-    there is one. The candidate's process starts them before it loads any candidate code (new threads later are
-    the candidate's); without them the digest is the same, computed on one thread of the host."""
-    global _hashers, _device_hasher
-    if _hashers is None:
-        # multiprocessing's ThreadPool starts all its threads when made (a ThreadPoolExecutor starts them on demand,
-        # during timing, where new threads are the candidate's)
-        import atexit
-        from multiprocessing.pool import ThreadPool
-
-        _hashers = ThreadPool(max(1, min(8, n or os.cpu_count() or 1)))
-        atexit.register(_hashers.close)  # closed before the interpreter's teardown, where its finalizer would fail
-    if device_hasher and _device_hasher is None:
+def use_device_hasher(directory: str | None) -> None:
+    """Hash device tensors' leaves on their GPU from now on, with the kernel in `directory` (leafhash.build). The
+    candidate's process loads it before any candidate code; without it the digest is the same, made on the host.
+    (The host hashes on one thread: with 4 KiB leaves, threads contended for the interpreter's lock and were slower,
+    814 against 597 ms per GiB on 2 cores.)"""
+    global _device_hasher
+    if directory and _device_hasher is None:
         from pipeline.evaluate import leafhash
 
-        _device_hasher = leafhash.load(device_hasher, LEAF_BYTES)
-
-
-def _group(view: Any) -> bytes:
-    return b"".join(hashlib.sha256(view[i : i + LEAF_BYTES]).digest() for i in range(0, len(view), LEAF_BYTES))
+        _device_hasher = leafhash.load(directory, LEAF_BYTES)
 
 
 def _leaves(piece: Any) -> bytes:
     """SHA-256 of each LEAF_BYTES slice of a host piece, concatenated (pieces are whole multiples of leaves but for
     the last)."""
     mv = memoryview(piece).cast("B")
-    groups = [mv[i : i + GROUP_BYTES] for i in range(0, len(mv), GROUP_BYTES)]
-    if _hashers is not None and len(groups) > 1:
-        return b"".join(_hashers.map(_group, groups))
-    return b"".join(_group(g) for g in groups)
+    return b"".join(hashlib.sha256(mv[i : i + LEAF_BYTES]).digest() for i in range(0, len(mv), LEAF_BYTES))
 
 
 def _tensor_leaves(b: torch.Tensor) -> bytes:
@@ -253,8 +236,8 @@ def _tensor_leaves(b: torch.Tensor) -> bytes:
 def digest(obj: Any) -> str:
     """A commitment to an output: SHA-256 of its structure (containers, dtypes, shapes, every non-tensor value as it
     will load) and of every tensor's bytes, as the SHA-256 of each 4 KiB leaf in order (a hash tree of depth one:
-    as collision-resistant as SHA-256; the leaves are hashed on the tensor's GPU, `leafhash.py`, or side by side on
-    the host, `start_hashers`). The trusted side recomputes it from the saved file, on the host.
+    as collision-resistant as SHA-256; the leaves are hashed on the tensor's GPU, `use_device_hasher`, or on the
+    host). The trusted side recomputes it from the saved file, on the host.
     Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32 words, used before) let a
     candidate that learnt a call was checked compute the right output then and nudge its low-order bits, within
     tolerance, until the sum matched what it had committed for a stale one."""
