@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.tolerance import compare, degenerate
+from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.sandbox import run_sandboxed
 
@@ -539,7 +539,8 @@ class Judge:
                 out = self.load_out(f"{name}_a")
             except tensorio.BadFile as e:
                 return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
-            cmp = compare(ref, out, s)
+            with self.gpu_work([ref]):
+                cmp = compare(ref, out, s)
             cmp["digest"] = tensorio.digest(out)
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
@@ -562,7 +563,8 @@ class Judge:
             if s["determinism"] == "exact":
                 same = tensorio.digest(again) == cmp["digest"]
             else:
-                same = compare(out, again, s)["ok"]
+                with self.gpu_work([out]):
+                    same = compare(out, again, s)["ok"]
         self.drop(self.dirs.out / f"{name}_a.pt", self.dirs.out / f"{name}_b.pt")
         if not same:
             cmp.update(ok=False, reason=f"nondeterministic_output: same inputs gave different outputs ({tag})")
@@ -649,7 +651,8 @@ class Judge:
             else []
         )
         if s["degenerate_check"]:
-            why = degenerate([refs[n] for n in cor + post], s)
+            with self.gpu_work(refs.values(), held_now=False):
+                why = degenerate([refs[n] for n in cor + post], s)
             if why:
                 self.rep["task_defect"] = "degenerate"
                 self.rep["details"]["task_defect"] = why
@@ -794,10 +797,12 @@ class Judge:
             return
         t0 = time.monotonic()
         self.gpu.release()
+        self._unlocked = True
         waited = 0.0
         try:
             yield
         finally:
+            self._unlocked = False
             try:
                 waited = self.gpu.shared()
             finally:
@@ -806,6 +811,20 @@ class Judge:
             ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + waited, 4)
             ph["frozen"] = round(ph.get("frozen", 0.0) + time.monotonic() - t0, 4)
             cand.deadline += time.monotonic() - t0
+
+    @contextlib.contextmanager
+    def gpu_work(self, outputs: Any, held_now: bool | None = None) -> Iterator[None]:
+        """The trusted side's own GPU work: outputs large enough to be compared on the GPU (tolerance.compare_device)
+        are compared under the GPU's lock, shared, where this process does not hold it then (inside `unlocked`, or
+        before the candidate starts: `held_now` False), so that no timing runs beside it."""
+        holding = not getattr(self, "_unlocked", False) if held_now is None else held_now
+        big = any(compare_device(self.s, t.numel()) for o in outputs for t in tensorio.tensors(o))
+        if holding or not big or self.s["device"] == "cpu":
+            yield
+            return
+        with held(self.s.get("gpu_lock"), shared=True) as waited:
+            self.rep["phase_s"]["gpu_wait"] = round(self.rep["phase_s"].get("gpu_wait", 0.0) + waited[0], 4)
+            yield
 
     def gpu_wait(self, seconds: float) -> None:
         ph = self.rep["phase_s"]
