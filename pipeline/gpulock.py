@@ -95,6 +95,11 @@ class GpuLock:
         except BlockingIOError:
             return self.shared()
 
+    @property
+    def holds(self) -> bool:
+        """Whether this holder has the lock (shared or exclusive) now: from a take to its release."""
+        return self._fd is not None
+
     def release(self) -> None:
         for fd in (self._fd, self._turn):
             if fd is not None:

@@ -77,7 +77,7 @@ def test_the_host_digest_is_the_sha256_of_each_4kib_leaf():
     assert tensorio.digest(t) == want.hexdigest()
 
 
-@pytest.mark.skipif(leafhash._nvcc() is None, reason="no nvcc")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
 def test_the_kernel_is_built_once_sealed_and_refused_when_changed(tmp_path):
     d, why = leafhash.build(tmp_path, "9.0")
     assert why == "" and os.path.isfile(os.path.join(d, leafhash.IMAGE))

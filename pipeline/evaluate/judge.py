@@ -384,13 +384,18 @@ class CandidateProcess:
         }
 
 
-def _state(pid: int) -> str:
-    """A process's state letter from /proc ('' when it is gone)."""
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state, ppid, ...); [] when the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return ""
+        return []
+
+
+def _state(pid: int) -> str:
+    """A process's state letter ('' when it is gone)."""
+    return (_stat(pid) or [""])[0]
 
 
 def _stopped(pid: int) -> bool:
@@ -408,12 +413,9 @@ def _descendants(root: int) -> list[int]:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
+        fields = _stat(int(name))
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(name))
     out, todo = [], [root]
     while todo:
         for c in children.get(todo.pop(), []):
@@ -651,7 +653,7 @@ class Judge:
             else []
         )
         if s["degenerate_check"]:
-            with self.gpu_work(refs.values(), held_now=False):
+            with self.gpu_work(refs.values()):
                 why = degenerate([refs[n] for n in cor + post], s)
             if why:
                 self.rep["task_defect"] = "degenerate"
@@ -723,12 +725,7 @@ class Judge:
             }.get(v.get("kind"), v.get("kind"))
             self.violation(name, f"sandbox blocked {v.get('what')}")
         if self.rep.get("stage") == "profiled":
-            # Outputs too large for the host are compared on this GPU (tolerance.compare_device): under the GPU's
-            # lock, shared, as all untimed GPU work is, so that no other evaluation's timed calls run beside it.
-            big = self.s["device"] == "cuda" and self.out_limit > tensorio.CHUNK
-            with held(self.s.get("gpu_lock") if big else None, shared=True) as waited:
-                self.gpu_wait(waited[0])
-                self.verify_timed_outputs()
+            self.verify_timed_outputs()
         self.phase("done")
         return self.rep
 
@@ -797,12 +794,10 @@ class Judge:
             return
         t0 = time.monotonic()
         self.gpu.release()
-        self._unlocked = True
         waited = 0.0
         try:
             yield
         finally:
-            self._unlocked = False
             try:
                 waited = self.gpu.shared()
             finally:
@@ -813,13 +808,13 @@ class Judge:
             cand.deadline += time.monotonic() - t0
 
     @contextlib.contextmanager
-    def gpu_work(self, outputs: Any, held_now: bool | None = None) -> Iterator[None]:
+    def gpu_work(self, outputs: Any) -> Iterator[None]:
         """The trusted side's own GPU work: outputs large enough to be compared on the GPU (tolerance.compare_device)
-        are compared under the GPU's lock, shared, where this process does not hold it then (inside `unlocked`, or
-        before the candidate starts: `held_now` False), so that no timing runs beside it."""
-        holding = not getattr(self, "_unlocked", False) if held_now is None else held_now
+        are compared under the GPU's lock, shared, where this process does not hold it then (before the candidate
+        starts, inside `unlocked`, after the candidate's end), so that no timing runs beside it."""
+        holding = getattr(self, "gpu", None) is not None and self.gpu.holds
         big = any(compare_device(self.s, t.numel()) for o in outputs for t in tensorio.tensors(o))
-        if holding or not big or self.s["device"] == "cpu":
+        if holding or not big:
             yield
             return
         with held(self.s.get("gpu_lock"), shared=True) as waited:
@@ -1108,7 +1103,8 @@ class Judge:
                 )
                 mismatches.append(f"timed call {c['i']}: saved output differs from its commitment")
                 continue
-            cmp = compare(ref, out, self.s)
+            with self.gpu_work([ref]):  # outputs too large for the host are compared on this GPU, under its lock
+                cmp = compare(ref, out, self.s)
             if not cmp["ok"]:
                 mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
         self.rep["details"]["timed_outputs_checked"] = len(checked)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -108,14 +107,6 @@ IMAGE = "leafhash.fatbin"
 _built: dict[tuple[str, str], tuple[str, str]] = {}
 
 
-def _nvcc() -> str | None:
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    for cand in (shutil.which("nvcc"), str(Path(home) / "bin" / "nvcc")):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
 def build(cache_dir: str | os.PathLike, arch_list: str, timeout: float = 300.0) -> tuple[str, str]:
     """(directory holding the kernel's fatbin, '') or ('', why not); compiled once per source, nvcc and arch into
     `<cache>/leafhash/<key>/`, sealed, and checked against its seal at each process's first use."""
@@ -127,18 +118,15 @@ def build(cache_dir: str | os.PathLike, arch_list: str, timeout: float = 300.0) 
 
 def _build(cache_dir: Path, arch_list: str, timeout: float) -> tuple[str, str]:
     from pipeline.evaluate.artifacts import file_hashes, flocked, seal
-    from pipeline.evaluate.build import gencode_flags
+    from pipeline.evaluate.build import _toolchain, gencode_flags
 
-    nvcc = _nvcc()
-    if not nvcc:
+    tc = _toolchain()
+    nvcc, version = tc["nvcc"], tc["nvcc_version"]
+    if version == "missing":
         return "", "no nvcc"
     flags = gencode_flags(arch_list)
     if not flags:
         return "", f"no architecture in {arch_list!r}"
-    try:
-        version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        return "", f"nvcc --version: {e}"
     key = hashlib.sha256("\0".join([SOURCE, version, *flags]).encode()).hexdigest()[:32]
     out = cache_dir / "leafhash" / key
     image = out / IMAGE
@@ -224,7 +212,7 @@ class DeviceHasher:
         return out.cpu().numpy().tobytes()
 
 
-def load(lib_dir: str | None, leaf: int = 4096) -> DeviceHasher | None:
+def load(lib_dir: str | None) -> DeviceHasher | None:
     """The device hasher from `lib_dir`, once it has hashed a known buffer (three leaves and a tail) as hashlib does;
     else None (none given, it does not load, or it disagrees: the host computes the same digest). An honest
     candidate's commitment never depends on this kernel being right."""
@@ -233,10 +221,11 @@ def load(lib_dir: str | None, leaf: int = 4096) -> DeviceHasher | None:
     try:
         import torch
 
+        from pipeline.evaluate.tensorio import LEAF_BYTES, host_leaves
+
         h = DeviceHasher(lib_dir)
-        probe = (torch.arange(3 * leaf + 77, dtype=torch.int64) * 131 % 251).to(torch.uint8)
-        raw = probe.numpy().tobytes()
-        want = b"".join(hashlib.sha256(raw[i : i + leaf]).digest() for i in range(0, len(raw), leaf))
-        return h if h.leaves(probe.cuda(), leaf) == want else None
+        probe = (torch.arange(3 * LEAF_BYTES + 77, dtype=torch.int64) * 131 % 251).to(torch.uint8)
+        want = host_leaves(probe.numpy().tobytes())
+        return h if h.leaves(probe.cuda(), LEAF_BYTES) == want else None
     except (OSError, RuntimeError):
         return None

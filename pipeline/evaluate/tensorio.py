@@ -212,14 +212,14 @@ def use_device_hasher(directory: str | None) -> None:
     if directory and _device_hasher is None:
         from pipeline.evaluate import leafhash
 
-        _device_hasher = leafhash.load(directory, LEAF_BYTES)
+        _device_hasher = leafhash.load(directory)
 
 
-def _leaves(piece: Any) -> bytes:
-    """SHA-256 of each LEAF_BYTES slice of a host piece, concatenated (pieces are whole multiples of leaves but for
-    the last)."""
+def host_leaves(piece: Any, leaf: int = LEAF_BYTES) -> bytes:
+    """SHA-256 of each `leaf` bytes of a host buffer, concatenated (the pieces of one tensor are whole multiples of
+    leaves but for the last): what the GPU's kernel computes."""
     mv = memoryview(piece).cast("B")
-    return b"".join(hashlib.sha256(mv[i : i + LEAF_BYTES]).digest() for i in range(0, len(mv), LEAF_BYTES))
+    return b"".join(hashlib.sha256(mv[i : i + leaf]).digest() for i in range(0, len(mv), leaf))
 
 
 def _tensor_leaves(b: torch.Tensor) -> bytes:
@@ -230,7 +230,7 @@ def _tensor_leaves(b: torch.Tensor) -> bytes:
             return _device_hasher.leaves(b, LEAF_BYTES)
         except RuntimeError:
             pass  # the host computes the same digest
-    return b"".join(_leaves(piece) for piece in _host_bytes(b))
+    return b"".join(host_leaves(piece) for piece in _host_bytes(b))
 
 
 def digest(obj: Any) -> str:
