@@ -16,7 +16,6 @@ The column `win` marks negatives whose float32 difference lies within 100x the c
 """
 
 import copy
-import importlib.util
 import json
 import os
 import sys
@@ -25,35 +24,13 @@ import time
 import torch
 import torch.nn as nn
 
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # never write caches next to the KernelBench sources
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from verify_common import KB, ROOT, cp, load, perturb  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-KB = os.environ.get("KERNELBENCH_PATH") or os.path.join(
-    os.path.dirname(os.path.dirname(ROOT)), "..", "shared", "kernelbench"
-)
 PARA_TOL = 1e-4
 NEG_MIN = 1e-3
 
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def cp(dst, src):
-    with torch.no_grad():
-        assert dst.shape == src.shape, (tuple(dst.shape), tuple(src.shape))
-        dst.copy_(src)
-
-
-def perturb(model, gen):
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() <= 1:
-                p.add_(0.3 * torch.randn(p.shape, generator=gen))
 
 
 def lin(dst, w, b=None):
