@@ -89,7 +89,8 @@ def test_the_trace_reports_input_and_output_shapes_and_dtypes(screened):
     views, _, _ = screened
     sig = views[0].sig
     assert views[0].ok and sig["inputs"] == [[[8, 64], "float32"]] and sig["params"] == 32 * 64 + 32, sig
-    assert sig["outputs"] == [[[8, 32], "float32"]] and sig["sliced"] == [[[[2, 32], "float32"]]] * 2, sig
+    assert sig["outputs"] == [[[8, 32], "float32"]] and sig["sliced"] == [[[[2, 32], "float32"]]] * 2 + [None], sig
+    assert sig["sliced_at"] == 20_000_000  # no cut variant: two rows fit the confirmation's budget
     assert views[2].sig["inputs"] == [[[8, 48], "float32"]]  # what the liar shows on meta tensors
     assert views[3].sig["inputs"] == [[[4, 8], "int64"]], views[3].sig
 
@@ -158,3 +159,62 @@ def test_a_failed_trace_is_carried_as_final_unless_the_process_failed_it(setting
     v = semantic_views([code], s, {code: failed})[0]
     assert not v.ok and v.reason == "exception" and v.cached  # taken as it came: not traced again
     assert not any(cache_dir(s).rglob("*.json"))
+
+
+# Inputs too large for a confirmation even at two rows (2 x 3 x 2048 x 2048 = 25M elements past the 20M budget): the
+# run cuts their trailing dims (jailed._cut), and the trace reports the outputs on the same cut (`sliced`'s third).
+BIG = (
+    """
+def get_inputs():
+    return [torch.randn(4, 3, 2048, 2048)]
+"""
+    + TAIL
+)
+CONV = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+"""
+    + BIG
+)
+CONV_PARA = (
+    HEAD
+    + """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(8, 3, 3, 3))
+        self.b = nn.Parameter(torch.empty(8))
+
+    def forward(self, x):
+        return F.conv2d(x, self.w, self.b).clamp_min(0)
+"""
+    + BIG
+)
+CONV_STRIDED = CONV_PARA.replace("F.conv2d(x, self.w, self.b)", "F.conv2d(x, self.w, self.b, stride=2)")
+
+
+def test_outputs_on_cut_inputs_are_screened_and_a_paraphrase_still_matches(settings):
+    """A pair whose inputs only fit cut: the candidate's outputs on the cut (its trace's) against the problem's dry
+    run on the same cut decide `output_shapes_differ` without its child, with the report the run gives; a
+    paraphrase at the same sizes still runs on the cut and matches."""
+    from pipeline.decontam.semantic import confirm_pairs, semantic_views
+
+    cands = [CONV_STRIDED, CONV_PARA]
+    views = semantic_views(cands, settings)
+    sig = views[0].sig
+    assert sig["sliced"][0] == [[[2, 8, 1023, 1023], "float32"]], sig  # two rows: past the budget
+    assert sig["sliced"][2] == [[[2, 8, 127, 127], "float32"]] and sig["sliced_at"] == 20_000_000, sig  # 256 x 256
+    sigs = {c: v.sig for c, v in zip(cands, views)}
+    reps = confirm_pairs([(c, CONV) for c in cands], settings, [False, False], sigs)
+    plain = confirm_pairs([(CONV_STRIDED + "\n# plain\n", CONV)], settings, [False])[0]
+    rep = reps[0]
+    assert rep["screened"] and rep["reason"] == "output_shapes_differ" and not rep["equivalent"], rep
+    keys = ("ok", "reason", "on_meta", "ref_shapes", "cand_shapes")
+    assert {k: rep[k] for k in keys} == {k: plain[k] for k in keys}, (rep, plain)  # the run's own report
+    assert reps[1]["ok"] and reps[1]["equivalent"] and not reps[1].get("screened"), reps[1]
+    assert reps[1]["inputs"] == "cut", reps[1]

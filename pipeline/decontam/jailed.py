@@ -18,11 +18,12 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-# 10: the canonical probe also at the weights' own scales (`natural`, `scales`), and graphfp takes the tensors an op
-# is given as a list (cat, stack) as its operands; 9: `sig["init"]`, the constructor's
-# arguments as literals; 8: a forward that reads its data is traced on small real tensors; 7: `sig`, the inputs' and
-# outputs' shapes and dtypes (confirmations screened)
-TRACER_VERSION = "10"
+# 11: `sliced` also on inputs cut to fit the confirmation (`sliced_at`), and a truncated trace's outputs from
+# shorter forwards (`sliced`, `shape_probe`); 10: the canonical probe also at the weights' own scales (`natural`,
+# `scales`), and graphfp takes the tensors an op is given as a list (cat, stack) as its operands; 9: `sig["init"]`,
+# the constructor's arguments as literals; 8: a forward that reads its data is traced on small real tensors; 7: `sig`,
+# the inputs' and outputs' shapes and dtypes (confirmations screened)
+TRACER_VERSION = "11"
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -150,15 +151,24 @@ def final_failure(rec: dict) -> bool:
 # runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
 # checks, so that a validated task arrives with its trace (one tracer, one key).
 TRACER = r'''
-import contextlib, gc, json, math, os, select, signal, sys, time
+import contextlib, gc, json, math, os, select, signal, sys, time, weakref
 import torch
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
 
 
+_COMPILED = {}  # (code, name) -> its code object: a screen loads each problem several times (meta, CPU, scales)
+
+
 def _load(code, name):
+    key = (code, name)
+    obj = _COMPILED.get(key)
+    if obj is None:
+        if len(_COMPILED) > 512:
+            _COMPILED.clear()
+        obj = _COMPILED[key] = compile(code, "<" + name + ">", "exec")
     g = {"__name__": name}
-    exec(compile(code, "<" + name + ">", "exec"), g)
+    exec(obj, g)
     return g
 
 
@@ -322,19 +332,47 @@ class _OpBudget(TorchDispatchMode):
 
 
 def _sliced_outputs(model, inputs):
-    """The output signatures of the forward on the inputs' two sliced variants (confirm's "all" and "first":
-    _variants), on meta tensors within the dry runs' budget; None for a variant that raises or runs past it."""
-    out = []
-    for first_only in (False, True):
-        ins = batch_slice(inputs, first_only=first_only)
-        try:
-            with torch.no_grad(), _OpBudget(1000):
-                out.append([_sig(t) for t in _flat(model(*ins))])
-        except Exception as e:
-            if type(e).__name__ == "_TraceTimeout":  # validation's alarm (pipeline.validate.harness): the trace's end
-                raise
-            out.append(None)
-    return out
+    """The output signatures of the forward on the inputs' variants as confirm makes them first (_variants: "all"
+    and "first" rows, and "cut" where neither they nor the whole inputs fit the confirmation's budget), on meta
+    tensors within the dry runs' budget; None for a variant that raises, runs past it or is not made. The budget
+    is the payload's (a confirmation's `max_numel`), reported beside them (`sliced_at`): a screen at another reads
+    no "cut"."""
+    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    variants = [batch_slice(inputs), batch_slice(inputs, first_only=True)]
+    cut = None
+    if all(_numel(v) > max_numel for v in variants + [inputs]):
+        cut = _cut(variants[0], max_numel // 16)
+    return [_outputs_on(model, ins) for ins in variants] + [_outputs_on(model, cut) if cut is not None else None]
+
+
+def _outputs_on(model, ins, budget=1000):
+    try:
+        with torch.no_grad(), _OpBudget(budget):
+            return [_sig(t) for t in _flat(model(*ins))]
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":  # validation's alarm (pipeline.validate.harness): the trace's end
+            raise
+        return None
+
+
+PROBE_MIDDLE = 4  # a truncated forward's shape probe: the first input's middle dims (a sequence's steps) cut to this
+
+
+def _shape_probe(model, inputs):
+    """Output signatures of a forward too long to trace whole (truncated: a loop over 512 steps), on meta tensors of
+    smaller inputs: the first input's rows cut, all rows cut, its middle dims cut to PROBE_MIDDLE, both; the first
+    that runs within the budget, else None. Only the outputs' ranks and dtypes are read from it (semantic's
+    ranks_key: which problems a candidate is run beside); their sizes are the smaller inputs'."""
+    variants = [batch_slice(inputs, first_only=True), batch_slice(inputs)]
+    x = inputs[0] if inputs and isinstance(inputs[0], torch.Tensor) else None
+    if x is not None and x.dim() >= 3:
+        short = x[(slice(None), *[slice(0, PROBE_MIDDLE)] * (x.dim() - 2))]
+        variants += [[short] + list(inputs[1:]), [short[:2]] + list(inputs[1:])]
+    for ins in variants:
+        got = _outputs_on(model, ins, budget=4000)
+        if got:
+            return got
+    return None
 
 
 def _sig(x):
@@ -439,15 +477,36 @@ def _canon_values(n, offset=0):
     different functions agreed on it)."""
     end = offset + n
     if not _CANON_BASE or _CANON_BASE[0].numel() < end:
-        size = 1 << max(16, (end - 1).bit_length())
-        m = 0x7FFFFFFF
-        h = (torch.arange(size, dtype=torch.int64) * 2654435761 + 12345) & m
-        for shift, mult in ((15, 0x2C1B3C6D), (12, 0x297A2D39), (15, 0x1B873593), (13, None)):
-            h = h ^ (h >> shift)
-            if mult is not None:
-                h = (h * mult) & m
-        _CANON_BASE[:] = [(h.to(torch.float64) / 1073741824.0 - 1.0).float()]
+        _CANON_BASE[:] = [torch.from_numpy(_canon_sequence(1 << max(16, (end - 1).bit_length())))]
     return _CANON_BASE[0][offset:end]
+
+
+def _canon_sequence(size, chunk=1 << 18):
+    """_canon_values' sequence, made in place chunk by chunk on 32-bit words (4x faster than whole int64 tensors:
+    1.4 s for 16M values). Each step keeps the low 31 bits, which a 32-bit product wraps to exactly as a 64-bit
+    one does, so the values are those of the int64 formula bit for bit (the candidates' probes were made with it)."""
+    import numpy as np
+
+    out = np.empty(size, dtype=np.float32)
+    m = np.uint32(0x7FFFFFFF)
+    h, tmp, f = np.empty(chunk, np.uint32), np.empty(chunk, np.uint32), np.empty(chunk, np.float64)
+    for lo in range(0, size, chunk):
+        n = min(chunk, size - lo)
+        hh, tt, ff = h[:n], tmp[:n], f[:n]
+        hh[:] = np.arange(lo, lo + n, dtype=np.uint32)
+        np.multiply(hh, np.uint32(2654435761), out=hh)
+        np.add(hh, np.uint32(12345), out=hh)
+        np.bitwise_and(hh, m, out=hh)
+        for shift, mult in ((15, 0x2C1B3C6D), (12, 0x297A2D39), (15, 0x1B873593), (13, None)):
+            np.right_shift(hh, np.uint32(shift), out=tt)
+            np.bitwise_xor(hh, tt, out=hh)
+            if mult is not None:
+                np.multiply(hh, np.uint32(mult), out=hh)
+                np.bitwise_and(hh, m, out=hh)
+        np.divide(hh, 1073741824.0, out=ff)
+        np.subtract(ff, 1.0, out=ff)
+        out[lo:lo + n] = ff
+    return out
 
 
 NATURAL_KEEP = 2  # outputs of the natural probe kept in a trace (its size is bounded: semantic._MAX_SIG)
@@ -459,7 +518,22 @@ def _canon_fill(model, variant, scales=None):
     transposed, its first dim last (a Linear kept as (in, out), a filter bank as (C*k*k, F)), or each of 3 dims or
     more with its first two dims last, reversed ("hwio": a filter kept as (kh, kw, in, out)). `scales`: each
     parameter at the scale its constructor makes it instead (the natural probe: _natural_scales)."""
-    _fill(model, variant, lambda n: _canon_values(n) * n ** -0.25, scales)
+    _fill(model, variant, _canon_scaled, scales)
+
+
+_SCALED = {}  # element count -> _canon_values(n) * n ** -0.25 (each layout and each problem of a screen reads them)
+SCALED_KEEP = 1 << 25  # elements kept at most (128 MB)
+
+
+def _canon_scaled(n):
+    got = _SCALED.get(n)
+    if got is None:
+        if n + sum(t.numel() for t in _SCALED.values()) > SCALED_KEEP:
+            _SCALED.clear()
+        got = _canon_values(n) * n ** -0.25
+        if n <= SCALED_KEEP:
+            _SCALED[n] = got
+    return got
 
 
 def _fill(model, variant, values, scales=None):
@@ -676,7 +750,8 @@ def _rms(t):
 def _canon_model(g):
     """The task's model on the CPU with its random initializers skipped (its weights are overwritten)."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    torch.manual_seed(0)
+    torch.default_generator.manual_seed(0)  # torch.manual_seed(0) on the CPU (it also queues lazy seeds for other
+    # devices, each capturing a stack trace: 0.45 ms a call; the model is built on the CPU)
     with _random_inits_skipped(), torch.device("cpu"):
         return _new_model(g, init)
 
@@ -845,12 +920,15 @@ def _trace(model, inputs, shown=None):
         with torch.no_grad(), rec:
             out = model(*inputs)
     except OverflowError as e:
-        if str(e) == "graph_too_large":
-            return {**_truncated(rec), "sig": sig}
-        raise
+        if str(e) != "graph_too_large":
+            raise
+        if shown is None:  # the outputs' signatures a screen and the shortlist read, from shorter forwards
+            sig["sliced"], sig["sliced_at"] = _sliced_outputs(model, inputs), int(PAYLOAD.get("max_numel", 20_000_000))
+            sig["shape_probe"] = _shape_probe(model, inputs)
+        return {**_truncated(rec), "sig": sig}
     if shown is None:
         sig["outputs"] = [_sig(t) for t in _flat(out)]
-        sig["sliced"] = _sliced_outputs(model, inputs)
+        sig["sliced"], sig["sliced_at"] = _sliced_outputs(model, inputs), int(PAYLOAD.get("max_numel", 20_000_000))
     sig["probe"] = _probe(model, inputs)
 
     def outs(o):
@@ -879,6 +957,8 @@ def _plain_name(n):
 
 MATCH_ORDER = ("name", "shape", "transpose", "permute", "numel", "split")
 SPLIT_FIRST = ("name", "split", "shape", "transpose", "permute", "numel")  # tried again where outputs differ
+# and in the order the forwards read the tensors, the slices of one tensor from one list first (_use_order)
+LISTS_FIRST = ("name", "split_list", "shape", "transpose", "permute", "numel", "split")
 
 
 def _match(cand, ref, order=MATCH_ORDER, write=True):
@@ -890,8 +970,8 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
     mapping is made)."""
     mapping, used = [], set()
     for how in order:
-        if how == "split":
-            for m in _splits(cand, ref, mapping, used):
+        if how in ("split", "split_list"):
+            for m in _splits(cand, ref, mapping, used, same_list=how == "split_list"):
                 if write:
                     with torch.no_grad():
                         dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
@@ -925,11 +1005,19 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
     return mapping
 
 
-def _splits(cand, ref, mapping, used):
+def _list_of(name):
+    """The list a tensor's name places it in (`Wx.4` -> `Wx`: an nn.ParameterList's fifth), else the name itself."""
+    head, _, tail = name.rpartition(".")
+    return head if head and tail.isdigit() else name
+
+
+def _splits(cand, ref, mapping, used, same_list=False):
     """Problem tensors that are untied candidate tensors laid end to end along one dim, each maybe stored transposed
     (a packed q/k/v projection written as three, a Linear over [x, h] as an input and a recurrent matrix): taken in
-    the candidate's source order, the first that fit, until they cover the dim exactly (at least two). The ties
-    (`split:<dim>:<offset>`, `split_t:...` for a transposed piece) are appended to `mapping`, and returned."""
+    the candidate's order, the first that fit, until they cover the dim exactly (at least two). `same_list`: the
+    pieces after the first come from its list (_list_of: a gate's input maps in one ParameterList, its recurrent
+    maps in another, of the same shapes). The ties (`split:<dim>:<offset>`, `split_t:...` for a transposed piece)
+    are appended to `mapping`, and returned."""
     made = []
     for rn, rt in ref:
         if rn in used or rt.dim() == 0:
@@ -940,6 +1028,8 @@ def _splits(cand, ref, mapping, used):
             pieces, off = [], 0
             for cn, ct in cand:
                 if cn in tied or ct.dtype != rt.dtype or ct.dim() != rt.dim() or off >= rt.shape[d]:
+                    continue
+                if same_list and pieces and _list_of(cn) != _list_of(pieces[0][0]):
                     continue
                 if tuple(ct.shape[:d]) + tuple(ct.shape[d + 1:]) == rest and off + ct.shape[d] <= rt.shape[d]:
                     pieces.append([cn, rn, f"split:{d}:{off}"])
@@ -1189,8 +1279,18 @@ SAME_PARAMS = 2  # a match-only pair whose problem was rebuilt at the candidate'
 # resized pairs): a copy at other sizes has the problem's parameter count (or with its floating buffers), else no match
 
 
+_SIZES = weakref.WeakKeyDictionary()  # a problem's model on meta -> _sizes (read by each of its pairs' screens)
+
+
 def _sizes(model):
-    return sum(p.numel() for p in model.parameters()), _float_buffers(model)
+    got = _SIZES.get(model)
+    if got is None:
+        got = sum(p.numel() for p in model.parameters()), _float_buffers(model)
+        try:
+            _SIZES[model] = got
+        except TypeError:  # not weakly referable
+            pass
+    return got
 
 
 def _same_sizes(ref, params, buffers, model):
@@ -1296,7 +1396,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         out["max_abs_diff"], out["ref_scale"] = _differ(ro, co)
         atol, rtol = PAYLOAD.get("tolerance") or (1e-4, 1e-4)
         if out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:  # the parent's rule (tolerance_ok)
-            co = _retie(cand, ct, rt, mapping, c_in, ro, co, out)
+            co = _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out)
         if out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:
             co = _scaled_tie((gr, rt), (gc, cand, ct), mapping, c_in, ro, co, out, float(atol), float(rtol),
                              4 * max_numel)
@@ -1503,18 +1603,77 @@ def _other_ties(mapping, ct, rt):
     return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)]
 
 
-def _retie(cand, ct, rt, mapping, c_in, ro, co, out):
+def _flipped(mapping, ct):
+    """The mapping with every square slice's tie read the other way (split <-> split_t), or None without one."""
+    shapes = {n: tuple(t.shape) for n, t in ct}
+    out, flips = [], 0
+    for m in mapping:
+        sh = shapes.get(m[0], ())
+        if m[2].startswith("split") and len(sh) == 2 and sh[0] == sh[1]:
+            kind, rest = m[2].split(":", 1)
+            out.append([m[0], m[1], ("split" if kind == "split_t" else "split_t") + ":" + rest])
+            flips += 1
+        else:
+            out.append(list(m))
+    return out if flips >= 2 else None
+
+
+class _Reads(TorchDispatchMode):
+    """The watched tensors (id -> name) in the order the ops reach them as arguments (lists of tensors included)."""
+
+    def __init__(self, watched):
+        super().__init__()
+        self.watched, self.order = watched, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        for a in list(args) + list((kwargs or {}).values()):
+            for t in a if isinstance(a, (list, tuple)) else (a,):
+                name = self.watched.pop(id(t), None) if isinstance(t, torch.Tensor) else None
+                if name is not None:
+                    self.order.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _use_order(model, ins, named):
+    """`named` ((name, tensor) ...) in the order the forward on `ins` first reads them (those it never reads after,
+    in their order); None where the forward fails."""
+    rec = _Reads({id(t): n for n, t in named})
+    try:
+        with torch.no_grad(), rec:
+            _call(model, ins)
+    except Exception:
+        return None
+    pos = {n: k for k, n in enumerate(rec.order)}
+    return sorted(named, key=lambda nt: pos.get(nt[0], len(pos)))
+
+
+def _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out):
     """The candidate run again under each of _other_ties; the tie whose outputs come nearest the problem's is kept
     (mapping and report updated). Only the candidate runs again: the problem's outputs are the same. A tie can only
     make a candidate equal to the problem if it computes the problem's function with its tensors relabelled."""
     cd, rd = dict(ct), dict(rt)
     best = None
     alts = [{**{m[0]: m for m in mapping}, **{m[0]: m for m in alt}} for alt in _other_ties(mapping, ct, rt)]
-    # slices tied before the same shapes could take their tensors (q, k, v and the output projection, all C x C)
-    first = _match(ct, rt, SPLIT_FIRST, write=False)
-    if any(m[2].startswith("split") for m in first) and sorted(first) != sorted(mapping):
+    # slices tied before the same shapes could take their tensors (q, k, v and the output projection, all C x C);
+    # and with both sides' tensors in the order their forwards read them, each slice's pieces from one list (a
+    # GRU's per-gate maps in ParameterLists: every layer's input maps listed before the recurrent ones, which have
+    # the same shapes past the first layer)
+    bases = [_match(ct, rt, SPLIT_FIRST, write=False)]
+    cu, ru = _use_order(cand, c_in, ct), _use_order(ref, c_in, rt)
+    if cu is not None and ru is not None and (cu != ct or ru != rt):
+        bases.append(_match(cu, ru, LISTS_FIRST, write=False))
+    seen = [sorted(mapping)]
+    for first in bases:
+        if not any(m[2].startswith("split") for m in first) or sorted(first) in seen:
+            continue
+        seen.append(sorted(first))
         base = {m[0]: m for m in first}
         alts += [base] + [{**base, **{m[0]: m for m in alt}} for alt in _other_ties(first, ct, rt)]
+    for first in [mapping] + bases:  # every square slice read the other way at once (weights stored (in, out))
+        flipped = _flipped(first, ct)
+        if flipped is not None and sorted(flipped) not in seen:
+            seen.append(sorted(flipped))
+            alts.append({m[0]: m for m in flipped})
     # tensors only those ties take: their own values back where the kept tie leaves them untied
     untied = {cn: cd[cn].clone() for cn in {n for alt in alts for n in alt} - {m[0] for m in mapping}}
     for tied in alts:
@@ -1749,8 +1908,9 @@ def _screen(ref_code, sig, ins, max_numel, match_only):
     if not match_only:
         return None
     name, ref = next((n, shapes) for (n, _), ((e, shapes), _) in zip(variants, runs) if e is None)
-    sliced = sig.get("sliced") if isinstance(sig.get("sliced"), list) and len(sig["sliced"]) == 2 else [None, None]
-    cand = _shapes_of({"all": sliced[0], "first": sliced[1], "none": sig.get("outputs")}.get(name))
+    sliced = sig.get("sliced") if isinstance(sig.get("sliced"), list) and len(sig["sliced"]) == 3 else [None] * 3
+    cut = sliced[2] if sig.get("sliced_at") == max_numel else None  # cut to fit this budget, not another
+    cand = _shapes_of({"all": sliced[0], "first": sliced[1], "none": sig.get("outputs"), "cut": cut}.get(name))
     if cand is None or ref is None:
         return None
     if ref != cand:
@@ -1870,34 +2030,39 @@ def _canon_screen(ref_code, canon):
 
 def _pieces_of(scales, model, steps=20000):
     """Whether the candidate's weights (element counts from its trace's `scales`) are the problem model's cut in
-    pieces: grouped, each group sums to one of the problem's weights, and at least one group holds two or more (a
-    bounded search: `steps` placements)."""
+    pieces: grouped, each group sums to one of the problem's weights (others left whole: a layer the problem builds
+    and never uses, KernelBench's LSTMs' `fc`), and at least one group holds two or more (a bounded search: `steps`
+    placements)."""
     if scales is None or model is None:
         return False
     parts = sorted((x[0] for x in scales), reverse=True)
     wholes = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
-    if sum(parts) != sum(wholes) or parts == wholes or len(parts) <= len(wholes):
+    if not parts or sum(parts) > sum(wholes) or parts == wholes:
         return False
-    left, budget = list(wholes), [steps]
+    left, count, budget = list(wholes), [0] * len(wholes), [steps]
 
-    def place(i):
+    def place(i, first):
         if i == len(parts):
-            return all(x == 0 for x in left)
+            return all(c == 0 or x == 0 for x, c in zip(left, count)) and any(c >= 2 for c in count)
         seen = set()
-        for j, room in enumerate(left):
-            if room >= parts[i] and room not in seen:
-                seen.add(room)
+        for j in range(first, len(left)):
+            room, key = left[j], (left[j], count[j] > 0)
+            if room >= parts[i] and key not in seen:
+                seen.add(key)
                 budget[0] -= 1
                 if budget[0] < 0:
                     return False
                 left[j] -= parts[i]
-                ok = place(i + 1)
+                count[j] += 1
+                # equal parts go to the same whole or a later one (their order among themselves is no choice)
+                ok = place(i + 1, j if i + 1 < len(parts) and parts[i + 1] == parts[i] else 0)
                 left[j] += parts[i]
+                count[j] -= 1
                 if ok:
                     return True
         return False
 
-    return place(0)
+    return place(0, 0)
 
 
 def _natural_of(ref_code):

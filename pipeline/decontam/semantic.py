@@ -30,8 +30,10 @@ from pipeline.decontam.settings import DecontamSettings
 # tried again on signed ones: jailed._signed_check; 9: a flattened weight also tied as its transpose; 10: a match-only
 # pair's costly first run on its inputs cut first: jailed._cheap_first; 11: a tensor tied by an order of its dims;
 # 12: a problem rebuilt at the candidate's constructor arguments needs its parameter count: jailed.SAME_PARAMS; a
-# match is tried again with every tensor shifted: jailed._shifted_check)
-CONFIRM_VERSION = "13"
+# match is tried again with every tensor shifted: jailed._shifted_check; 13: constants folded into weights, tensors
+# packed in one, float64 near misses; 14: ties also in the order the forwards read the tensors, a slice's pieces
+# from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs)
+CONFIRM_VERSION = "14"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -75,9 +77,14 @@ class SemView:
     def ranks_key(self) -> str:
         """Sizes aside, what a functional match needs: the inputs' and outputs' ranks and dtypes (scalars as such) and
         the element counts of its parameters and buffers (a match ties them by role and shape, so a rewrite that
-        resized them cannot match). "" without the trace's signature or outputs."""
+        resized them cannot match). "" without the trace's signature or outputs. A truncated trace (a forward too
+        long to trace whole: an RNN over 512 steps) has its outputs' ranks and dtypes from shorter forwards
+        (jailed._shape_probe)."""
         sig, g = self.sig, self.summary
-        if not (isinstance(sig, dict) and g is not None and isinstance(sig.get("outputs"), list) and sig["outputs"]):
+        if not (isinstance(sig, dict) and g is not None):
+            return ""
+        outs = sig.get("outputs") or (sig.get("shape_probe") if self.truncated else None)
+        if not (isinstance(outs, list) and outs):
             return ""
 
         def ranks(items: list) -> list:
@@ -87,7 +94,7 @@ class SemView:
             ]
 
         sizes = sorted(int(np.prod(p, dtype=np.int64)) for p in g.params)
-        return json.dumps([ranks(sig.get("inputs") or []), ranks(sig["outputs"]), sizes])
+        return json.dumps([ranks(sig.get("inputs") or []), ranks(outs), sizes])
 
     @property
     def init(self) -> list | None:
@@ -669,8 +676,12 @@ def _resized(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: 
 
 def _outputs_key(view: SemView, rowless: bool = False) -> str:
     """The output shapes and dtypes the trace reported ("" where it reported none); `rowless`: each first dim left
-    out."""
+    out, and for a truncated view (no outputs: a forward too long to trace whole) those of its forward on the
+    inputs' first rows (`sliced`: an RNN's sequence cut to 2 steps gives its outputs but for their first dims)."""
     outs = view.sig.get("outputs") if isinstance(view.sig, dict) else None
+    if outs is None and rowless and view.truncated and isinstance(view.sig, dict):
+        sliced = view.sig.get("sliced")
+        outs = next((o for o in sliced[:2] if o), None) if isinstance(sliced, list) else None
     if not (isinstance(outs, list) and outs):
         return ""
     if rowless:
