@@ -848,6 +848,38 @@ def get_init_inputs():
     return [6, 20, 5, (20, 1, 1)]
 """
 
+# The same at other sizes with its filter stored (k, k, out, in), a layout none of the canonical probe's four lays
+# the problem's (out, in, k, k) out as: only the probe with every weight at one value agrees (jailed._const_fill).
+CONV_TAPS_KKOC = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, k, offset_shape):
+        super().__init__()
+        self.k = k
+        self.taps = nn.Parameter(torch.randn(k, k, cout, cin) * 0.1)
+        self.shift = nn.Parameter(torch.zeros(cout))
+        self.offset = nn.Parameter(torch.randn(offset_shape))
+
+    def forward(self, x):
+        n, _, h, w = x.shape
+        cols = F.unfold(x, self.k)
+        flat = self.taps.permute(2, 3, 0, 1).reshape(self.taps.shape[2], -1)
+        y = torch.einsum("ok,nkl->nol", flat, cols) + self.shift[:, None]
+        return torch.clamp_min(y.view(n, -1, h - self.k + 1, w - self.k + 1), 0) + self.offset
+
+
+def get_inputs():
+    return [torch.rand(8, 6, 40, 40)]
+
+
+def get_init_inputs():
+    return [6, 20, 5, (20, 1, 1)]
+"""
+
 # An MLP with another number of layers, other widths and its layers written as addmm on stored transposes
 # (level3/1_MLP: input 16384, layers [16384, 16384], output 8192: 671M weights, too large to build as it is).
 MLP_RESIZED = """
@@ -1031,7 +1063,9 @@ def test_a_rebuilt_problem_is_screened_by_its_canonical_probe_and_tied_by_layout
     by element count and position; the problem's in four layouts): a convolution + sigmoid + bias at other sizes
     (the same constructor arguments as level2/1_Conv2D_ReLU_BiasAdd, another activation) ends there,
     `probe_differs`, without a run; a depthwise filter stored (k, k, C) agrees in a layout of the problem's
-    (C, 1, k, k) filter (first dim last), runs, and matches under that layout with random weights (`layout:...`)."""
+    (C, 1, k, k) filter (first dim last), runs, and matches under that layout with random weights (`layout:...`); a
+    filter stored (k, k, out, in) agrees only with every weight at one value (the constant probe), runs, and matches
+    with the filter tied by an order of its dims."""
     from pipeline.decontam.stage import decontaminate
 
     by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
@@ -1040,7 +1074,8 @@ def test_a_rebuilt_problem_is_screened_by_its_canonical_probe_and_tied_by_layout
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     sigmoid = CONV_RELU_BIAS_RESIZED.replace("torch.where(y > 0, y, torch.zeros_like(y))", "torch.sigmoid(y)")
     assert sigmoid != CONV_RELU_BIAS_RESIZED
-    rows = decontaminate([("sigmoid", sigmoid), ("depthwise", DEPTHWISE_TAPS_KKC)], ref, settings).to_pylist()
+    cands = [("sigmoid", sigmoid), ("depthwise", DEPTHWISE_TAPS_KKC), ("taps", CONV_TAPS_KKOC)]
+    rows = decontaminate(cands, ref, settings).to_pylist()
     assert not rows[0]["contaminated"], rows[0]
     tried = json.loads(rows[0]["evidence"])["tried"]
     assert any(t.get("rebuilt_at") and t["status"] == "probe_differs" for t in tried), tried
@@ -1049,6 +1084,12 @@ def test_a_rebuilt_problem_is_screened_by_its_canonical_probe_and_tied_by_layout
     assert ev["ref"] == ids[1] and ev["rebuilt_at"] == "[10, 5, 2, 1]" and ev["mapping"][0][2].startswith("layout:"), (
         ev
     )
+    # a filter stored (k, k, out, in): the four layouts differ, every weight at one value agrees, and the run ties it
+    # by an order of its dims
+    assert rows[2]["contaminated"] and rows[2]["reason"] == "functional_match", rows[2]
+    ev = json.loads(rows[2]["evidence"])
+    assert ev["ref"] == ids[0] and ev["rebuilt_at"] == "[6, 20, 5, (20, 1, 1)]", ev
+    assert dict((m[0], m[2]) for m in ev["mapping"])["taps"] == "permute:2,3,0,1", ev["mapping"]
 
 
 # A Linear + softmax at the sizes of level2/99_Matmul_GELU_Softmax (which has a GELU between them): with the
@@ -1089,7 +1130,15 @@ def test_a_match_only_where_the_drawn_weights_saturate_is_no_match(kernelbench_p
         "torch.softmax(self.proj(x), dim=1)",
         "torch.softmax((lambda z: 0.5 * z * (1 + torch.erf(z / 2 ** 0.5)))(self.proj(x)), dim=1)",
     )
-    rows = decontaminate([("softmax", LINEAR_SOFTMAX_AT_99), ("gelu", gelu)], ref, settings).to_pylist()
+    # at other sizes (rebuilt pairs) with SiLU then ReLU for the GELU: with every weight at one value both softmaxes
+    # are uniform, so the constant probe says nothing there (and Linear layers get none); the layouts tell them apart
+    silu = LINEAR_SOFTMAX_AT_99.replace(
+        "torch.softmax(self.proj(x), dim=1)", "torch.softmax(F.silu(self.proj(x)).relu(), dim=1)"
+    )
+    silu = silu.replace("import torch.nn as nn", "import torch.nn as nn\nimport torch.nn.functional as F")
+    silu = silu.replace("torch.rand(1024, 8192)", "torch.rand(256, 1024)").replace("[8192, 8192]", "[1024, 512]")
+    cands = [("softmax", LINEAR_SOFTMAX_AT_99), ("gelu", gelu), ("silu_relu", silu)]
+    rows = decontaminate(cands, ref, settings).to_pylist()
     assert rows[0]["reason"] != "functional_match", rows[0]
     tried = json.loads(rows[0]["evidence"])["tried"]
     assert any(
@@ -1098,6 +1147,10 @@ def test_a_match_only_where_the_drawn_weights_saturate_is_no_match(kernelbench_p
     assert rows[1]["contaminated"] and rows[1]["reason"] == "functional_match", rows[1]
     shifted = json.loads(rows[1]["evidence"])["shifted_params"]
     assert shifted["max_abs_diff"] <= settings.confirm_atol + settings.confirm_rtol * shifted["ref_scale"], shifted
+    assert not rows[2]["contaminated"], rows[2]  # its run would saturate alike: the screen must end it
+    tried = json.loads(rows[2]["evidence"])["tried"]
+    rebuilt = [t for t in tried if t["ref"] == "level2/99_Matmul_GELU_Softmax" and t.get("rebuilt_at")]
+    assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
 
 
 # level2/40_Matmul_Scaling_ResidualAdd (x W^T + b, times s, plus itself) at its own sizes, the factor 1 + s folded

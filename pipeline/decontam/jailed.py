@@ -18,11 +18,12 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
-# 11: `sliced` also on inputs cut to fit the confirmation (`sliced_at`), and a truncated trace's outputs from
-# shorter forwards (`sliced`, `shape_probe`); 10: the canonical probe also at the weights' own scales (`natural`,
-# `scales`), and graphfp takes the tensors an op is given as a list (cat, stack) as its operands; 9: `sig["init"]`,
-# the constructor's arguments as literals; 8: a forward that reads its data is traced on small real tensors; 7: `sig`,
-# the inputs' and outputs' shapes and dtypes (confirmations screened)
+# 11: `sliced` also on inputs cut to fit the confirmation (`sliced_at`), a truncated trace's outputs from
+# shorter forwards (`sliced`, `shape_probe`), and the canonical probe with every weight at one value (`constant`);
+# 10: the canonical probe also at the weights' own scales (`natural`, `scales`), and graphfp takes the tensors an op
+# is given as a list (cat, stack) as its operands; 9: `sig["init"]`, the constructor's arguments as literals; 8: a
+# forward that reads its data is traced on small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes
+# (confirmations screened)
 TRACER_VERSION = "11"
 
 
@@ -510,6 +511,14 @@ def _canon_sequence(size, chunk=1 << 18):
 
 
 NATURAL_KEEP = 2  # outputs of the natural probe kept in a trace (its size is bounded: semantic._MAX_SIG)
+CANON_CONST = 1 / 64  # the constant probe: every weight at this one value, so that any layout or cut of one agrees
+
+
+def _const_fill(model):
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel():
+                p.fill_(CANON_CONST)
 
 
 def _canon_fill(model, variant, scales=None):
@@ -777,6 +786,14 @@ def _canon_probe(g, sig):
         if type(e).__name__ == "_TraceTimeout":
             raise
         return None
+    try:  # and with every weight at one value (the same outputs whatever the layout or cut of each weight)
+        _const_fill(model)
+        got = _canon_outputs(model, probe["inputs"])
+        if got is not None and got[0] == probe["shapes"]:
+            probe["constant"] = got[1][:NATURAL_KEEP]
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
     try:  # and with each weight at the scale its constructor makes it (a constant folded into it shows)
         scales = _natural_scales(g)
         _canon_fill(model, "flat", scales)
@@ -1233,17 +1250,38 @@ def _dry_run(model, ins):
     return None, [list(t.shape) for t in outs]
 
 
-def _meta_shapes(ref, cand, ins):
+def _meta_shapes(ref, cand, ins, ref_code=None):
     """Both models' output shapes on meta tensors of these inputs, or None where either does not run on meta (the
     real run decides). Honest code has the same shapes on meta as for real; a task that makes them differ only
-    turns its own pair into a mismatch, as its trace can."""
+    turns its own pair into a mismatch, as its trace can. `ref_code`: the problem's shapes from the screen's dry run
+    where it made one (_ref_dry)."""
     if DRY["off"]:
         return None
+    ro = _ref_dry(ref_code, None, ins, replay_only=True)[1] if ref_code is not None else None
     try:
-        ro, co = _dry(ref, ins), _dry(cand, ins)
+        ro = ro if ro is not None else [list(t.shape) for t in _dry(ref, ins)]
+        co = _dry(cand, ins)
     except Exception:
         return None
-    return [list(t.shape) for t in ro], [list(t.shape) for t in co]
+    return ro, [list(t.shape) for t in co]
+
+
+def _ref_dry(ref_code, model, ins, replay_only=False):
+    """_dry_run of the problem's meta model on `ins`, replayed from the screen's (_on_variant: kept in the worker,
+    inherited by its forked child) where it made one: the same run of the same code on the same shapes and dtypes,
+    with the same latch (a run past the budget turns the dry runs after it off). Else run here (`replay_only`: not
+    run, (None, None))."""
+    if DRY["off"]:
+        return None, None
+    got = _ON_VARIANT.get((ref_code, json.dumps([_sig(t) for t in ins])))
+    if got is None:
+        return (None, None) if replay_only else _dry_run(model, ins)
+    ans, over = got
+    if over:
+        if not replay_only:
+            DRY["off"] = True
+        return None, None
+    return ans
 
 
 CHEAP_NUMEL = 1 << 21  # elements in and out of a match-only pair's first real run
@@ -1337,13 +1375,14 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     torch.manual_seed(1)
     with torch.device("meta"):
         c_meta = list(gc["get_inputs"]())  # the shapes every variant below is made from
-    shown = [_accepts(ref_meta, ins) for ins in _variants(gc, max_numel, meta_only=True, meta=c_meta)]
+    # (the problem's dry runs as the worker's screen made them, where it did: _ref_dry)
+    shown = [_ref_dry(ref_code, ref_meta, ins)[0] for ins in _variants(gc, max_numel, meta_only=True, meta=c_meta)]
     if shown and all(e is not None for e in shown):
         raise shown[-1]
     drawn = _numel(c_meta) > max_numel  # the variants' inputs drawn uniform, not get_inputs()'s own (_variants)
     variants, err = [], None
     for name, c_in in _variants(gc, max_numel, named=True, meta=c_meta):
-        e = _accepts(ref_meta, c_in)
+        e = _ref_dry(ref_code, ref_meta, c_in)[0]
         if e is None:
             variants.append((name, c_in))
         else:
@@ -1352,7 +1391,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         if err is not None:
             raise err
         return {"ok": False, "reason": "inputs_too_large"}
-    shapes = _meta_shapes(ref_meta, cand_meta, variants[0][1]) if match_only else None
+    shapes = _meta_shapes(ref_meta, cand_meta, variants[0][1], ref_code) if match_only else None
     if shapes is not None and shapes[0] != shapes[1]:
         # The outputs' shapes differ on the inputs the run would take: the run would raise (meta kernels skip some
         # checks: a transposed convolution's channels) or give outputs of these shapes; no match either way. Asked
@@ -1930,10 +1969,10 @@ def _canon_ok(canon):
                     isinstance(canon["scales"], list) and len(canon["scales"]) <= 64
                     and all(isinstance(x, list) and len(x) == 2 and type(x[0]) is int and type(x[1]) is float
                             for x in canon["scales"])))
-                and (canon.get("natural") is None or (
-                    isinstance(canon["natural"], list) and len(canon["natural"]) <= len(canon["values"])
+                and all(canon.get(f) is None or (
+                    isinstance(canon[f], list) and len(canon[f]) <= len(canon["values"])
                     and all(isinstance(vs, list) and len(vs) == len(w) and all(type(v) is float for v in vs)
-                            for vs, w in zip(canon["natural"], canon["values"])))))
+                            for vs, w in zip(canon[f], canon["values"]))) for f in ("natural", "constant")))
     except Exception:
         return False
 
@@ -1961,7 +2000,10 @@ def _canon_of(ref_code, shapes, variant, natural=False):
                 if model is None or (natural and scales is None):
                     _CANON[key] = None
                     return None
-                _canon_fill(model, variant, scales)
+                if variant == "const":
+                    _const_fill(model)
+                else:
+                    _canon_fill(model, variant, scales)
                 _CANON[key] = _canon_outputs(model, shapes)
         except BaseException:  # a timeout, or the problem that will not build here: the child decides
             _CANON[key] = None
@@ -1999,9 +2041,10 @@ def _layouts(ref_code):
 
 def _canon_screen(ref_code, canon):
     """A rebuilt problem's pair against the candidate's canonical probe: its report (`probe_differs`) where the
-    problem's canonical outputs differ from the candidate's in every layout tried (CANON_VARIANTS); {} where they
-    agree in one (the child runs the pair); None where either has no answer (no probe, a forward that fails or is
-    not finite: the dry runs on meta decide what they can, as for any pair)."""
+    problem's canonical outputs differ from the candidate's in every layout tried (CANON_VARIANTS), at the weights'
+    own scales where they differ, and with every weight at one value (`constant`); {} where they agree in one (the
+    child runs the pair); None where either has no answer (no probe, a forward that fails or is not finite: the dry
+    runs on meta decide what they can, as for any pair)."""
     if not _canon_ok(canon):
         return None
     tried = []
@@ -2021,11 +2064,37 @@ def _canon_screen(ref_code, canon):
         got = _canon_of(ref_code, canon["inputs"], variant, natural=True)
         if got is not None and _canon_close(got, canon, "natural"):
             return {}
+    # every weight at one value: a layout none of the above ties (a filter stored tap-major, a 1x1 convolution as
+    # an einsum over (in, out)) or a cut agrees there; the child decides
+    constant = canon.get("constant") is not None and _filters(ref_code) and _informative(canon["constant"])
+    if constant:
+        got = _canon_of(ref_code, canon["inputs"], "const")
+        if got is not None and _canon_close(got, canon, "constant"):
+            return {}
     # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
     # count cannot tie them, so the child decides (_splits)
     if _pieces_of(canon.get("scales"), _CANON_MODEL.get(ref_code)):
         return {}
-    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural}
+    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
+            "constant": constant}
+
+
+def _filters(ref_code):
+    """Whether the problem has a weight of 3 dims or more (a filter: the layouts above cover some of its orders, and
+    the constant probe the rest). Linear layers alone get no constant probe: every output feature is the same sum
+    there, and a softmax or a norm after it makes any two activations agree."""
+    model = _CANON_MODEL.get(ref_code)
+    return model is not None and any(p.dim() >= 3 for p in model.parameters() if p.is_floating_point())
+
+
+def _informative(values):
+    """Whether a constant probe's outputs say anything: some output's sampled values (its sum last) apart by more
+    than the probe's tolerance (a pooled or normalized output of equal channels is one value everywhere)."""
+    for vs in values:
+        vs = vs[:-1]
+        if vs and max(vs) - min(vs) > PROBE_TOL * (1.0 + max(abs(v) for v in vs)):
+            return True
+    return False
 
 
 def _pieces_of(scales, model, steps=20000):

@@ -32,8 +32,9 @@ from pipeline.decontam.settings import DecontamSettings
 # 12: a problem rebuilt at the candidate's constructor arguments needs its parameter count: jailed.SAME_PARAMS; a
 # match is tried again with every tensor shifted: jailed._shifted_check; 13: constants folded into weights, tensors
 # packed in one, float64 near misses; 14: ties also in the order the forwards read the tensors, a slice's pieces
-# from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs)
-CONFIRM_VERSION = "14"
+# from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs; 15: the
+# screen's constant probe: jailed._const_fill)
+CONFIRM_VERSION = "15"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
