@@ -963,6 +963,33 @@ def get_init_inputs():
 """
 
 
+# The same gate with its constants kept as buffers: no weights, but constants the trace's model (on meta) holds
+# without values; it is probed on a real build (jailed._constants_probe). With another cubic coefficient: another
+# function, whose probe is not the problem's.
+GELU_CONSTANTS_IN_BUFFERS = """
+import math
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k", torch.tensor([2.0 * math.sqrt(2.0 / math.pi), 0.044715]))
+
+    def forward(self, v):
+        return v * torch.sigmoid(self.k[0] * (v + self.k[1] * v**3))
+
+
+def get_inputs():
+    return [torch.rand(200, 900)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
 def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kernelbench_path, tmp_path):
     """A rewrite that also changed the constructor's arguments (channels, kernel size, layer count and widths, a
     pool's window, stride, padding and dilation) shares neither shapes nor parameter sizes with its problem, and
@@ -970,7 +997,8 @@ def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kern
     places, as KernelBench's get_init_inputs passes them) has its parameter count and runs beside it: functional
     matches, the arguments used named in the evidence. A max pool's window written as a mean, at the same arguments,
     is another function: clean. A weightless activation written through another formula at other sizes is found by
-    its outputs on the probe's small inputs (jailed._probe). Without rebuilt_max and probe_max they all pass (and
+    its outputs on the probe's small inputs (jailed._probe), also with its constants kept as buffers (probed on a
+    real build), and not with another constant. Without rebuilt_max and probe_max they all pass (and
     same_ranks_max: this small reference leaves one weightless problem of rank 2 for it to reach)."""
     from pipeline.decontam.stage import decontaminate
 
@@ -992,23 +1020,27 @@ def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kern
         ("mlp", MLP_RESIZED),
         ("maxpool", MAXPOOL_RESIZED.replace("REDUCE", "cols.amax(dim=2)")),
         ("gelu", GELU_AS_SIGMOID_GATE),
+        ("gelu_buffers", GELU_CONSTANTS_IN_BUFFERS),
         (
             "meanpool",
             MAXPOOL_RESIZED.replace("REDUCE", "cols.mean(dim=2)").replace('value=float("-inf")', "value=0.0"),
         ),
+        ("gelu_buffers_other", GELU_CONSTANTS_IN_BUFFERS.replace("0.044715", "0.06")),
     ]
     table = decontaminate(cands, ref, settings)
     rows = table.to_pylist()
-    want = {"conv": ids[0], "mlp": ids[1], "maxpool": ids[2], "gelu": ids[3]}
-    for r in rows[:4]:
+    want = {"conv": ids[0], "mlp": ids[1], "maxpool": ids[2], "gelu": ids[3], "gelu_buffers": ids[3]}
+    for r in rows[:5]:
         assert r["contaminated"] and r["reason"] == "functional_match", r
         assert json.loads(r["evidence"])["ref"] == want[r["task_id"]], r
     assert json.loads(rows[0]["evidence"])["rebuilt_at"] == "[6, 20, 5, (20, 1, 1)]"
     assert json.loads(rows[1]["evidence"])["rebuilt_at"] == "[96, [80, 64, 48], 10]"
     assert json.loads(rows[3]["evidence"])["rebuilt_at"] is None  # the problem as it is, found by the probe
+    assert json.loads(rows[4]["evidence"])["rebuilt_at"] is None  # so with its constants as buffers
+    assert not rows[6]["contaminated"], rows[6]  # another cubic coefficient: another function
     # a mean over the window (zeros padded): another function at the same arguments
-    assert not rows[4]["contaminated"] and rows[4]["reason"] == "", rows[4]
-    tried = json.loads(rows[4]["evidence"])["tried"]
+    assert not rows[5]["contaminated"] and rows[5]["reason"] == "", rows[5]
+    tried = json.loads(rows[5]["evidence"])["tried"]
     # ended in the worker: its canonical outputs differ from the max pool's in every layout (no run)
     assert any(t.get("rebuilt_at") == "[3, 2, 1, 2]" and t["status"] == "probe_differs" for t in tried), tried
     # the auditor sees the arguments the problem was built at
@@ -1017,7 +1049,7 @@ def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kern
     html = write_report(table, cands, ref, settings, tmp_path / "report", reference_source="test").read_text()
     assert "class='rebuilt'" in html and "[6, 20, 5, (20, 1, 1)]" in html
     off = settings.model_copy(update={"rebuilt_max": 0, "probe_max": 0, "same_ranks_max": 0})
-    rows = decontaminate(cands[:4], ref, off).to_pylist()
+    rows = decontaminate(cands[:5], ref, off).to_pylist()
     assert not any(r["contaminated"] for r in rows), rows
 
 

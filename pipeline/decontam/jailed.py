@@ -19,11 +19,11 @@ from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
 # 11: `sliced` also on inputs cut to fit the confirmation (`sliced_at`), a truncated trace's outputs from
-# shorter forwards (`sliced`, `shape_probe`), and the canonical probe with every weight at one value (`constant`);
-# 10: the canonical probe also at the weights' own scales (`natural`, `scales`), and graphfp takes the tensors an op
-# is given as a list (cat, stack) as its operands; 9: `sig["init"]`, the constructor's arguments as literals; 8: a
-# forward that reads its data is traced on small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes
-# (confirmations screened)
+# shorter forwards (`sliced`, `shape_probe`), the canonical probe with every weight at one value (`constant`), and
+# the probe of a model that keeps a few constants (_constants_probe); 10: the canonical probe also at the weights'
+# own scales (`natural`, `scales`), and graphfp takes the tensors an op is given as a list (cat, stack) as its
+# operands; 9: `sig["init"]`, the constructor's arguments as literals; 8: a forward that reads its data is traced on
+# small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes (confirmations screened)
 TRACER_VERSION = "11"
 
 
@@ -433,7 +433,36 @@ def trace(code):
     if rec.get("ok") and isinstance(rec.get("sig"), dict):
         rec["sig"]["init"] = _init_literal(g)
         rec["sig"]["canon"] = _canon_probe(g, rec["sig"])
+        if rec["sig"].get("probe") is None:
+            rec["sig"]["probe"] = _constants_probe(g, rec["sig"])
     return rec
+
+
+PROBE_CONSTANTS = 64  # floats a model may keep (parameters and buffers) and still be probed, built for real
+
+
+def _constants_probe(g, sig):
+    """_probe for a model that keeps a few constants (SELU's alpha and scale as buffers, a learnable gain of one
+    element): built for real as its constructor makes it (the trace's model is on meta, its constants without
+    values); None past PROBE_CONSTANTS floats or without any."""
+    n = sig.get("params"), sig.get("buffers")
+    if not all(type(x) is int for x in n) or not 0 < sum(n) <= PROBE_CONSTANTS:
+        return None
+    ins = sig.get("inputs") or []
+    if not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], list) and x[1] in _CANON_DTYPES for x in ins):
+        return None
+    try:
+        init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
+        torch.default_generator.manual_seed(0)
+        with torch.device("cpu"):
+            model = _new_model(g, init)
+        if sum(p.numel() for p in model.parameters()) + _float_buffers(model) > PROBE_CONSTANTS:
+            return None
+        return _probe(model, [torch.empty(s, dtype=getattr(torch, dt), device="meta") for s, dt in ins], True)
+    except Exception as e:
+        if type(e).__name__ == "_TraceTimeout":
+            raise
+        return None
 
 
 # The canonical probe: a model with its weights set to canonical values (by each tensor's element count and
@@ -892,14 +921,15 @@ PROBE_SHAPES = {1: (96,), 2: (4, 96), 3: (3, 8, 40), 4: (2, 4, 12, 12), 5: (2, 3
 PROBE_VALUES = 48
 
 
-def _probe(model, inputs):
+def _probe(model, inputs, constants=False):
     """A model without weights (an activation, a reduction, a pool, a loss) on fixed small inputs of its inputs'
     ranks and dtypes: its outputs' shapes and PROBE_VALUES of their values at fixed positions, and their sum. Two
     such tasks computing one function give the same probe whatever their sizes and however written (the semantic
     view's shortlist reads it: semantic._probed). None where it has weights, an input that is no floating tensor
-    of rank 1-5, or the forward fails, runs past the dry runs' budget or gives no finite floating outputs."""
+    of rank 1-5, or the forward fails, runs past the dry runs' budget or gives no finite floating outputs.
+    `constants`: the model may keep a few (_constants_probe: built for real)."""
     try:
-        if any(True for _ in model.parameters()) or _float_buffers(model):
+        if not constants and (any(True for _ in model.parameters()) or _float_buffers(model)):
             return None
         if not inputs or not all(isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() in PROBE_SHAPES
                                  for t in inputs):
