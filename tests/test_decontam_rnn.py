@@ -144,6 +144,38 @@ def get_inputs():
 def get_init_inputs():
     return [12, 20, 2, 7, 0.0]
 """
+# level3/34_VanillaRNNHidden at its own constructor arguments on a shorter sequence and smaller batch, its input
+# Linear over [x, h] kept as an input and a recurrent matrix, stored (in, out), the read-out applied once to the
+# stacked states: neither its input shapes nor its parameter sizes are the problem's (same_init_max pairs them).
+RNN_SAME_ARGS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size, output_size):
+        super().__init__()
+        self.w_x = nn.Parameter(torch.randn(input_size, hidden_size) * 0.02)
+        self.w_h = nn.Parameter(torch.randn(hidden_size, hidden_size) * 0.02)
+        self.b = nn.Parameter(torch.zeros(hidden_size))
+        self.readout = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x, h):
+        drive = torch.tensordot(x, self.w_x, dims=1) + self.b
+        states = []
+        for t in range(x.shape[0]):
+            h = torch.tanh(drive[t] + h @ self.w_h)
+            states.append(h)
+        return self.readout(torch.stack(states))
+
+
+def get_inputs():
+    return [torch.rand(5, 3, 1024), torch.rand(3, 256)]
+
+
+def get_init_inputs():
+    return [1024, 256, 128]
+"""
 # Another function: the update gate keeps the candidate where the GRU keeps the state.
 SWAPPED = GRU_BY_HAND.replace("(1 - update) * cand + update * h", "update * cand + (1 - update) * h")
 
@@ -155,10 +187,13 @@ def decided(kernelbench_path, tmp_path_factory):
 
     assert SWAPPED != GRU_BY_HAND
     by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id[i] for i in ("level3/39_GRU", "level3/40_GRUHidden", "level3/37_LSTMCn", "level1/19_ReLU")]
+    ids = ("level3/39_GRU", "level3/40_GRUHidden", "level3/37_LSTMCn", "level3/34_VanillaRNNHidden", "level1/19_ReLU")
+    ref = [by_id[i] for i in ids]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("truncated")))
-    cands = [("by_hand", GRU_BY_HAND), ("swapped", SWAPPED), ("lstm_lists", LSTM_LISTS)]
+    cands = [("by_hand", GRU_BY_HAND), ("swapped", SWAPPED), ("lstm_lists", LSTM_LISTS), ("rnn_args", RNN_SAME_ARGS)]
     rows = decontaminate(cands, ref, settings).to_pylist()
+    off = settings.model_copy(update={"same_init_max": 0})
+    rows += decontaminate([("rnn_args_off", RNN_SAME_ARGS + "\n# off\n")], ref, off).to_pylist()
     views = semantic_views([r.code for r in ref[:2]], settings)  # from the cache the run filled
     return rows, views
 
@@ -205,3 +240,17 @@ def test_gate_weights_kept_in_lists_are_tied_in_the_order_the_forward_reads_them
     assert ev["ref"] == "level3/37_LSTMCn" and ev["rebuilt_at"] == "[12, 20, 2, 7, 0.0]", ev
     tied = {m[0]: m[1] for m in ev["mapping"]}
     assert tied["w_in.4"] == "lstm.weight_ih_l1" and tied["w_rec.0"] == "lstm.weight_hh_l0", ev["mapping"]
+
+
+def test_a_copy_at_its_problems_own_arguments_on_smaller_inputs_is_paired(decided):
+    """An RNN at level3/34's own constructor arguments, run on a shorter sequence and a smaller batch, with its
+    input Linear over [x, h] kept as two matrices stored (in, out): no input shape or parameter size of the
+    problem's; paired because its constructor arguments are the problem's very values (same_init_max), and a
+    functional_match (the two matrices tied as slices of the problem's `i2h`). Not paired with the rule off."""
+    rows, _ = decided
+    row = rows[3]
+    assert row["contaminated"] and row["reason"] == "functional_match", row
+    ev = json.loads(row["evidence"])
+    assert ev["ref"] == "level3/34_VanillaRNNHidden" and ev["rebuilt_at"] is None, ev
+    assert {m[0]: m[1] for m in ev["mapping"]}["w_h"] == "i2h.weight", ev["mapping"]
+    assert not rows[4]["contaminated"], rows[4]

@@ -348,7 +348,7 @@ def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     assert rows[0]["semantic_ref"] == "level1/21_Sigmoid" and rows[0]["semantic_score"] < settings.same_inputs_floor
     assert not rows[1]["contaminated"] and '"tried"' in rows[1]["evidence"], rows[1]
-    off = settings.model_copy(update={"same_shapes_max": 0, "same_ranks_max": 0, "probe_max": 0})
+    off = settings.model_copy(update={"same_shapes_max": 0, "same_ranks_max": 0, "probe_max": 0, "same_init_max": 0})
     rows = decontaminate([("para", para)], semantic_run["reference"], off).to_pylist()
     assert not rows[0]["contaminated"], rows[0]
 
@@ -777,7 +777,8 @@ def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_param
     (same_ranks_max): functional matches, the filter bank stored transposed tied as such, the large images run cut
     (jailed._cheap_first: a pair only a match can flag runs on smaller inputs first), a filter stored as (kh, kw,
     in, out) tied by an order of its dims. A window's mean of
-    squares is another function of the same ranks: clean. Without the rule (0) the rewrites pass."""
+    squares is another function of the same ranks: clean. Without the rule (0; and same_init_max: they keep their
+    problems' arguments) the rewrites pass."""
     from pipeline.decontam.stage import decontaminate
 
     by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
@@ -812,7 +813,7 @@ def test_a_rewrite_through_unfold_at_other_sizes_is_confirmed_by_ranks_and_param
     assert rows[4]["contaminated"] and rows[4]["reason"] == "functional_match", rows[4]
     ev = json.loads(rows[4]["evidence"])
     assert ev["ref"] == ids[3] and any(m[2].startswith("permute") for m in ev["mapping"]), ev
-    off = settings.model_copy(update={"same_ranks_max": 0, "probe_max": 0, "rebuilt_max": 0})
+    off = settings.model_copy(update={"same_ranks_max": 0, "probe_max": 0, "rebuilt_max": 0, "same_init_max": 0})
     rows = decontaminate(cands[:2], ref, off).to_pylist()
     assert not any(r["contaminated"] for r in rows), rows
 
@@ -998,7 +999,7 @@ def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kern
     matches, the arguments used named in the evidence. A max pool's window written as a mean, at the same arguments,
     is another function: clean. A weightless activation written through another formula at other sizes is found by
     its outputs on the probe's small inputs (jailed._probe), also with its constants kept as buffers (probed on a
-    real build), and not with another constant. Without rebuilt_max and probe_max they all pass (and
+    real build), and not with another constant. Without rebuilt_max, probe_max and same_init_max they all pass (and
     same_ranks_max: this small reference leaves one weightless problem of rank 2 for it to reach)."""
     from pipeline.decontam.stage import decontaminate
 
@@ -1048,7 +1049,7 @@ def test_a_copy_resized_through_its_constructor_matches_its_problem_rebuilt(kern
 
     html = write_report(table, cands, ref, settings, tmp_path / "report", reference_source="test").read_text()
     assert "class='rebuilt'" in html and "[6, 20, 5, (20, 1, 1)]" in html
-    off = settings.model_copy(update={"rebuilt_max": 0, "probe_max": 0, "same_ranks_max": 0})
+    off = settings.model_copy(update={"rebuilt_max": 0, "probe_max": 0, "same_ranks_max": 0, "same_init_max": 0})
     rows = decontaminate(cands[:5], ref, off).to_pylist()
     assert not any(r["contaminated"] for r in rows), rows
 

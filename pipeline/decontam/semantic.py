@@ -630,7 +630,9 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     then those with the same input shapes (a paraphrase keeps get_inputs) and some similarity (same_inputs_floor),
     nearest first, at most top_k + 2 so far; then every problem with the same input and output shapes and dtypes,
     whatever its similarity, nearest first, at most same_shapes_max (rewriting one op of a small graph, ReLU as
-    (x + |x|) / 2, leaves a Jaccard of 0.1-0.3: only running both can tell, and only such a pair can match)."""
+    (x + |x|) / 2, leaves a Jaccard of 0.1-0.3: only running both can tell, and only such a pair can match); then
+    those with its ranks and parameter sizes (same_ranks_max), weightless ones with its probe (probe_max), and those
+    built at its very constructor arguments (same_init_max)."""
     order = np.argsort(-sims, kind="stable")
     picked = [int(j) for j in order[: settings.semantic_top_k] if sims[j] >= settings.semantic_threshold]
     same = sorted(ref.by_inputs.get(view.input_key, []), key=lambda j: -sims[j])
@@ -660,6 +662,13 @@ def _shortlist(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     if settings.probe_max:
         probed = sorted((j for j in _probed(view, ref) if j not in picked), key=lambda j: -sims[j])
         picked += probed[: settings.probe_max]
+    # and problems built at its very constructor arguments, with its ranks (KernelBench's own values: a copy run on
+    # smaller inputs, its weights reorganized)
+    if settings.same_init_max and view.resize_key:
+        same = [
+            j for j in ref.by_resize.get(view.resize_key, []) if j not in picked and ref.views[j].init == view.init
+        ]
+        picked += sorted(same, key=lambda j: -sims[j])[: settings.same_init_max]
     return picked
 
 

@@ -95,6 +95,14 @@ class DecontamSettings(BaseModel):
         "channels, kernel size, stride, layer widths) matches the problem built at its sizes. Such a pair runs only "
         "where the rebuilt problem has the candidate's parameter count and output shapes (on meta).",
     )
+    same_init_max: int = Field(
+        3,
+        ge=0,
+        description="Problems whose constructor arguments are the candidate's very values (KernelBench's own: "
+        "[128, 256, 6, 10, 0.0]) and whose inputs and outputs have its ranks and dtypes are also confirmed as they "
+        "are, whatever their semantic Jaccard, nearest first, at most this many (0: off): a copy run on smaller "
+        "inputs with its weights reorganized shares neither input shapes nor parameter sizes with its problem.",
+    )
     structure_threshold: float = Field(
         0.999,
         description="semantic_structure: a candidate whose whole graph has at least this semantic Jaccard to a "
