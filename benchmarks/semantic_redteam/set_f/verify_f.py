@@ -15,28 +15,14 @@ The column `win` marks negatives whose float32 difference lies within 100x the c
 (1e-4 + 1e-4 * max|ref|), i.e. inside the float64 near-miss window.
 """
 
-import copy
-import json
 import os
 import sys
-import time
 
 import torch
-import torch.nn as nn
 
 sys.dont_write_bytecode = True  # never write caches next to the KernelBench sources
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from verify_common import KB, ROOT, cp, load, perturb  # noqa: E402
-
-PARA_TOL = 1e-4
-NEG_MIN = 1e-3
-
-
-
-def lin(dst, w, b=None):
-    cp(dst.weight, w)
-    if b is not None:
-        cp(dst.bias, b)
+from verify_common import cp, lin, verify  # noqa: E402
 
 
 # --------------------------------------------------------------------------- paraphrase ties
@@ -260,10 +246,6 @@ NOTES = {
 }
 
 
-def to64(xs):
-    return [x.double() if torch.is_tensor(x) and x.is_floating_point() else x for x in xs]
-
-
 def rebind_closures(S):
     """level3/44_MiniGPTBlock keeps its MLP as a lambda over the ModuleDict; deepcopy leaves that
     closure pointing at the original (float32) modules, so point it at the copy's."""
@@ -273,70 +255,5 @@ def rebind_closures(S):
     return S
 
 
-def run_pair(S, P, inputs, dtype64):
-    S, P = rebind_closures(copy.deepcopy(S)), copy.deepcopy(P)
-    ins = to64(inputs) if dtype64 else inputs
-    if dtype64:
-        S, P = S.double(), P.double()
-    with torch.no_grad():
-        out = P(*[x.clone() if torch.is_tensor(x) else x for x in ins])
-        ref = S(*[x.clone() if torch.is_tensor(x) else x for x in ins])
-    if out.shape != ref.shape:
-        return float("inf"), float("inf"), float("inf")
-    diff = (ref.double() - out.double()).abs().max().item()
-    mx = ref.abs().max().item()
-    return diff, diff / max(1.0, mx), mx
-
-
-def run_one(key, entry, idx):
-    fname = os.path.basename(key)
-    tag = fname[:3]
-    file_mod = load(os.path.join(ROOT, key), f"setf_file_{idx}")
-    src_mod = load(os.path.join(KB, entry["source"] + ".py"), f"setf_src_{idx}")
-    init = file_mod.get_init_inputs()
-    t0 = time.time()
-    torch.manual_seed(0)
-    P = file_mod.Model(*init)
-    torch.manual_seed(0)
-    S = src_mod.Model(*init)
-    perturb(S, torch.Generator().manual_seed(123))
-    torch.manual_seed(1)
-    inputs = file_mod.get_inputs()
-    ties = [TIES[tag]] if entry["kind"] == "para" else NEG_TIES[tag]
-    best = None
-    for tie in ties:
-        tie(S, P)
-        d64, r64, _ = run_pair(S, P, inputs, True)
-        d32, r32, mx = run_pair(S, P, inputs, False)
-        row = (d64, r64, d32, r32, mx, tie.__name__)
-        if best is None or r64 < best[1]:
-            best = row
-    d64, r64, d32, r32, mx, tname = best
-    win = d32 <= 100 * (1e-4 + 1e-4 * mx)
-    note = NOTES.get(tag, "")
-    if entry["kind"] == "neg":
-        note = (note + "; " if note else "") + f"closest tie {tname}"
-    return fname, d64, r64, r32, win, time.time() - t0, note
-
-
-def main():
-    manifest = {
-        k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith("set_f/")
-    }
-    rows, ok_all = [], True
-    for idx, (key, entry) in enumerate(manifest.items()):
-        fname, d64, r64, r32, win, tf, note = run_one(key, entry, idx)
-        ok = r64 <= PARA_TOL if entry["kind"] == "para" else r64 > NEG_MIN
-        ok_all &= ok
-        rows.append((entry["kind"], fname, entry["source"], d64, r64, r32, win, tf, "PASS" if ok else "FAIL", note))
-    print(f"{'kind':4} {'file':42} {'source':46} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'win':>3} {'t':>6}  result")
-    for kind, f, s, d, r, r32, win, tf, res, note in rows:
-        w = ("yes" if win else "no") if kind == "neg" else ""
-        print(f"{kind:4} {f:42} {s:46} {d:10.3e} {r:10.3e} {r32:10.3e} {w:>3} {tf:5.2f}s  {res}" + (f"  ({note})" if note else ""))
-    print(f"\nparaphrase tolerance: float64 rel <= {PARA_TOL:g}; negative threshold: float64 rel > {NEG_MIN:g} (min over tie variants)")
-    print("ALL PASS" if ok_all else "SOME FAILED")
-    return 0 if ok_all else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verify("set_f", TIES, NEG_TIES, NOTES, prepare=rebind_closures))
