@@ -156,6 +156,7 @@ import contextlib, gc, json, math, os, select, signal, sys, time, weakref
 import torch
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
+MAX_NUMEL = int(PAYLOAD.get("max_numel", 20_000_000))  # a confirmation's inputs at most (decontamination's payload)
 
 
 _COMPILED = {}  # (code, name) -> its code object: a screen loads each problem several times (meta, CPU, scales)
@@ -336,13 +337,11 @@ def _sliced_outputs(model, inputs):
     """The output signatures of the forward on the inputs' variants as confirm makes them first (_variants: "all"
     and "first" rows, and "cut" where neither they nor the whole inputs fit the confirmation's budget), on meta
     tensors within the dry runs' budget; None for a variant that raises, runs past it or is not made. The budget
-    is the payload's (a confirmation's `max_numel`), reported beside them (`sliced_at`): a screen at another reads
-    no "cut"."""
-    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    is the payload's (MAX_NUMEL), reported beside them (`sliced_at`): a screen at another reads no "cut"."""
     variants = [batch_slice(inputs), batch_slice(inputs, first_only=True)]
     cut = None
-    if all(_numel(v) > max_numel for v in variants + [inputs]):
-        cut = _cut(variants[0], max_numel // 16)
+    if all(_numel(v) > MAX_NUMEL for v in variants + [inputs]):
+        cut = _cut(variants[0], MAX_NUMEL // 16)
     return [_outputs_on(model, ins) for ins in variants] + [_outputs_on(model, cut) if cut is not None else None]
 
 
@@ -359,11 +358,14 @@ def _outputs_on(model, ins, budget=1000):
 PROBE_MIDDLE = 4  # a truncated forward's shape probe: the first input's middle dims (a sequence's steps) cut to this
 
 
-def _shape_probe(model, inputs):
+def _shape_probe(model, inputs, sliced):
     """Output signatures of a forward too long to trace whole (truncated: a loop over 512 steps), on meta tensors of
     smaller inputs: the first input's rows cut, all rows cut, its middle dims cut to PROBE_MIDDLE, both; the first
     that runs within the budget, else None. Only the outputs' ranks and dtypes are read from it (semantic's
-    ranks_key: which problems a candidate is run beside); their sizes are the smaller inputs'."""
+    ranks_key: which problems a candidate is run beside); their sizes are the smaller inputs'. `sliced`
+    (_sliced_outputs): the first rows' outputs where they ran already, within a smaller budget."""
+    if sliced[1]:
+        return sliced[1]
     variants = [batch_slice(inputs, first_only=True), batch_slice(inputs)]
     x = inputs[0] if inputs and isinstance(inputs[0], torch.Tensor) else None
     if x is not None and x.dim() >= 3:
@@ -966,16 +968,19 @@ def _trace(model, inputs, shown=None):
     try:
         with torch.no_grad(), rec:
             out = model(*inputs)
+        truncated = None
     except OverflowError as e:
         if str(e) != "graph_too_large":
             raise
-        if shown is None:  # the outputs' signatures a screen and the shortlist read, from shorter forwards
-            sig["sliced"], sig["sliced_at"] = _sliced_outputs(model, inputs), int(PAYLOAD.get("max_numel", 20_000_000))
-            sig["shape_probe"] = _shape_probe(model, inputs)
-        return {**_truncated(rec), "sig": sig}
-    if shown is None:
-        sig["outputs"] = [_sig(t) for t in _flat(out)]
-        sig["sliced"], sig["sliced_at"] = _sliced_outputs(model, inputs), int(PAYLOAD.get("max_numel", 20_000_000))
+        truncated = _truncated(rec)
+    if shown is None:  # the outputs' signatures a screen and the shortlist read (shorter forwards where truncated)
+        if truncated is None:
+            sig["outputs"] = [_sig(t) for t in _flat(out)]
+        sig["sliced"], sig["sliced_at"] = _sliced_outputs(model, inputs), MAX_NUMEL
+        if truncated is not None:
+            sig["shape_probe"] = _shape_probe(model, inputs, sig["sliced"])
+    if truncated is not None:
+        return {**truncated, "sig": sig}
     sig["probe"] = _probe(model, inputs)
 
     def outs(o):
@@ -1303,7 +1308,7 @@ def _ref_dry(ref_code, model, ins, replay_only=False):
     run, (None, None))."""
     if DRY["off"]:
         return None, None
-    got = _ON_VARIANT.get((ref_code, json.dumps([_sig(t) for t in ins])))
+    got = _ON_VARIANT.get(_variant_key(ref_code, ins))
     if got is None:
         return (None, None) if replay_only else _dry_run(model, ins)
     ans, over = got
@@ -1916,10 +1921,14 @@ def _rebuilt_meta(ref_code, max_numel):
     return got
 
 
+def _variant_key(ref_code, ins):
+    return ref_code, json.dumps([_sig(t) for t in ins])
+
+
 def _on_variant(ref_code, model, ins):
     """The problem's dry run on one input variant, as confirm() makes it first (a fresh budget: each variant's
     answer is kept apart, and a pair any of whose variants ran past the budget is left to confirm())."""
-    key = (ref_code, json.dumps([_sig(t) for t in ins]))
+    key = _variant_key(ref_code, ins)
     got = _ON_VARIANT.get(key)
     if got is None:
         DRY["off"] = False
@@ -2197,7 +2206,7 @@ def run_job(job):
     screened here (screen): only the pairs left, if any, go to a child."""
     if job[0] != "confirm_many" or len(job) < 5 or not isinstance(job[4], dict):
         return fork_one(job)
-    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    max_numel = MAX_NUMEL
     decided = [screen(r, job[4], max_numel, m) for r, m in zip(job[2], job[3])]
     keep = [k for k, d in enumerate(decided) if d is None]
     reports = [dict(d, screened=True, wall_s=0.0) if d is not None else None for d in decided]
@@ -2237,7 +2246,7 @@ def confirm_many(cand_code, refs, match_only):
     """One candidate beside each of its problems in one child (one fork for all its pairs: the fork, not the runs,
     was most of a pair's cost once most pairs end on meta). Each pair has its own time limit; whatever the task
     does to this process (patched torch, a swallowed alarm) concerns its own pairs only."""
-    max_numel = int(PAYLOAD.get("max_numel", 20_000_000))
+    max_numel = MAX_NUMEL
     out = []
     for ref_code, only in zip(refs, match_only):
         t0 = time.monotonic()
@@ -2264,7 +2273,7 @@ def run_child(job):
     if job[0] == "trace":
         return trace(job[1])
     # job[3] == "match": only whether the outputs match matters (not a possible near_variant)
-    return confirm(job[1], job[2], int(PAYLOAD.get("max_numel", 20_000_000)), len(job) > 3 and job[3] == "match")
+    return confirm(job[1], job[2], MAX_NUMEL, len(job) > 3 and job[3] == "match")
 
 
 def _channel_fd():
