@@ -536,6 +536,34 @@ def test_outputs_of_many_digest_leaves_commit_and_are_recomputed_alike(tmp_path)
     assert res.details["timed_outputs_checked"] >= 1
 
 
+def test_sampled_checks_of_timed_outputs_pass_honest_work_and_catch_skipped_work(tmp_path):
+    """Checked timed outputs of 2,048 leaves judged on 8 leaves each (the first, the last and 6 drawn after the
+    commitment): an honest candidate passes with only those leaves written; one that computes the first half of
+    its rows on timed calls (correct on every correctness call) is caught, at the last leaf if nowhere else."""
+    wide = TASK.replace("4, 32768", "64, 32768")
+    res = _eval(tmp_path, HONEST, task=wide, check_leaves=8)
+    assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.violations)
+    n = res.details["timed_outputs_checked"]
+    assert n >= 2 and res.details["timed_leaves_checked"] == 8 * n
+    half = """
+        import sys, torch
+        from pipeline.evaluate import tensorio
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        def timed(self, msg):
+            self._prev_args = tensorio.make_inputs(self.task, int(msg["seed"]), self.dev)
+            x = self._prev_args[0]
+            y = torch.zeros_like(x)
+            y[: x.shape[0] // 2] = torch.softmax(x[: x.shape[0] // 2], dim=-1)
+            dg, leaves = tensorio.commitment(y)  # an honest commitment to what it returns
+            self.held, self.held_leaves = y, leaves
+            return {"t": 0.001, "ts": 0.001, "digest": dg}
+        drv.op_timed = timed
+    """
+    res = _eval(tmp_path, HONEST, task=wide, prefix=half, check_leaves=8, clock_slack_ms=1e6)
+    assert res.reward == -1 and "result_caching" in res.violations and "timed_output_mismatch" in res.reason
+    assert "output_commitment_mismatch" not in res.violations, res.details.get("violation_details")
+
+
 def test_an_extension_the_build_step_did_not_make_is_not_built_while_judged(tmp_path):
     """Anything compiled inside the judged process would skip the checks on what the build links to."""
     code = (

@@ -201,6 +201,86 @@ def test_digest_binds_every_part_of_an_output_as_saved(tmp_path):
         assert tensorio.digest(other) != tensorio.digest(out), other
 
 
+def _opened(out, k, path, rng_seed=0):
+    """`out` committed, sampled on k leaves per tensor, saved and loaded, opened as the trusted side does."""
+    import random
+
+    dg, leaves = tensorio.commitment(out)
+    picks = [
+        tensorio.pick_leaves(tensorio.leaf_count(t.numel() * t.element_size()), k, random.Random(rng_seed))
+        for t in tensorio.tensors(out)
+    ]
+    tensorio.save(tensorio.sampled(out, leaves, picks), path)
+    return dg, picks, tensorio.load(path)
+
+
+def test_a_sampled_record_opens_to_the_commitment_and_the_picked_elements(tmp_path):
+    """Every dtype, a last leaf cut short, an empty tensor, numbers and containers beside the tensors: the record's
+    leaf digests and structure give the very digest committed at the call, and its elements are the reference's at
+    the same leaves."""
+    out = (
+        torch.randn(3001, dtype=torch.float16),  # 6,002 bytes: a last leaf of 1,906
+        [torch.rand(70000) > 0.5, torch.randint(-9, 9, (5000,)), torch.randn(1500, dtype=torch.complex64)],
+        torch.empty(0, 3),
+        2.5,
+        None,
+        torch.randn(64, 1024, dtype=torch.float64),
+    )
+    dg, picks, rec = _opened(out, 4, str(tmp_path / "r.pt"))
+    got, sampled, shapes = tensorio.open_sampled(rec, picks)
+    assert got == dg == tensorio.digest(out)
+    assert shapes == [list(t.shape) for t in tensorio.tensors(out)]
+    want = tensorio.sample_of(out, picks)
+    for a, b in zip(tensorio.tensors(want), tensorio.tensors(sampled)):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    assert compare(want, sampled, options.resolve({}))["ok"]
+    # at most k leaves each; the first and the last always among them where there are more
+    for t, p in zip(tensorio.tensors(out), picks):
+        n = tensorio.leaf_count(t.numel() * t.element_size())
+        assert p == sorted(set(p)) and len(p) == min(n, 4) and (n <= 4 or (p[0] == 0 and p[-1] == n - 1))
+
+
+def test_a_sampled_record_that_is_not_the_committed_output_does_not_open(tmp_path):
+    """A changed picked byte, a changed digest of a leaf nobody looks at, another shape, another number beside the
+    tensors, sizes that do not add up: each is told apart from the committed output."""
+    out = (torch.randn(64, 1024), 7)  # 64 leaves
+    dg, picks, rec = _opened(out, 8, str(tmp_path / "r.pt"))
+    unpicked = next(j for j in range(64) if j not in picks[0])
+
+    def tampered(edit):
+        r = {k: (list(v) if isinstance(v, list) else v) for k, v in rec.items()}
+        r["bytes"] = [b.clone() for b in r["bytes"]]
+        r["leaves"] = [b.clone() for b in r["leaves"]]
+        edit(r)
+        return r
+
+    def byte(r):
+        r["bytes"][0][5000] ^= 1
+
+    def leaf(r):
+        r["leaves"][0][32 * unpicked] ^= 1
+
+    def shape(r):
+        r["shapes"][0] = [1024, 64]
+
+    def number(r):
+        r["skeleton"] = (r["skeleton"][0], 8)
+
+    with pytest.raises(tensorio.Forged):
+        tensorio.open_sampled(tampered(byte), picks)
+    for edit in (leaf, shape, number):
+        assert tensorio.open_sampled(tampered(edit), picks)[0] != dg, edit.__name__
+    for edit in (
+        lambda r: r["bytes"].__setitem__(0, r["bytes"][0][:-4]),
+        lambda r: r["leaves"].__setitem__(0, r["leaves"][0][:-32]),
+        lambda r: r.__setitem__("skeleton", (torch.zeros(3), 7)),
+        lambda r: r["shapes"].__setitem__(0, [-64, -1024]),
+        lambda r: r.pop("leaves"),
+    ):
+        with pytest.raises(tensorio.BadFile):
+            tensorio.open_sampled(tampered(edit), picks)
+
+
 # ---------------------------------------------------------------- sealed artifacts and locks
 
 

@@ -14,7 +14,9 @@ Commands (op):
   reference did), save the output as out_dir/<out>.pt.
 - timed {seed, warm}: fresh inputs from `seed` (the task's get_inputs on the device RNG), L2 flush, one timed call;
   replies {t, ts, digest}: GPU ms (device-synchronised, stream-ordered) and a digest of the output, which it keeps.
-- keep {out}: save the kept output of the last timed call as out_dir/<out>.pt.
+- keep {out, picks}: the last timed call's output is checked: with `picks` (leaf indices per tensor) its sampled
+  record (tensorio.sampled), else the whole output, to be saved as out_dir/<out>.pt.
+- save_kept: write what `keep` held (after the timing, out of the exclusive lock).
 - kernels {seed}: GPU kernels launched by one call (CUPTI via torch.profiler).
 - finish: the in-process guards' findings (extra reason codes, never the verdict), then exit.
 """
@@ -59,7 +61,9 @@ class Driver:
         self.violations: list[tuple[str, str]] = []
         self.model = None
         self.held: Any = None
-        self.kept: list[tuple[str, Any]] = []  # (path, output copied on the GPU) of checked timed calls
+        self.held_leaves: list[bytes] = []  # the held output's leaf digests (tensorio.commitment)
+        # (path, output copied on the GPU, or its sampled record) of checked timed calls
+        self.kept: list[tuple[str, Any]] = []
         self.kept_bytes = 0
         self.out_dir = self.p["out_dir"]
 
@@ -223,10 +227,10 @@ class Driver:
             out, t, ts = self._time(fn, args)
         self.check_plain(out)
         # Warm-up calls hash their output too: the timed calls' count is planned from their wall time.
-        dg = tensorio.digest(out)
+        dg, leaves = tensorio.commitment(out)
         if msg.get("warm"):
             return {"t": t, "ts": ts}
-        self.held = out
+        self.held, self.held_leaves = out, leaves
         return {"t": t, "ts": ts, "digest": dg}
 
     def op_keep(self, msg: dict) -> dict:
@@ -237,6 +241,12 @@ class Driver:
         if self.held is None:
             return {"ok": False, "error": "no output held"}
         path = os.path.join(self.out_dir, os.path.basename(msg["out"]) + ".pt")
+        if isinstance(msg.get("picks"), list):
+            # A sampled check: the picked leaves' bytes and every leaf digest (KiBs to MiBs), proven on the trusted
+            # side against the commitment; nothing else of the output is copied or written.
+            self.kept.append((path, tensorio.sampled(self.held, self.held_leaves, msg["picks"])))
+            self.held = None
+            return {"ok": True}
         size = sum(t.numel() * t.element_size() for t in tensorio.tensors(self.held))
         copy = None
         if self.dev.type == "cuda" and self.kept_bytes + size <= KEEP_ON_DEVICE_BYTES:

@@ -352,6 +352,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "reference",
         "task_defect",
         "timed_outputs_checked",
+        "timed_leaves_checked",
         "io_budget",
     ):
         if k in rep.get("details", {}):

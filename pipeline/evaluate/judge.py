@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.tolerance import compare, compare_device, degenerate
+from pipeline.evaluate.tolerance import compare, compare_device, degenerate, scale_of
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.sandbox import run_sandboxed
 
@@ -439,6 +439,7 @@ class Judge:
         self.task_code, self.solution, self.mode, self.s, self.arch = task_code, solution, mode, s, arch
         self.artifact = artifact
         self._rng = secrets.SystemRandom()
+        self._sampling = False  # set once the reference outputs are known (`picks`)
         self.rep: dict[str, Any] = {
             "stage": "start",
             "violations": [],
@@ -652,6 +653,7 @@ class Judge:
             if cor
             else []
         )
+        self._sampling = bool(cor) and not tensorio.has_dict(refs[cor[0]])
         if s["degenerate_check"]:
             with self.gpu_work(refs.values()):
                 why = degenerate([refs[n] for n in cor + post], s)
@@ -1007,11 +1009,13 @@ class Judge:
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             if name:
-                k, _ = cand.request({"op": "keep", "out": f"timed_{i}"}, t_call)
+                # The leaves to compare are drawn now, after the commitment: the candidate cannot know them before.
+                picks = self.picks(meta)
+                k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
                     self.fail("runtime_error (timing)", "a timed output could not be kept")
                     return False
-                checked.append({"i": i, "ref": name, "digest": dg[:4096]})
+                checked.append({"i": i, "ref": name, "digest": dg[:4096], "picks": picks})
             if i == 0:
                 continue  # the first timed call is discarded
             times.append(t)
@@ -1082,6 +1086,15 @@ class Judge:
                     self.rep["warnings"].append(item[0][:40])
                 self.rep["details"].setdefault("warning_details", []).append(item[1][:300])
 
+    def picks(self, meta: list[dict]) -> list[list[int]] | None:
+        """The leaves of each output tensor a checked timed call is judged on (`check_leaves`, drawn with the secret
+        generator), or None: the whole output (check_leaves 0, or a reference with a dict, whose key order a correct
+        candidate need not share)."""
+        k = int(self.s["check_leaves"])
+        if k <= 0 or not self._sampling:
+            return None
+        return [tensorio.pick_leaves(tensorio.leaf_count(tensorio.nbytes(m)), k, self._rng) for m in meta]
+
     def verify_timed_outputs(self) -> None:
         """Outputs of the checked timed calls: saved file == committed digest, and == the reference on the same
         seed (made by the reference process before any candidate code ran)."""
@@ -1096,6 +1109,11 @@ class Judge:
             except tensorio.BadFile as e:
                 mismatches.append(f"timed call {c['i']}: {e}")
                 continue
+            if c["picks"] is not None:
+                why = self.check_sampled(c, out, ref)
+                if why:
+                    mismatches.append(f"timed call {c['i']}: {why}")
+                continue
             if tensorio.digest(out) != c["digest"]:
                 self.violation(
                     "output_commitment_mismatch",
@@ -1108,10 +1126,33 @@ class Judge:
             if not cmp["ok"]:
                 mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
         self.rep["details"]["timed_outputs_checked"] = len(checked)
+        if checked[0]["picks"] is not None:
+            self.rep["details"]["timed_leaves_checked"] = sum(len(p) for c in checked for p in c["picks"])
         if mismatches:
             self.violation("result_caching", "; ".join(mismatches[:3]))
             self.rep["correct"] = False
             self.rep["reason"] = "timed_output_mismatch: " + mismatches[0]
+
+    def check_sampled(self, c: dict, rec: Any, ref: Any) -> str:
+        """A sampled check (`picks`): the record's leaf digests and structure give the committed digest, each picked
+        leaf hashes to its digest, and the picked elements are the reference's within the rule, at the scale of the
+        whole reference tensor. The reason it fails, or ""."""
+        try:
+            dg, out, shapes = tensorio.open_sampled(rec, c["picks"])
+        except (tensorio.Forged, tensorio.BadFile) as e:  # a record it cannot open proves nothing it committed
+            why = str(e)
+        else:
+            why = "" if dg == c["digest"] else "its leaf digests and structure are not those committed at the call"
+        if why:
+            self.violation("output_commitment_mismatch", f"timed call {c['i']}: {why}")
+            return "saved output differs from its commitment"
+        want = [list(t.shape) for t in tensorio.tensors(ref)]
+        if shapes != want:
+            return f"output_shape: {shapes} != {want}"
+        # (no dict in a sampled output: `tensors` order is compare's)
+        scales = [scale_of(t) if t.is_floating_point() or t.is_complex() else 0.0 for t in tensorio.tensors(ref)]
+        cmp = compare(tensorio.sample_of(ref, c["picks"]), out, self.s, scales=scales)
+        return "" if cmp["ok"] else cmp["reason"]
 
 
 def judge_candidate(

@@ -102,6 +102,14 @@ class EvalOptions:
         "positions; their seeds' reference outputs are made with the correctness trials').",
         ge=1,
     )
+    check_leaves: int = _opt(
+        256,
+        "Leaves of 4 KiB per output tensor compared at a checked timed call: drawn at random (and the first and "
+        "last) after the call committed its output, each proven to be that output's by its leaf digest; a tensor "
+        "of at most this many leaves is compared whole. 0: every checked output whole (the candidate writes it "
+        "all, GiBs on large tasks).",
+        ge=0,
+    )
     calibration_calls: int = _opt(
         30, "No-op timed calls that calibrate the per-call overhead before candidate code is loaded.", ge=1
     )

@@ -40,6 +40,20 @@ def tensors(obj: Any) -> list[torch.Tensor]:
     return []
 
 
+def has_dict(obj: Any) -> bool:
+    if isinstance(obj, dict):
+        return True
+    return isinstance(obj, (list, tuple)) and any(has_dict(o) for o in obj)
+
+
+def nbytes(meta: dict) -> int:
+    """Bytes of a tensor described as {"shape": [...], "dtype": "float32"}."""
+    n = torch.empty(0, dtype=getattr(torch, meta["dtype"])).element_size()
+    for d in meta["shape"]:
+        n *= int(d)
+    return n
+
+
 def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base") -> list[Any]:
     """The task's inputs for `seed`, drawn on `device` (GPU RNG: cheap). `variant` "perturbed" multiplies every
     floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
@@ -233,41 +247,178 @@ def _tensor_leaves(b: torch.Tensor) -> bytes:
     return b"".join(host_leaves(piece) for piece in _host_bytes(b))
 
 
-def digest(obj: Any) -> str:
-    """A commitment to an output: SHA-256 of its structure (containers, dtypes, shapes, every non-tensor value as it
-    will load) and of every tensor's bytes, as the SHA-256 of each 4 KiB leaf in order (a hash tree of depth one:
-    as collision-resistant as SHA-256; the leaves are hashed on the tensor's GPU, `use_device_hasher`, or on the
-    host). The trusted side recomputes it from the saved file, on the host.
-    Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32 words, used before) let a
-    candidate that learnt a call was checked compute the right output then and nudge its low-order bits, within
-    tolerance, until the sum matched what it had committed for a stale one."""
+def _walk(obj: Any, put: Callable[[str], None], tensor: Callable[[torch.Tensor], None], depth: int = 0) -> None:
+    """The commitment's traversal: containers, keys and non-tensor values as tokens, tensors in `tensors` order."""
+    if isinstance(obj, torch.Tensor):
+        tensor(obj)
+    elif depth > 8:
+        put("deep")  # plain() rejects it anyway
+    elif isinstance(obj, (list, tuple)):
+        put(f"{type(obj).__name__}{len(obj)}")
+        for x in obj:
+            _walk(x, put, tensor, depth + 1)
+    elif isinstance(obj, dict):
+        put(f"dict{len(obj)}")
+        for k, v in obj.items():
+            put(_value(k))
+            _walk(v, put, tensor, depth + 1)
+    else:
+        put(_value(obj))
+
+
+def _hasher() -> tuple[Any, Callable[[str], None]]:
     h = hashlib.sha256()
 
     def put(token: str) -> None:
         data = token.encode("utf-8", "surrogatepass")
         h.update(b"%d:" % len(data) + data)  # length-prefixed: no two structures encode alike
 
-    def walk(o: Any, depth: int) -> None:
-        if isinstance(o, torch.Tensor):
-            b = o.detach().contiguous().reshape(-1).view(torch.uint8)
-            put(f"T{str(o.dtype).replace('torch.', '')}{list(o.shape)}")
-            h.update(_tensor_leaves(b))
-        elif depth > 8:
-            put("deep")  # plain() rejects it anyway
-        elif isinstance(o, (list, tuple)):
-            put(f"{type(o).__name__}{len(o)}")
-            for x in o:
-                walk(x, depth + 1)
-        elif isinstance(o, dict):
-            put(f"dict{len(o)}")
-            for k, v in o.items():
-                put(_value(k))
-                walk(v, depth + 1)
-        else:
-            put(_value(o))
+    return h, put
 
-    walk(obj, 0)
-    return h.hexdigest()
+
+def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _token(dtype: torch.dtype, shape: list[int]) -> str:
+    return f"T{str(dtype).replace('torch.', '')}{list(shape)}"
+
+
+def commitment(obj: Any) -> tuple[str, list[bytes]]:
+    """A commitment to an output: SHA-256 of its structure (containers, dtypes, shapes, every non-tensor value as it
+    will load) and of every tensor's bytes, as the SHA-256 of each 4 KiB leaf in order (a hash tree of depth one:
+    as collision-resistant as SHA-256; the leaves are hashed on the tensor's GPU, `use_device_hasher`, or on the
+    host); and each tensor's leaf digests, with which any leaf can later be proven to be the committed output's
+    (`sampled`, `open_sampled`). The trusted side recomputes it on the host.
+    Collision-resistant on purpose: an additive checksum (the sum of the bytes as int32 words, used before) let a
+    candidate that learnt a call was checked compute the right output then and nudge its low-order bits, within
+    tolerance, until the sum matched what it had committed for a stale one."""
+    h, put = _hasher()
+    leaves: list[bytes] = []
+
+    def tensor(t: torch.Tensor) -> None:
+        put(_token(t.dtype, list(t.shape)))
+        leaves.append(_tensor_leaves(_flat_bytes(t)))
+        h.update(leaves[-1])
+
+    _walk(obj, put, tensor)
+    return h.hexdigest(), leaves
+
+
+def digest(obj: Any) -> str:
+    """`commitment`'s digest alone."""
+    return commitment(obj)[0]
+
+
+def leaf_count(nbytes: int) -> int:
+    return -(-nbytes // LEAF_BYTES)
+
+
+def pick_leaves(n: int, k: int, rng: Any) -> list[int]:
+    """Which of a tensor's `n` leaves a check compares: all of them where n <= k, else the first, the last and k - 2
+    others drawn with `rng` (the trusted side's secret generator), in order."""
+    if n <= k:
+        return list(range(n))
+    if k < 2:
+        return sorted(rng.sample(range(n), k))
+    return [0, *sorted(rng.sample(range(1, n - 1), k - 2)), n - 1]
+
+
+def _gather(flat: torch.Tensor, picks: list[int]) -> torch.Tensor:
+    if not picks:
+        return flat[:0]
+    return torch.cat([flat[j * LEAF_BYTES : (j + 1) * LEAF_BYTES] for j in picks])
+
+
+def sampled(obj: Any, leaves: list[bytes], picks: list[list[int]]) -> dict:
+    """The candidate's record of a committed output for a sampled check: its structure with every tensor emptied,
+    the tensors' shapes, their leaf digests (from `commitment`) and the bytes of the leaves `picks` names (per
+    tensor, in `tensors` order). Nothing in it is trusted: `open_sampled` proves it against the commitment."""
+    ts = tensors(obj)
+    return {
+        "skeleton": tmap(obj, lambda t: torch.empty(0, dtype=t.dtype)),
+        "shapes": [list(t.shape) for t in ts],
+        "leaves": [
+            torch.frombuffer(bytearray(b), dtype=torch.uint8) if b else torch.empty(0, dtype=torch.uint8)
+            for b in leaves
+        ],
+        "bytes": [_gather(_flat_bytes(t), picks[k] if k < len(picks) else []).cpu() for k, t in enumerate(ts)],
+    }
+
+
+class Forged(ValueError):
+    """A sampled record whose leaves are not those its output committed to."""
+
+
+def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[int]]]:
+    """The trusted side's reading of a `sampled` record: (the digest its structure and leaf digests give, to be
+    compared with the commitment; the output with every tensor replaced by its picked leaves' elements, flat; each
+    tensor's shape). Raises BadFile for a malformed record and Forged for a picked leaf whose bytes do not hash to
+    its leaf digest."""
+    if not isinstance(rec, dict) or set(rec) != {"skeleton", "shapes", "leaves", "bytes"}:
+        raise BadFile("the kept record is not a sampled output")
+    ts = tensors(rec["skeleton"])
+    shapes, leaves, data = rec["shapes"], rec["leaves"], rec["bytes"]
+    n = len(ts)
+    if not all(isinstance(x, list) and len(x) == n for x in (shapes, leaves, data)):
+        raise BadFile("the kept record's lists do not match its tensors")
+    h, put = _hasher()
+    parts: list[torch.Tensor] = []
+    claimed: list[tuple[list[int], bytes]] = []
+    for k, t in enumerate(ts):
+        shape, lv, got = shapes[k], leaves[k], data[k]
+        if t.numel() or not (
+            isinstance(shape, list) and len(shape) <= 64 and all(type(d) is int and d >= 0 for d in shape)
+        ):
+            raise BadFile(f"tensor {k}: a bad shape in the kept record")
+        nbytes = t.element_size()
+        for d in shape:
+            nbytes *= d
+        if nbytes > MAX_FILE_BYTES:
+            raise BadFile(f"tensor {k}: a shape past any output's size")
+        nl = leaf_count(nbytes)
+        mine = picks[k] if k < len(picks) else []
+        want = sum(min(LEAF_BYTES, nbytes - j * LEAF_BYTES) for j in mine if j < nl)
+        for x, size in ((lv, 32 * nl), (got, want)):
+            if not (isinstance(x, torch.Tensor) and x.dtype == torch.uint8 and x.dim() == 1 and x.numel() == size):
+                raise BadFile(f"tensor {k}: leaf digests or picked bytes of the wrong size")
+        lv_b, got_b = lv.clone().numpy().tobytes(), got.clone()
+        at = 0
+        for j in mine:
+            if j >= nl:
+                continue
+            size = min(LEAF_BYTES, nbytes - j * LEAF_BYTES)
+            leaf = got_b[at : at + size].numpy().tobytes()
+            if hashlib.sha256(leaf).digest() != lv_b[32 * j : 32 * j + 32]:
+                raise Forged(f"tensor {k}, leaf {j}: its bytes are not the committed leaf")
+            at += size
+        parts.append(got_b.view(t.dtype) if got_b.numel() else torch.empty(0, dtype=t.dtype))
+        claimed.append((shape, lv_b))
+
+    it = iter(claimed)
+
+    def tensor(t: torch.Tensor) -> None:
+        shape, lv_b = next(it)
+        put(_token(t.dtype, shape))
+        h.update(lv_b)
+
+    _walk(rec["skeleton"], put, tensor)
+    it2 = iter(parts)
+    return h.hexdigest(), tmap(rec["skeleton"], lambda t: next(it2)), [list(s) for s in shapes]
+
+
+def sample_of(obj: Any, picks: list[list[int]]) -> Any:
+    """`obj` with every tensor replaced by the elements of its picked leaves, flat (the reference side of a sampled
+    check, alike to `open_sampled`'s)."""
+    it = iter(range(len(tensors(obj))))
+
+    def one(t: torch.Tensor) -> torch.Tensor:
+        k = next(it)
+        mine = [j for j in (picks[k] if k < len(picks) else []) if j < leaf_count(t.numel() * t.element_size())]
+        got = _gather(_flat_bytes(t), mine).clone()
+        return got.view(t.dtype) if got.numel() else torch.empty(0, dtype=t.dtype)
+
+    return tmap(obj, one)
 
 
 PIN_BYTES = 1 << 24  # a staging buffer's size (a whole number of leaves): device bytes reach the hash through two

@@ -186,10 +186,12 @@ def _on_device_or_host(fn, *args, device: str | None, **kw):
     return fn(*args, device=None, **kw)
 
 
-def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
+def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = None) -> dict[str, Any]:
     """Structure, type, shape, dtype, then the scale-aware rule; max errors over all tensors. Both sides are
-    host tensors loaded by the trusted side."""
+    host tensors loaded by the trusted side. `scales`: each reference tensor's scale where `ref` holds only some of
+    its elements (a sampled check), else each tensor's own."""
     tol = tolerances(s)
+    ti = 0  # the tensor's index, for `scales`
     r_items, o_items = flatten(ref), flatten(out)
     res: dict[str, Any] = {
         "ok": True,
@@ -238,7 +240,9 @@ def compare(ref: Any, out: Any, s: dict[str, Any]) -> dict[str, Any]:
                     "kernelbench_ok": False,
                     "reason": f"output_dtype: output {i}: {o.dtype} != {r.dtype}",
                 }
-            c = _on_device_or_host(compare_tensor, r, o, **tol, device=compare_device(s, r.numel()))
+            sc = scales[ti] if scales is not None else None
+            ti += 1
+            c = _on_device_or_host(compare_tensor, r, o, **tol, scale=sc, device=compare_device(s, r.numel()))
             res["scales"].append(c["scale"])
             for k in ("max_abs_err", "max_rel_err", "max_tol_err"):
                 res[k] = max(res[k], c[k])
