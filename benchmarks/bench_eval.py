@@ -98,12 +98,15 @@ class GpuSampler:
 
 class LockSampler:
     """Share of a block's time during which some process held the GPU's lock (shared or exclusive): the GPU reserved
-    for evaluation work, read passively from /proc/locks every 10 ms (no lock taken to probe)."""
+    for evaluation work, read passively from /proc/locks every 10 ms (no lock taken to probe). `modes` splits it:
+    held exclusive (a timing), held shared while a timing waits for it (the GPU kept from the timing by untimed
+    work), and held shared with no timing waiting."""
 
     def __init__(self, lock: str) -> None:
         ensure(lock)
         self.tag = f":{os.stat(lock).st_ino} "
         self.held = self.total = 0
+        self.counts = {"exclusive": 0, "shared_timing_waits": 0, "shared": 0}
         self.done = threading.Event()
         self.th = threading.Thread(target=self.run, daemon=True)
         self.th.start()
@@ -111,16 +114,25 @@ class LockSampler:
     def run(self) -> None:
         while not self.done.wait(0.01):
             try:
-                lines = Path("/proc/locks").read_text().splitlines()
+                lines = [ln for ln in Path("/proc/locks").read_text().splitlines() if self.tag in ln]
             except OSError:
                 return
             self.total += 1
-            self.held += any(self.tag in ln and "->" not in ln for ln in lines)  # "->": a waiter
+            holders = [ln for ln in lines if "->" not in ln]  # "->": a waiter
+            self.held += bool(holders)
+            if any(" WRITE " in ln for ln in holders):
+                self.counts["exclusive"] += 1
+            elif holders:
+                waiting = any("->" in ln and " WRITE " in ln for ln in lines)
+                self.counts["shared_timing_waits" if waiting else "shared"] += 1
 
     def stop(self) -> float | None:
         self.done.set()
         self.th.join()
         return round(self.held / self.total, 3) if self.total else None
+
+    def modes(self) -> dict:
+        return {k: round(v / self.total, 3) for k, v in self.counts.items()} if self.total else {}
 
 
 def bench_throughput(
@@ -191,6 +203,8 @@ def bench_throughput(
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            if r.reward is not None and r.reward <= 0 and not r.violations:  # an honest-looking failure: say why
+                print(f"    error: {(r.error or '')[-600:]!r}", flush=True)
             if budget and time.perf_counter() - t0 > budget:
                 for g in futs:  # those not started yet; the running ones finish and count
                     g.cancel()
@@ -206,6 +220,7 @@ def bench_throughput(
         "wall_s": round(wall, 1),
         "evals_per_gpu_hour": round(n / wall * 3600),
         "gpu_lock_held_share": held_share,  # the GPU held for evaluation work (timings, references, checks)
+        "gpu_lock_modes": held.modes(),
         "gpu_utilization": util,  # nvidia-smi: share of the batch's time a kernel ran on the GPU
         "task_scale": scale,
         "mean_eval_s": round(statistics.fmean(r.seconds for r in results), 2),

@@ -475,14 +475,19 @@ class ModelNew(nn.Module):
 
 
 def test_io_budget_bounds_what_the_reference_writes(tmp_path):
-    """A task whose inputs and outputs would pass io_budget_mb gets the first correctness trial and the last timed
-    call's check only (the record says so); the verdicts stay right both ways."""
+    """A task whose inputs and outputs would pass io_budget_mb gets the first correctness trial only, and every
+    checked timed call where those are judged on leaves (a few KiB each), else the last one's and one more (the
+    record says so); the verdicts stay right both ways."""
     res = _eval(tmp_path, HONEST, io_budget_mb=1)  # each set here: a 512 KiB output (inputs are drawn, not written)
     assert res.correct and res.reward == 1, (res.reason, res.details)
     budget = res.details["io_budget"]
     assert budget["planned"] == {"trials": 3, "post_timing_trials": 1, "checked_calls": 4}, budget
-    assert budget["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 2}, budget
-    assert res.details["timed_outputs_checked"] == 2 and res.details["trials_run"] == 1
+    assert budget["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 4}, budget
+    assert res.details["timed_outputs_checked"] == 4 and res.details["trials_run"] == 1
+    whole = _eval(tmp_path, HONEST, io_budget_mb=1, check_leaves=0)
+    assert whole.correct and whole.reward == 1, (whole.reason, whole.details)
+    assert whole.details["io_budget"]["made"] == {"trials": 1, "post_timing_trials": 0, "checked_calls": 2}
+    assert whole.details["timed_outputs_checked"] == 2 and "timed_leaves_checked" not in whole.details
     zero = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), io_budget_mb=1)
     assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
     # A candidate right on the first trial's inputs only is still caught: at the checked timed calls.

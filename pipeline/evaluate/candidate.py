@@ -366,6 +366,8 @@ def serve(payload: dict, emit: Callable[[Any], None]) -> None:
             out = getattr(drv, f"op_{op}")(msg)
         except BaseException as e:  # noqa: BLE001 - reported as this command's failure
             out = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:500]}\n{_tb()}"}
+            if isinstance(e, tensorio.NoRoom):
+                out["no_room"] = True  # a claim the trusted side checks against the file system itself
         out["op"] = op
         send(out)
         if op == "finish":

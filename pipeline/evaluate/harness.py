@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -327,14 +328,42 @@ def evaluate(
         return _finish(res, t0, float(s["margin"]))
     res.device = device
     sol_path = str((p / "model_new.py") if res.solution_kind == "workspace" else p)
-    rep = judge_candidate(
-        task_code, {"kind": res.solution_kind, "path": sol_path}, mode, s, arch, cr.artifact if cr.ok else "", judge
-    )
+    sol = {"kind": res.solution_kind, "path": sol_path}
+    rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", judge)
+    if _no_room(rep):
+        # A full file system is the host's doing (other evaluations' files), not the task's or the candidate's: once
+        # some room comes back, judged again from the start. A second failure keeps its reason (and -1).
+        _wait_for_room(tempfile.gettempdir(), NO_ROOM_WAIT_S)
+        first = rep.get("reason", "")
+        rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
+        rep.setdefault("details", {})["judged_again_after"] = first
     # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
     base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}
     res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
     _merge(res, rep, base, s)
     return _finish(res, t0, float(s["margin"]))
+
+
+NO_ROOM_WAIT_S = 120.0  # the longest a judgement that ran out of disk waits for room before its second try
+NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at the failure
+
+
+def _no_room(rep: dict) -> bool:
+    reason = str(rep.get("reason") or "")
+    return reason.startswith("host_error") or reason.startswith("reference_error: NoRoom")
+
+
+def _wait_for_room(path: str, limit_s: float) -> None:
+    """Until the file system of `path` has NO_ROOM_SLACK more free bytes than now (other evaluations finished and
+    removed their directories), at most `limit_s`."""
+
+    def free() -> int:
+        st = os.statvfs(path)
+        return st.f_bavail * st.f_frsize
+
+    want, end = free() + NO_ROOM_SLACK, time.monotonic() + limit_s
+    while free() < want and time.monotonic() < end:
+        time.sleep(0.5)  # polled: no event tells a file system's free space
 
 
 def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
@@ -353,6 +382,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "task_defect",
         "timed_outputs_checked",
         "timed_leaves_checked",
+        "judged_again_after",
         "io_budget",
     ):
         if k in rep.get("details", {}):

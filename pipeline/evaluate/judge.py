@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.tolerance import compare, compare_device, degenerate, scale_of
+from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.sandbox import run_sandboxed
 
@@ -439,7 +439,7 @@ class Judge:
         self.task_code, self.solution, self.mode, self.s, self.arch = task_code, solution, mode, s, arch
         self.artifact = artifact
         self._rng = secrets.SystemRandom()
-        self._sampling = False  # set once the reference outputs are known (`picks`)
+        self._check_refs: dict[str, dict | None] = {}  # a checked call's sampled reference (None: whole, in ref/)
         self.rep: dict[str, Any] = {
             "stage": "start",
             "violations": [],
@@ -496,7 +496,10 @@ class Judge:
         # calls (random like every timed call's) are drawn here, so no second reference process is needed.
         if self.mode != "verify":
             for k in range(int(s["check_max_calls"])):
-                check_jobs.append({"name": f"check_{k}", "seed": self.seed(), "variant": "base"})
+                job = {"name": f"check_{k}", "seed": self.seed(), "variant": "base"}
+                if int(s["check_leaves"]) > 0:  # judged on leaves picked with another secret seed
+                    job["sample"] = {"seed": self.seed(), "leaves": int(s["check_leaves"])}
+                check_jobs.append(job)
         self._check_pool = [(j["name"], j["seed"]) for j in check_jobs]
         # A trial's seed reaches the candidate at its call, like a timed call's: it draws the same inputs itself
         # (tensorio.make_inputs), so no input set is written, nor read twice, as a file (GiBs on large tasks).
@@ -524,6 +527,15 @@ class Judge:
         for path in paths:
             path.unlink(missing_ok=True)
 
+    def failed_call(self, rep: dict) -> str:
+        """Why a call failed: `host_error` where the candidate could not write its output because the file system is
+        full (its claim checked here: less room than a reference output takes), else `runtime_error`."""
+        if rep.get("no_room"):
+            st = os.statvfs(self.dirs.out)
+            if st.f_bavail * st.f_frsize < getattr(self, "out_limit", 0):
+                return "host_error: no space left for the output"
+        return "runtime_error"
+
     def check_call(
         self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool, meta: list[dict]
     ) -> dict:
@@ -536,7 +548,11 @@ class Judge:
         if rep is None:
             return {"ok": False, "reason": f"no_reply ({tag})"}
         if not rep.get("ok"):
-            return {"ok": False, "reason": f"runtime_error ({tag})", "error": str(rep.get("error", ""))[-3000:]}
+            return {
+                "ok": False,
+                "reason": f"{self.failed_call(rep)} ({tag})",
+                "error": str(rep.get("error", ""))[-3000:],
+            }
         with self.unlocked(cand):
             try:
                 out = self.load_out(f"{name}_a")
@@ -555,7 +571,7 @@ class Judge:
             return {
                 **cmp,
                 "ok": False,
-                "reason": f"runtime_error (repeat, {tag})",
+                "reason": f"{self.failed_call(rep or {})} (repeat, {tag})",
                 "error": str((rep or {}).get("error", ""))[-3000:],
             }
         with self.unlocked(cand):
@@ -639,6 +655,7 @@ class Judge:
             self.rep["details"]["io_budget"] = {"planned": planned, "made": made, "io_budget_mb": s["io_budget_mb"]}
         try:
             refs = {n: tensorio.load(str(dirs.ref / f"{n}.pt")) for n in cor + post}
+            self._check_refs = {n: self.check_ref(n) for n, _ in self._check_pool}
         except tensorio.BadFile as e:
             self.rep["task_defect"] = "reference_failed"
             return self.fail("bad_task: the reference output is not plain tensors", str(e))
@@ -653,7 +670,6 @@ class Judge:
             if cor
             else []
         )
-        self._sampling = bool(cor) and not tensorio.has_dict(refs[cor[0]])
         if s["degenerate_check"]:
             with self.gpu_work(refs.values()):
                 why = degenerate([refs[n] for n in cor + post], s)
@@ -946,7 +962,7 @@ class Judge:
             # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
             k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
             if k is None or not k.get("ok"):
-                self.fail("runtime_error (timing)", "a timed output could not be kept")
+                self.fail(f"{self.failed_call(k or {})} (timing)", "a timed output could not be kept")
                 return False
         return ok
 
@@ -1009,8 +1025,9 @@ class Judge:
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             if name:
-                # The leaves to compare are drawn now, after the commitment: the candidate cannot know them before.
-                picks = self.picks(meta)
+                # The leaves to compare, told only now that the output is committed (drawn by the reference process
+                # with a seed the candidate never sees).
+                picks = (self._check_refs.get(name) or {}).get("picks")
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
                     self.fail("runtime_error (timing)", "a timed output could not be kept")
@@ -1086,14 +1103,25 @@ class Judge:
                     self.rep["warnings"].append(item[0][:40])
                 self.rep["details"].setdefault("warning_details", []).append(item[1][:300])
 
-    def picks(self, meta: list[dict]) -> list[list[int]] | None:
-        """The leaves of each output tensor a checked timed call is judged on (`check_leaves`, drawn with the secret
-        generator), or None: the whole output (check_leaves 0, or a reference with a dict, whose key order a correct
-        candidate need not share)."""
-        k = int(self.s["check_leaves"])
-        if k <= 0 or not self._sampling:
+    def check_ref(self, name: str) -> dict | None:
+        """A checked call's reference as the reference process wrote it: its sampled record (`reference_sample`,
+        held here, the file dropped), or None where the output is kept whole in ref/ (no sampling, or a dict)."""
+        path = self.dirs.ref / f"{name}.pt"
+        if int(self.s["check_leaves"]) <= 0 or not path.is_file():
             return None
-        return [tensorio.pick_leaves(tensorio.leaf_count(tensorio.nbytes(m)), k, self._rng) for m in meta]
+        rec = tensorio.load(str(path))
+        if isinstance(rec, dict) and set(rec) == {"whole"}:
+            return None
+        rec = rec.get("sampled") if isinstance(rec, dict) and set(rec) == {"sampled"} else None
+        ok = isinstance(rec, dict) and set(rec) == {"picks", "sample", "shapes", "scales"}
+        n = len(tensorio.tensors(rec["sample"])) if ok else -1
+        ok = ok and all(isinstance(rec[k], list) and len(rec[k]) == n for k in ("picks", "shapes", "scales"))
+        ok = ok and all(isinstance(p, list) and all(type(j) is int and j >= 0 for j in p) for p in rec["picks"])
+        ok = ok and all(isinstance(x, float) for x in rec["scales"])
+        if not ok:
+            raise tensorio.BadFile(f"{name}: not a sampled reference")
+        self.drop(path)
+        return rec
 
     def verify_timed_outputs(self) -> None:
         """Outputs of the checked timed calls: saved file == committed digest, and == the reference on the same
@@ -1103,17 +1131,20 @@ class Judge:
             return
         mismatches = []
         for c in checked:
+            sampled = self._check_refs.get(c["ref"])
             try:
                 out = self.load_out(f"timed_{c['i']}")
-                ref = tensorio.load(str(self.dirs.ref / f"{c['ref']}.pt"))
+                ref = sampled or tensorio.load(str(self.dirs.ref / f"{c['ref']}.pt"))
             except tensorio.BadFile as e:
                 mismatches.append(f"timed call {c['i']}: {e}")
                 continue
-            if c["picks"] is not None:
-                why = self.check_sampled(c, out, ref)
+            if sampled is not None:
+                why = self.check_sampled(c, out, sampled)
                 if why:
                     mismatches.append(f"timed call {c['i']}: {why}")
                 continue
+            if int(self.s["check_leaves"]) > 0 and isinstance(ref, dict) and set(ref) == {"whole"}:
+                ref = ref["whole"]  # reference_sample kept an output holding a dict whole
             if tensorio.digest(out) != c["digest"]:
                 self.violation(
                     "output_commitment_mismatch",
@@ -1126,17 +1157,17 @@ class Judge:
             if not cmp["ok"]:
                 mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
         self.rep["details"]["timed_outputs_checked"] = len(checked)
-        if checked[0]["picks"] is not None:
-            self.rep["details"]["timed_leaves_checked"] = sum(len(p) for c in checked for p in c["picks"])
+        if any(c["picks"] is not None for c in checked):
+            self.rep["details"]["timed_leaves_checked"] = sum(len(p) for c in checked for p in c["picks"] or [])
         if mismatches:
             self.violation("result_caching", "; ".join(mismatches[:3]))
             self.rep["correct"] = False
             self.rep["reason"] = "timed_output_mismatch: " + mismatches[0]
 
-    def check_sampled(self, c: dict, rec: Any, ref: Any) -> str:
-        """A sampled check (`picks`): the record's leaf digests and structure give the committed digest, each picked
-        leaf hashes to its digest, and the picked elements are the reference's within the rule, at the scale of the
-        whole reference tensor. The reason it fails, or ""."""
+    def check_sampled(self, c: dict, rec: Any, ref: dict) -> str:
+        """A sampled check: the record's leaf digests and structure give the committed digest, each picked leaf
+        hashes to its digest, and the picked elements are the reference's (`ref`: `reference_sample`'s record)
+        within the rule, at the scale of the whole reference tensor. The reason it fails, or ""."""
         try:
             dg, out, shapes = tensorio.open_sampled(rec, c["picks"])
         except (tensorio.Forged, tensorio.BadFile) as e:  # a record it cannot open proves nothing it committed
@@ -1146,12 +1177,10 @@ class Judge:
         if why:
             self.violation("output_commitment_mismatch", f"timed call {c['i']}: {why}")
             return "saved output differs from its commitment"
-        want = [list(t.shape) for t in tensorio.tensors(ref)]
-        if shapes != want:
-            return f"output_shape: {shapes} != {want}"
+        if shapes != ref["shapes"]:
+            return f"output_shape: {shapes} != {ref['shapes']}"
         # (no dict in a sampled output: `tensors` order is compare's)
-        scales = [scale_of(t) if t.is_floating_point() or t.is_complex() else 0.0 for t in tensorio.tensors(ref)]
-        cmp = compare(tensorio.sample_of(ref, c["picks"]), out, self.s, scales=scales)
+        cmp = compare(ref["sample"], out, self.s, scales=ref["scales"])
         return "" if cmp["ok"] else cmp["reason"]
 
 

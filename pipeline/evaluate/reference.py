@@ -3,9 +3,11 @@
 Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` with PAYLOAD:
   task_code, device ("cuda" | "cpu"), gpu_lock (the GPU's lock file, bound read-only, or None), init_seed,
   ref_dir (written here; never mounted into the candidate's jail),
-  jobs: [{"name", "seed", "variant", "required": bool}], io_budget_bytes, timeout_s
+  jobs: [{"name", "seed", "variant", "required": bool, "sample": {"seed", "leaves"} (checked timed calls)}],
+  io_budget_bytes, timeout_s
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`; the candidate draws the same ones at
-its call), runs the reference Model on them and writes the output to `ref_dir/<name>.pt`.
+its call), runs the reference Model on them and writes the output to `ref_dir/<name>.pt` (for a job with `sample`,
+only the leaves a sampled check compares: `tensorio.reference_sample`).
 A job that is not `required` is skipped (reported in `skipped`) when its output, estimated from the largest so far,
 would take the bytes written past `io_budget_bytes`: a task with outputs of GiBs gets fewer sets, not a full disk.
 Seeds are secret from the candidate, not from the task: the reference is the definition of correct.
@@ -24,6 +26,7 @@ from typing import Any, Callable
 import torch
 
 from pipeline.evaluate import tensorio
+from pipeline.evaluate.tolerance import scale_of
 from pipeline.evaluate.worker import load_module
 from pipeline.gpulock import GpuLock
 
@@ -83,7 +86,13 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
         budget = int(payload.get("io_budget_bytes") or 0)
         written, out_bytes, skipped, held = 0, None, [], True
         for job in payload["jobs"]:
-            if budget and not job.get("required") and out_bytes is not None and written + out_bytes > budget:
+            if (
+                budget
+                and not job.get("required")
+                and not job.get("sample")  # a sampled record takes KiBs
+                and out_bytes is not None
+                and written + out_bytes > budget
+            ):
                 skipped.append(job["name"])
                 continue
             if not held:
@@ -98,6 +107,9 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
                 torch.cuda.synchronize()
             lock.release()
             held = False
+            sample = job.get("sample")
+            if isinstance(sample, dict):  # a checked timed call judged on leaves: only those are written
+                out = tensorio.reference_sample(out, int(sample["seed"]), int(sample["leaves"]), scale_of)
             path = os.path.join(payload["ref_dir"], job["name"] + ".pt")
             tensorio.save(out, path)
             del out

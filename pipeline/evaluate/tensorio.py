@@ -7,9 +7,12 @@ weights_only=True)` (no arbitrary unpickling) and the trusted side re-checks the
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import os
+import random
 from typing import Any, Callable
 
 import torch
@@ -121,14 +124,33 @@ def to_host(obj: Any) -> Any:
     return tmap(obj, _own_host_copy)
 
 
+class NoRoom(OSError):
+    """A file could not be written because its file system is full: the host's fault (other evaluations' files),
+    never the task's or the candidate's. torch.save says only "unexpected pos" then."""
+
+
 def save(obj: Any, path: str) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     # No CRC32 per record: ~1-2 s per GiB written; the files live for one evaluation on one host.
     setter = getattr(torch.serialization, "set_crc32_options", None)
     if setter is not None:
         setter(False)
-    torch.save(to_host(obj), tmp)
-    os.replace(tmp, path)
+    host = to_host(obj)
+    try:
+        torch.save(host, tmp)
+        os.replace(tmp, path)
+    except Exception as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        need = sum(t.numel() * t.element_size() for t in tensors(host)) + (1 << 20)
+        try:
+            st = os.statvfs(os.path.dirname(path) or ".")
+            free = st.f_bavail * st.f_frsize
+        except OSError:
+            raise e from None
+        if free < need:
+            raise NoRoom(errno.ENOSPC, f"no space left for {need} bytes ({free} free): {e}", path) from e
+        raise
 
 
 class BadFile(ValueError):
@@ -405,6 +427,27 @@ def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[
     _walk(rec["skeleton"], put, tensor)
     it2 = iter(parts)
     return h.hexdigest(), tmap(rec["skeleton"], lambda t: next(it2)), [list(s) for s in shapes]
+
+
+def reference_sample(out: Any, seed: int, k: int, scale: Callable[[torch.Tensor], float]) -> dict:
+    """The reference side of a sampled check, made by the reference process for a checked timed call: `k` leaves per
+    tensor picked with a secret seed (`pick_leaves`), their elements, each tensor's shape and its whole tensor's
+    scale. The trusted side sends the picks to the candidate only after it committed that call's output; the full
+    output (GiBs on large tasks) is never written. An output holding a dict is kept whole ({"whole": out}): a
+    correct candidate need not share its key order."""
+    if has_dict(out):
+        return {"whole": out}
+    rng = random.Random(seed)
+    ts = tensors(out)
+    picks = [pick_leaves(leaf_count(t.numel() * t.element_size()), k, rng) for t in ts]
+    return {
+        "sampled": {
+            "picks": picks,
+            "sample": sample_of(out, picks),
+            "shapes": [list(t.shape) for t in ts],
+            "scales": [float(scale(t)) if t.is_floating_point() or t.is_complex() else 0.0 for t in ts],
+        }
+    }
 
 
 def sample_of(obj: Any, picks: list[list[int]]) -> Any:
