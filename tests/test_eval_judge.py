@@ -567,6 +567,31 @@ def test_sampled_checks_of_timed_outputs_pass_honest_work_and_catch_skipped_work
     res = _eval(tmp_path, HONEST, task=wide, prefix=half, check_leaves=8, clock_slack_ms=1e6)
     assert res.reward == -1 and "result_caching" in res.violations and "timed_output_mismatch" in res.reason
     assert "output_commitment_mismatch" not in res.violations, res.details.get("violation_details")
+    # right at the first and last leaf (always compared) and nowhere else: the leaves drawn at random catch it
+    edges = half.replace(
+        "y[: x.shape[0] // 2] = torch.softmax(x[: x.shape[0] // 2], dim=-1)",
+        "y[[0, -1]] = torch.softmax(x[[0, -1]], dim=-1)",
+    )
+    res = _eval(tmp_path, HONEST, task=wide, prefix=edges, check_leaves=8, clock_slack_ms=1e6)
+    assert res.reward == -1 and "timed_output_mismatch" in res.reason, (res.reason, res.violations)
+
+
+def test_sampled_checks_judge_honest_outputs_as_whole_checks_do(tmp_path):
+    """What a whole comparison accepts, a sampled check accepts too: a 0-dim tensor where the reference returns a
+    number, and a complex output returned as a lazily conjugated view (whose bytes cannot be seen until resolved)."""
+    ops = CPU["allow_torch_ops"] + ["lift_fresh", "detach", "alias", "complex", "conj", "_conj", "resolve_conj"]
+    ops += ["neg", "clone", "_to_copy", "to", "copy", "view"]
+    wide = TASK.replace("4, 32768", "64, 32768")
+    number = wide.replace("return torch.softmax(x, dim=-1)", "return torch.softmax(x, dim=-1), 1.5")
+    zero_dim = HONEST.replace("return torch.softmax(x, dim=-1)", "return torch.softmax(x, dim=-1), torch.tensor(1.5)")
+    lazy_conj = (
+        wide.replace("return torch.softmax(x, dim=-1)", "return torch.complex(x, -x)"),
+        HONEST.replace("return torch.softmax(x, dim=-1)", "return torch.complex(x, x).conj()"),
+    )
+    for task, code in ((number, zero_dim), lazy_conj):
+        res = _eval(tmp_path, code, task=task, check_leaves=8, allow_torch_ops=ops)
+        assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.error[-500:])
+        assert res.details["timed_leaves_checked"] >= 8
 
 
 def test_an_extension_the_build_step_did_not_make_is_not_built_while_judged(tmp_path):

@@ -201,17 +201,28 @@ def test_digest_binds_every_part_of_an_output_as_saved(tmp_path):
         assert tensorio.digest(other) != tensorio.digest(out), other
 
 
+def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():
+    """One element stands for the number; any other count is a mismatch (it raised inside the judge before)."""
+    s = options.resolve({})
+    assert compare((torch.ones(3), 1.5), (torch.ones(3), torch.tensor(1.5)), s)["ok"]
+    for other in (torch.tensor([]), torch.ones(2)):
+        assert not compare((torch.ones(3), 1.5), (torch.ones(3), other), s)["ok"]
+
+
 def _opened(out, k, path, rng_seed=0):
-    """`out` committed, sampled on k leaves per tensor, saved and loaded, opened as the trusted side does."""
+    """`out` committed, sampled on k leaves per tensor (as `keep` tells it), saved and loaded: (digest, the picks
+    message, the picks per tensor, the record as the trusted side reads it)."""
     import random
 
     dg, leaves = tensorio.commitment(out)
-    picks = [
-        tensorio.pick_leaves(tensorio.leaf_count(t.numel() * t.element_size()), k, random.Random(rng_seed))
-        for t in tensorio.tensors(out)
+    rng = random.Random(rng_seed)
+    per = [
+        tensorio.pick_leaves(tensorio.leaf_count(t.numel() * t.element_size()), k, rng) for t in tensorio.tensors(out)
     ]
+    places = [i for i, x in enumerate(tensorio.flatten(out)) if isinstance(x, torch.Tensor)]
+    picks = {"at": {str(i): p for i, p in zip(places, per)}, "whole_max": k}
     tensorio.save(tensorio.sampled(out, leaves, picks), path)
-    return dg, picks, tensorio.load(path)
+    return dg, picks, per, tensorio.load(path)
 
 
 def test_a_sampled_record_opens_to_the_commitment_and_the_picked_elements(tmp_path):
@@ -226,26 +237,39 @@ def test_a_sampled_record_opens_to_the_commitment_and_the_picked_elements(tmp_pa
         None,
         torch.randn(64, 1024, dtype=torch.float64),
     )
-    dg, picks, rec = _opened(out, 4, str(tmp_path / "r.pt"))
+    dg, picks, per, rec = _opened(out, 4, str(tmp_path / "r.pt"))
     got, sampled, shapes = tensorio.open_sampled(rec, picks)
     assert got == dg == tensorio.digest(out)
     assert shapes == [list(t.shape) for t in tensorio.tensors(out)]
-    want = tensorio.sample_of(out, picks)
+    want = tensorio.sample_of(out, per)
     for a, b in zip(tensorio.tensors(want), tensorio.tensors(sampled)):
         assert a.dtype == b.dtype and torch.equal(a, b)
     assert compare(want, sampled, options.resolve({}))["ok"]
     # at most k leaves each; the first and the last always among them where there are more
-    for t, p in zip(tensorio.tensors(out), picks):
+    for t, p in zip(tensorio.tensors(out), per):
         n = tensorio.leaf_count(t.numel() * t.element_size())
         assert p == sorted(set(p)) and len(p) == min(n, 4) and (n <= 4 or (p[0] == 0 and p[-1] == n - 1))
+
+
+def test_a_lazily_conjugated_output_is_committed_and_saved_as_its_values(tmp_path):
+    """A conjugate or negative view (a bit on the tensor, kept by torch.save) is hashed and written as the values it
+    stands for: the same digest as the resolved tensor, on both sides of a file."""
+    z = torch.complex(torch.randn(3000), torch.randn(3000))
+    for lazy in (z.conj(), torch.randn(3000)._neg_view()):
+        plain_values = lazy.resolve_conj().resolve_neg()
+        assert tensorio.digest(lazy) == tensorio.digest(plain_values)
+        path = str(tmp_path / "z.pt")
+        tensorio.save(lazy, path)
+        back = tensorio.load(path)
+        assert torch.equal(back, plain_values) and tensorio.digest(back) == tensorio.digest(lazy)
 
 
 def test_a_sampled_record_that_is_not_the_committed_output_does_not_open(tmp_path):
     """A changed picked byte, a changed digest of a leaf nobody looks at, another shape, another number beside the
     tensors, sizes that do not add up: each is told apart from the committed output."""
     out = (torch.randn(64, 1024), 7)  # 64 leaves
-    dg, picks, rec = _opened(out, 8, str(tmp_path / "r.pt"))
-    unpicked = next(j for j in range(64) if j not in picks[0])
+    dg, picks, per, rec = _opened(out, 8, str(tmp_path / "r.pt"))
+    unpicked = next(j for j in range(64) if j not in per[0])
 
     def tampered(edit):
         r = {k: (list(v) if isinstance(v, list) else v) for k, v in rec.items()}

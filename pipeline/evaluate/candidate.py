@@ -14,7 +14,7 @@ Commands (op):
   reference did), save the output as out_dir/<out>.pt.
 - timed {seed, warm}: fresh inputs from `seed` (the task's get_inputs on the device RNG), L2 flush, one timed call;
   replies {t, ts, digest}: GPU ms (device-synchronised, stream-ordered) and a digest of the output, which it keeps.
-- keep {out, picks}: the last timed call's output is checked: with `picks` (leaf indices per tensor) its sampled
+- keep {out, picks}: the last timed call's output is checked: with `picks` (tensorio.tensor_picks) its sampled
   record (tensorio.sampled), else the whole output, to be saved as out_dir/<out>.pt.
 - save_kept: write what `keep` held (after the timing, out of the exclusive lock).
 - kernels {seed}: GPU kernels launched by one call (CUPTI via torch.profiler).
@@ -241,7 +241,7 @@ class Driver:
         if self.held is None:
             return {"ok": False, "error": "no output held"}
         path = os.path.join(self.out_dir, os.path.basename(msg["out"]) + ".pt")
-        if isinstance(msg.get("picks"), list):
+        if isinstance(msg.get("picks"), dict):
             # A sampled check: the picked leaves' bytes and every leaf digest (KiBs to MiBs), proven on the trusted
             # side against the commitment; nothing else of the output is copied or written.
             self.kept.append((path, tensorio.sampled(self.held, self.held_leaves, msg["picks"])))

@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
+import torch
+
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
@@ -1027,7 +1029,8 @@ class Judge:
             if name:
                 # The leaves to compare, told only now that the output is committed (drawn by the reference process
                 # with a seed the candidate never sees).
-                picks = (self._check_refs.get(name) or {}).get("picks")
+                ref = self._check_refs.get(name)
+                picks = tensorio.check_picks(ref, int(s["check_leaves"])) if ref else None
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
                     self.fail("runtime_error (timing)", "a timed output could not be kept")
@@ -1158,7 +1161,9 @@ class Judge:
                 mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
         self.rep["details"]["timed_outputs_checked"] = len(checked)
         if any(c["picks"] is not None for c in checked):
-            self.rep["details"]["timed_leaves_checked"] = sum(len(p) for c in checked for p in c["picks"] or [])
+            self.rep["details"]["timed_leaves_checked"] = sum(
+                len(p) for c in checked for p in (c["picks"] or {"at": {}})["at"].values()
+            )
         if mismatches:
             self.violation("result_caching", "; ".join(mismatches[:3]))
             self.rep["correct"] = False
@@ -1177,11 +1182,24 @@ class Judge:
         if why:
             self.violation("output_commitment_mismatch", f"timed call {c['i']}: {why}")
             return "saved output differs from its commitment"
-        if shapes != ref["shapes"]:
-            return f"output_shape: {shapes} != {ref['shapes']}"
-        # (no dict in a sampled output: `tensors` order is compare's)
+        why = _sampled_shapes(ref["sample"], ref["shapes"], out, shapes)
+        if why:
+            return why
         cmp = compare(ref["sample"], out, self.s, scales=ref["scales"])
         return "" if cmp["ok"] else cmp["reason"]
+
+
+def _sampled_shapes(ref: Any, ref_shapes: list, out: Any, out_shapes: list) -> str:
+    """Where both sides hold a tensor at the same place, their whole shapes agree (the samples are flat); the
+    rest, structure and values included, is `compare`'s, as for whole outputs (a 0-dim tensor may stand for a
+    number). No dict in a sampled output: `tensors` order is `flatten`'s."""
+    r_shapes, o_shapes = iter(ref_shapes), iter(out_shapes)
+    for i, (r, o) in enumerate(zip(tensorio.flatten(ref), tensorio.flatten(out))):
+        rs = next(r_shapes) if isinstance(r, torch.Tensor) else None
+        os_ = next(o_shapes) if isinstance(o, torch.Tensor) else None
+        if rs is not None and os_ is not None and list(rs) != list(os_):
+            return f"output_shape: output {i}: {tuple(os_)} != {tuple(rs)}"
+    return ""
 
 
 def judge_candidate(

@@ -33,6 +33,15 @@ def tmap(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return obj
 
 
+def flatten(obj: Any) -> list[Any]:
+    """An output's leaves in order; a dict's as key, value by sorted key (a task may return a dict of tensors)."""
+    if isinstance(obj, (list, tuple)):
+        return [x for o in obj for x in flatten(o)]
+    if isinstance(obj, dict):
+        return [x for k in sorted(obj, key=str) for x in (k, *flatten(obj[k]))]
+    return [obj]
+
+
 def tensors(obj: Any) -> list[torch.Tensor]:
     if isinstance(obj, torch.Tensor):
         return [obj]
@@ -113,7 +122,7 @@ def _perturbable(t: torch.Tensor) -> str:
 def _own_host_copy(t: torch.Tensor) -> torch.Tensor:
     """A host tensor holding just its own elements (a view would save its whole storage); one already so is kept
     (a 6 GiB output copied again to save it doubled the host memory)."""
-    t = t.detach()
+    t = _resolved(t)
     whole = t.storage_offset() == 0 and t.untyped_storage().nbytes() == t.numel() * t.element_size()
     if t.device.type == "cpu" and t.is_contiguous() and whole:
         return t
@@ -298,8 +307,14 @@ def _hasher() -> tuple[Any, Callable[[str], None]]:
     return h, put
 
 
+def _resolved(t: torch.Tensor) -> torch.Tensor:
+    """`t` with a lazy conjugate or negation applied (a view with the bit set cannot be seen as bytes, and a file
+    keeps the bit): the values it stands for."""
+    return t.detach().resolve_conj().resolve_neg()
+
+
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().contiguous().reshape(-1).view(torch.uint8)
+    return _resolved(t).contiguous().reshape(-1).view(torch.uint8)
 
 
 def _token(dtype: torch.dtype, shape: list[int]) -> str:
@@ -352,11 +367,28 @@ def _gather(flat: torch.Tensor, picks: list[int]) -> torch.Tensor:
     return torch.cat([flat[j * LEAF_BYTES : (j + 1) * LEAF_BYTES] for j in picks])
 
 
-def sampled(obj: Any, leaves: list[bytes], picks: list[list[int]]) -> dict:
+def tensor_picks(obj: Any, counts: list[int], picks: dict) -> list[list[int]]:
+    """The leaves of each tensor of `obj` (with `counts` leaves each, in `tensors` order) a sampled check compares:
+    those `picks["at"]` names for its place in `flatten(obj)` (where the reference holds a tensor), else all of a
+    tensor of at most `picks["whole_max"]` leaves (a 0-dim tensor standing for the reference's number), else none.
+    The candidate and the trusted side apply this same rule, to the output and to its record's skeleton."""
+    at = picks.get("at") if isinstance(picks.get("at"), dict) else {}
+    whole_max = int(picks.get("whole_max") or 0)
+    places = [i for i, x in enumerate(flatten(obj)) if isinstance(x, torch.Tensor)]
+    out = []
+    for place, n in zip(places, counts):
+        given = at.get(str(place))
+        mine = given if isinstance(given, list) else (list(range(n)) if n <= whole_max else [])
+        out.append(sorted({j for j in mine if type(j) is int and 0 <= j < n}))
+    return out
+
+
+def sampled(obj: Any, leaves: list[bytes], picks: dict) -> dict:
     """The candidate's record of a committed output for a sampled check: its structure with every tensor emptied,
-    the tensors' shapes, their leaf digests (from `commitment`) and the bytes of the leaves `picks` names (per
-    tensor, in `tensors` order). Nothing in it is trusted: `open_sampled` proves it against the commitment."""
+    the tensors' shapes, their leaf digests (from `commitment`) and the bytes of the leaves `tensor_picks` names.
+    Nothing in it is trusted: `open_sampled` proves it against the commitment."""
     ts = tensors(obj)
+    mine = tensor_picks(obj, [leaf_count(t.numel() * t.element_size()) for t in ts], picks)
     return {
         "skeleton": tmap(obj, lambda t: torch.empty(0, dtype=t.dtype)),
         "shapes": [list(t.shape) for t in ts],
@@ -364,7 +396,7 @@ def sampled(obj: Any, leaves: list[bytes], picks: list[list[int]]) -> dict:
             torch.frombuffer(bytearray(b), dtype=torch.uint8) if b else torch.empty(0, dtype=torch.uint8)
             for b in leaves
         ],
-        "bytes": [_gather(_flat_bytes(t), picks[k] if k < len(picks) else []).cpu() for k, t in enumerate(ts)],
+        "bytes": [_gather(_flat_bytes(t), p).cpu() for t, p in zip(ts, mine)],
     }
 
 
@@ -372,7 +404,7 @@ class Forged(ValueError):
     """A sampled record whose leaves are not those its output committed to."""
 
 
-def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[int]]]:
+def open_sampled(rec: Any, picks: dict) -> tuple[str, Any, list[list[int]]]:
     """The trusted side's reading of a `sampled` record: (the digest its structure and leaf digests give, to be
     compared with the commitment; the output with every tensor replaced by its picked leaves' elements, flat; each
     tensor's shape). Raises BadFile for a malformed record and Forged for a picked leaf whose bytes do not hash to
@@ -384,11 +416,8 @@ def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[
     n = len(ts)
     if not all(isinstance(x, list) and len(x) == n for x in (shapes, leaves, data)):
         raise BadFile("the kept record's lists do not match its tensors")
-    h, put = _hasher()
-    parts: list[torch.Tensor] = []
-    claimed: list[tuple[list[int], bytes]] = []
-    for k, t in enumerate(ts):
-        shape, lv, got = shapes[k], leaves[k], data[k]
+    sizes = []
+    for k, (t, shape) in enumerate(zip(ts, shapes)):
         if t.numel() or not (
             isinstance(shape, list) and len(shape) <= 64 and all(type(d) is int and d >= 0 for d in shape)
         ):
@@ -398,24 +427,26 @@ def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[
             nbytes *= d
         if nbytes > MAX_FILE_BYTES:
             raise BadFile(f"tensor {k}: a shape past any output's size")
-        nl = leaf_count(nbytes)
-        mine = picks[k] if k < len(picks) else []
-        want = sum(min(LEAF_BYTES, nbytes - j * LEAF_BYTES) for j in mine if j < nl)
+        sizes.append(nbytes)
+    mine = tensor_picks(rec["skeleton"], [leaf_count(b) for b in sizes], picks)
+    h, put = _hasher()
+    parts: list[torch.Tensor] = []
+    claimed: list[tuple[list[int], bytes]] = []
+    for k, t in enumerate(ts):
+        nbytes, nl, lv, got = sizes[k], leaf_count(sizes[k]), leaves[k], data[k]
+        want = sum(min(LEAF_BYTES, nbytes - j * LEAF_BYTES) for j in mine[k])
         for x, size in ((lv, 32 * nl), (got, want)):
             if not (isinstance(x, torch.Tensor) and x.dtype == torch.uint8 and x.dim() == 1 and x.numel() == size):
                 raise BadFile(f"tensor {k}: leaf digests or picked bytes of the wrong size")
         lv_b, got_b = lv.clone().numpy().tobytes(), got.clone()
         at = 0
-        for j in mine:
-            if j >= nl:
-                continue
+        for j in mine[k]:
             size = min(LEAF_BYTES, nbytes - j * LEAF_BYTES)
-            leaf = got_b[at : at + size].numpy().tobytes()
-            if hashlib.sha256(leaf).digest() != lv_b[32 * j : 32 * j + 32]:
+            if hashlib.sha256(got_b[at : at + size].numpy().tobytes()).digest() != lv_b[32 * j : 32 * j + 32]:
                 raise Forged(f"tensor {k}, leaf {j}: its bytes are not the committed leaf")
             at += size
         parts.append(got_b.view(t.dtype) if got_b.numel() else torch.empty(0, dtype=t.dtype))
-        claimed.append((shape, lv_b))
+        claimed.append((shapes[k], lv_b))
 
     it = iter(claimed)
 
@@ -426,7 +457,7 @@ def open_sampled(rec: Any, picks: list[list[int]]) -> tuple[str, Any, list[list[
 
     _walk(rec["skeleton"], put, tensor)
     it2 = iter(parts)
-    return h.hexdigest(), tmap(rec["skeleton"], lambda t: next(it2)), [list(s) for s in shapes]
+    return h.hexdigest(), tmap(rec["skeleton"], lambda t: next(it2)), [list(x) for x in shapes]
 
 
 def reference_sample(out: Any, seed: int, k: int, scale: Callable[[torch.Tensor], float]) -> dict:
@@ -448,6 +479,13 @@ def reference_sample(out: Any, seed: int, k: int, scale: Callable[[torch.Tensor]
             "scales": [float(scale(t)) if t.is_floating_point() or t.is_complex() else 0.0 for t in ts],
         }
     }
+
+
+def check_picks(sample: dict, whole_max: int) -> dict:
+    """What `keep` tells the candidate of a `reference_sample` record: the picks of each reference tensor by its
+    place in `flatten` (`tensor_picks`)."""
+    places = [i for i, x in enumerate(flatten(sample["sample"])) if isinstance(x, torch.Tensor)]
+    return {"at": {str(i): list(p) for i, p in zip(places, sample["picks"])}, "whole_max": int(whole_max)}
 
 
 def sample_of(obj: Any, picks: list[list[int]]) -> Any:

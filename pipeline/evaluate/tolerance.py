@@ -21,18 +21,12 @@ from typing import Any
 
 import torch
 
-from pipeline.evaluate.tensorio import CHUNK  # elements compared at a time: bounded temporaries for GiB outputs
+from pipeline.evaluate.tensorio import (
+    CHUNK,  # elements compared at a time: bounded temporaries for GiB outputs
+    flatten,
+)
 
 KB_ATOL = KB_RTOL = 1e-2  # KernelBench's verdict (settings `atol`, `rtol`), recorded beside ours
-
-
-def flatten(obj: Any) -> list[Any]:
-    """An output's leaves in order; a dict's as key, value by sorted key (a task may return a dict of tensors)."""
-    if isinstance(obj, (list, tuple)):
-        return [x for o in obj for x in flatten(o)]
-    if isinstance(obj, dict):
-        return [x for k in sorted(obj, key=str) for x in (k, *flatten(obj[k]))]
-    return [obj]
 
 
 def _real(t: torch.Tensor) -> torch.Tensor:
@@ -261,7 +255,7 @@ def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = 
                     abs_tol=max(tol["atol_floor"], tol["scale_atol"] * sc),
                 )
             else:
-                ok = r == o
+                ok = not isinstance(o, torch.Tensor) and r == o  # a tensor of other than one element: never a value
             if not ok:
                 res.update(ok=False, kernelbench_ok=False, reason=f"output_mismatch: output {i}: {o!r} != {r!r}")
     return res
