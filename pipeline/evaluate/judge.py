@@ -1119,7 +1119,8 @@ class Judge:
         ok = isinstance(rec, dict) and set(rec) == {"picks", "sample", "shapes", "scales"}
         n = len(tensorio.tensors(rec["sample"])) if ok else -1
         ok = ok and all(isinstance(rec[k], list) and len(rec[k]) == n for k in ("picks", "shapes", "scales"))
-        ok = ok and all(isinstance(p, list) and all(type(j) is int and j >= 0 for j in p) for p in rec["picks"])
+        for key in ("picks", "shapes"):
+            ok = ok and all(isinstance(p, list) and all(type(j) is int and j >= 0 for j in p) for p in rec[key])
         ok = ok and all(isinstance(x, float) for x in rec["scales"])
         if not ok:
             raise tensorio.BadFile(f"{name}: not a sampled reference")
@@ -1162,7 +1163,7 @@ class Judge:
         self.rep["details"]["timed_outputs_checked"] = len(checked)
         if any(c["picks"] is not None for c in checked):
             self.rep["details"]["timed_leaves_checked"] = sum(
-                len(p) for c in checked for p in (c["picks"] or {"at": {}})["at"].values()
+                len(p) for c in checked if c["picks"] for p in c["picks"]["at"].values()
             )
         if mismatches:
             self.violation("result_caching", "; ".join(mismatches[:3]))
