@@ -95,6 +95,19 @@ class GpuLock:
         except BlockingIOError:
             return self.shared()
 
+    def timing_waits(self) -> bool:
+        """Whether someone waits to take the lock exclusive now (a timing queued behind the shared holders): a blocked
+        request shows in /proc/locks as "->". True where that cannot be read (a holder then lets go, to be safe)."""
+        if not self.path:
+            return False
+        try:
+            tag = f":{os.stat(self.path).st_ino} "
+            with open("/proc/locks") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return True
+        return any("->" in ln and " WRITE " in ln and tag in ln for ln in lines)
+
     @property
     def holds(self) -> bool:
         """Whether this holder has the lock (shared or exclusive) now: from a take to its release."""

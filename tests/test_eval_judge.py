@@ -682,11 +682,13 @@ class ModelNew(nn.Module):
 """
 
 
-def test_a_frozen_candidate_lets_the_gpu_lock_go_and_answers_after(tmp_path):
-    """Between the candidate's replies the trusted side works with the candidate's jail frozen (every process and
-    thread stopped, a native child and a spinning thread included) and the GPU's lock let go: another holder can take
-    it exclusively meanwhile. Afterwards the lock is held again and the candidate answers."""
-    import fcntl
+def test_a_waiting_timing_gets_the_gpu_lock_while_the_judge_works_and_the_candidate_is_frozen(tmp_path):
+    """Between the candidate's replies the trusted side works on them. With no timing waiting it works holding the
+    GPU's lock (the candidate is not frozen, no wait to take the lock back). With a timing waiting, the candidate's
+    jail is frozen (every process and thread stopped, a native child and a spinning thread included) and the lock let
+    go: the timing takes it meanwhile; afterwards the lock is held again and the candidate answers. A timing that
+    begins to wait during the work gets the lock before the work's block ends."""
+    import threading
 
     from pipeline import gpulock
     from pipeline.evaluate import options
@@ -703,15 +705,23 @@ def test_a_frozen_candidate_lets_the_gpu_lock_go_and_answers_after(tmp_path):
     payload |= {"solution_files": [str(sol)], "allow_torch_ops": ["_softmax", "softmax"]}
     cand = judge.CandidateProcess(payload, dirs, s, "9.0", read_dirs=[])
 
-    def exclusive_now() -> bool:
-        fd = os.open(lock, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
+    def timing(got: threading.Event, go: threading.Event) -> threading.Thread:
+        """Another evaluation's timing: takes the lock exclusive, says so, lets it go when told."""
+
+        def run() -> None:
+            other = gpulock.GpuLock(lock)
+            other.exclusive()
+            got.set()
+            go.wait(120)
+            other.release()
+
+        th = threading.Thread(target=run, daemon=True)
+        th.start()
+        end = time.monotonic() + 120
+        while not j.gpu.timing_waits():  # queued behind the judge's shared hold (read from /proc/locks)
+            assert time.monotonic() < end and th.is_alive()
+            time.sleep(0.01)
+        return th
 
     try:
         assert cand.recv(120) is not None
@@ -720,20 +730,37 @@ def test_a_frozen_candidate_lets_the_gpu_lock_go_and_answers_after(tmp_path):
             assert r and r.get("ok"), r
         j.gpu = gpulock.GpuLock(lock)
         j.gpu.shared()
-        assert not exclusive_now()
+        # no timing waiting: the work holds the lock, nothing frozen
+        with j.unlocked(cand):
+            assert not getattr(cand, "_frozen", []) and j.gpu.holds
+        assert "frozen" not in j.rep["phase_s"]
+        # a timing waiting: it runs while the candidate is frozen
+        got, go = threading.Event(), threading.Event()
+        th = timing(got, go)
         deadline = cand.deadline
         with j.unlocked(cand):
             frozen = cand._frozen
             threads = [t for p in frozen for t in os.listdir(f"/proc/{p}/task")] if frozen else []
             states = {judge._state(int(t)) for t in threads}
-            free = exclusive_now()
+            ran = got.wait(120)
+            go.set()
+        th.join(120)
         assert len(frozen) >= 3 and states <= {"T", "t"}, (frozen, states)
-        assert free
-        assert not exclusive_now()  # held again
+        assert ran and j.gpu.holds
         assert {judge._state(p) for p in frozen} - {""} <= {"R", "S", "D"}  # thawed
         r, _ = cand.request({"op": "null", "seed": 3, "outputs": []}, 120)
         assert r is not None and "t" in r, r
         assert j.rep["phase_s"]["frozen"] > 0 and cand.deadline > deadline
+        # a timing that begins to wait during the work: it goes before the block ends
+        got, go = threading.Event(), threading.Event()
+        with j.unlocked(cand):
+            th = timing(got, go)
+            assert not got.is_set()  # the judge still holds the lock
+            go.set()
+        assert got.is_set() and j.gpu.holds
+        th.join(120)
+        r, _ = cand.request({"op": "null", "seed": 4, "outputs": []}, 120)
+        assert r is not None and "t" in r, r
     finally:
         cand.close(5.0, kill=True)
         dirs.remove()

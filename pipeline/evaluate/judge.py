@@ -805,11 +805,29 @@ class Judge:
 
     @contextlib.contextmanager
     def unlocked(self, cand: CandidateProcess) -> Iterator[None]:
-        """The trusted side's own work on a reply (loading, comparing, hashing outputs), with the candidate's jail
-        frozen and the GPU's lock let go, so that other evaluations' timed calls run meanwhile; the lock is taken
-        back (shared) and the candidate thawed at the end. Where the jail cannot be frozen the lock stays held.
-        Frozen time is not the candidate's: its life limit moves by it."""
-        if getattr(self, "gpu", None) is None or self.gpu.path is None or not cand.freeze():
+        """The trusted side's own work on a reply (loading, comparing, hashing outputs). Where a timing waits for the
+        GPU's lock, the candidate's jail is frozen and the lock let go for it meanwhile (`_let_go`); where none waits,
+        the work runs holding the lock (letting it go and taking it back queued this evaluation behind every timing
+        that began to wait meanwhile: seconds per reply), and a timing that began to wait during the work still goes
+        before the candidate's next call."""
+        gpu = getattr(self, "gpu", None)
+        if gpu is None or gpu.path is None:
+            yield
+        elif gpu.timing_waits():
+            with self._let_go(cand):
+                yield
+        else:
+            yield
+            if gpu.timing_waits():
+                with self._let_go(cand):
+                    pass
+
+    @contextlib.contextmanager
+    def _let_go(self, cand: CandidateProcess) -> Iterator[None]:
+        """The candidate's jail frozen and the GPU's lock let go for a block; the lock taken back (shared) and the
+        candidate thawed at the end. Where the jail cannot be frozen the lock stays held. Frozen time is not the
+        candidate's: its life limit moves by it."""
+        if not cand.freeze():
             yield
             return
         t0 = time.monotonic()
