@@ -209,6 +209,20 @@ def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():
         assert not compare((torch.ones(3), 1.5), (torch.ones(3), other), s)["ok"]
 
 
+def test_the_scale_of_huge_float64_outputs_is_finite_and_a_constant_kernel_still_fails():
+    """The root mean square of float64 values past 1e154 (whose squares overflow): an infinite scale made every finite
+    output pass. Ordinary values keep their scale to rounding."""
+    from pipeline.evaluate.tolerance import scale_of
+
+    huge = torch.tensor([3e200, 4e200] * 500, dtype=torch.float64)
+    assert scale_of(huge) == pytest.approx(3.5355339059327378e200, rel=1e-12)
+    s = options.resolve({})
+    assert compare(huge, huge.clone(), s)["ok"] and not compare(huge, torch.zeros_like(huge), s)["ok"]
+    x = torch.randn(100_000, dtype=torch.float64)
+    assert scale_of(x) == pytest.approx(float(x.pow(2).mean().sqrt()), rel=1e-12)
+    assert scale_of(torch.tensor([float("nan"), 2.0, -2.0])) == pytest.approx(2.0) and scale_of(torch.zeros(3)) == 0.0
+
+
 def _opened(out, k, path, rng_seed=0):
     """`out` committed, sampled on k leaves per tensor (as `keep` tells it), saved and loaded: (digest, the picks
     message, the picks per tensor, the record as the trusted side reads it)."""

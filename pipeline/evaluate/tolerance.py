@@ -46,16 +46,23 @@ def _pieces(t: torch.Tensor, device: str | None, real: bool = True):
 
 
 def scale_of(ref: torch.Tensor, device: str | None = None) -> float:
-    """Root mean square of the finite reference values (0.0 when there are none)."""
-    sq, n = 0.0, 0
+    """Root mean square of the finite reference values (0.0 when there are none). Each piece's norm is taken of the
+    piece divided by its largest magnitude, and the pieces are summed relative to the largest of all: the squares
+    of float64 values past 1e154 overflow, and an infinite scale would let any finite output pass."""
+    parts, n = [], 0
     for r in _pieces(ref, device):
         fin = torch.isfinite(r)
         if not bool(fin.all()):
             r = r[fin]
-        # The sum of squares accumulated in float64 without a float64 copy of the piece.
-        sq += float(torch.linalg.vector_norm(r, dtype=torch.float64)) ** 2
+        top = float(r.abs().max()) if r.numel() else 0.0
+        if top > 0.0:
+            # in float64 without a float64 copy of the piece
+            parts.append((top, float(torch.linalg.vector_norm(r / top, dtype=torch.float64))))
         n += r.numel()
-    return math.sqrt(sq / n) if n else 0.0
+    if not parts:
+        return 0.0
+    big = max(t for t, _ in parts)
+    return big * math.sqrt(sum((t / big * v) ** 2 for t, v in parts) / n)
 
 
 def compare_tensor(
