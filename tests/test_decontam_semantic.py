@@ -1247,6 +1247,61 @@ def test_a_scale_folded_into_weights_at_construction_is_tied_scaled(kernelbench_
         assert any(t["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and t["status"] == "ran" for t in tried), tried
 
 
+OFFSET_AT_35 = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out, k, subtract, pool):
+        super().__init__()
+        r = 1.0 / math.sqrt(c_in * k * k)
+        self.w = nn.Parameter(torch.empty(c_out, c_in, k, k).uniform_(-r, r))
+        self.b = nn.Parameter(torch.empty(c_out).uniform_(-r, r)BIAS)
+        self.pool = pool
+
+    def forward(self, x):
+        y = F.hardswish(F.conv2d(x, self.w, self.b))
+        y = F.max_pool2d(y, self.pool)
+        return y * torch.tanh(F.softplus(y))
+
+def get_inputs():
+    return [torch.rand(2, 64, 17, 17)]
+
+def get_init_inputs():
+    return [64, 128, 3, 0.5, 2]
+"""
+
+
+def test_an_offset_folded_into_a_bias_at_construction_is_tied_shifted(kernelbench_path, tmp_path):
+    """KernelBench's conv - constant - hardswish - maxpool - mish at its own constructor arguments on smaller inputs,
+    with the constant subtracted inside the bias when it is made: tied as they are, the outputs differ; the two
+    constructors' draws as constants differ by -0.5, and the candidate run with the bias shifted by it matches
+    (mapping `shape+=-0.5`). The same model with the constant left out of its bias computes another function and
+    stays apart."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [("folded", OFFSET_AT_35.replace("BIAS", " - subtract")), ("kept", OFFSET_AT_35.replace("BIAS", ""))]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish", ev
+    shifted = [m[2] for m in ev["mapping"] if "+=" in m[2]]
+    assert len(shifted) == 1 and abs(float(shifted[0].split("+=")[1]) + 0.5) < 1e-9, ev["mapping"]
+    assert ev["shifted_params"]["max_abs_diff"] <= 1e-4  # the weights moved, the outputs still agree
+    from pipeline.decontam.report import write_report
+
+    html = write_report(
+        decontaminate(cands[:1], ref, settings), cands[:1], ref, settings, tmp_path, reference_source="test"
+    )
+    assert "class='shifted'" in html.read_text()  # the auditor sees the folded offset
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
 def test_a_scale_folded_into_weights_at_other_sizes_passes_the_screen_at_the_weights_own_scales(
     kernelbench_path, tmp_path
 ):

@@ -1099,7 +1099,11 @@ def _splits(cand, ref, mapping, used, same_list=False):
 
 def _tied(rt, shape, how):
     """The reference tensor as a candidate tensor of `shape` takes it under a tie (_match, _other_ties); a tie
-    ending in `*s` also multiplies it by s (a scale folded into the weights: _scaled_tie)."""
+    ending in `*s` also multiplies it by s, one ending in `+=d` adds d (a scale or an offset folded into the
+    weights: _scaled_tie)."""
+    if "+=" in how:
+        how, d = how.rsplit("+=", 1)
+        return _tied(rt, shape, how) + float(d)
     if "*" in how:
         how, s = how.rsplit("*", 1)
         return _tied(rt, shape, how) * float(s)
@@ -1788,17 +1792,21 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         rnat = dict(_source_order(_natural(gr, max_params), []))
     except Exception:
         return co
-    ratios = []
+    ratios, shifts = [], []
     for cn, rn, _ in mapping:
         a, b = _rms(cnat.get(cn)), _rms(rnat.get(rn))
         ratios.append(a / b if a is not None and b is not None and 1e-3 < a / b < 1e3 else 1.0)
-    if all(abs(math.log(r)) < 0.01 for r in ratios):
+        shifts.append(_offset(cnat.get(cn), rnat.get(rn)))
+    scaled = any(abs(math.log(r)) >= 0.01 for r in ratios)
+    if not scaled and not any(shifts):
         return co
     cd, rd = dict(ct), dict(rt)
     largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
-    for trial in (ratios, [ratios[largest]] * len(ratios)):
-        tied = [[cn, rn, how if abs(math.log(r)) < 0.01 else f"{how}*{r!r}"]
-                for (cn, rn, how), r in zip(mapping, trial)]
+    trials = [ratios, [ratios[largest]] * len(ratios)] if scaled else []
+    if any(shifts):  # an offset folded into a tensor when it is made (a bias that takes a subtracted constant)
+        trials.append([f"+={d!r}" if d else 1.0 for d in shifts])
+    for trial in trials:
+        tied = [[cn, rn, _tie_folding(how, r)] for (cn, rn, how), r in zip(mapping, trial)]
         with torch.no_grad():
             for cn, rn, how in tied:
                 cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
@@ -1817,6 +1825,25 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         for cn, rn, how in mapping:
             cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
     return co
+
+
+def _tie_folding(how, r):
+    """A tie with a constant folded in: a scale r (none where r is 1) or an offset ("+=d")."""
+    if isinstance(r, str):
+        return how + r
+    return how if abs(math.log(r)) < 0.01 else f"{how}*{r!r}"
+
+
+def _offset(c, r):
+    """The offset between two tensors as their constructors make them (draws as constants: _natural), where each
+    is one value and they differ beyond rounding; 0.0 otherwise."""
+    if c is None or r is None or not (c.is_floating_point() and r.is_floating_point()) or not c.numel() * r.numel():
+        return 0.0
+    cv, rv = c.detach().double().reshape(-1), r.detach().double().reshape(-1)
+    if bool((cv != cv[0]).any()) or bool((rv != rv[0]).any()):
+        return 0.0
+    d = float(cv[0] - rv[0])
+    return d if math.isfinite(d) and abs(d) > 1e-9 * max(1.0, abs(float(rv[0]))) else 0.0
 
 
 def _finite(t):

@@ -117,6 +117,11 @@ def _evidence_html(raw: str) -> str:
                 "<p class='scaled'>ties marked <code>*ratio</code>: the task's tensor is the reference's times the "
                 "ratio of the scales the two constructors make them at (a constant folded into the weights)</p>"
             )
+        if any(len(m) == 3 and "+=" in str(m[2]) for m in ev.get("mapping") or []):
+            out.append(
+                "<p class='shifted'>ties marked <code>+=offset</code>: the task's tensor is the reference's plus the "
+                "difference of the values the two constructors make them at (a constant folded into a bias)</p>"
+            )
         if ev.get("rebuilt_at"):
             out.append(
                 f"<p class='rebuilt'>the problem built at the task's constructor arguments "
