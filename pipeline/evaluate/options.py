@@ -104,10 +104,10 @@ class EvalOptions:
     )
     check_leaves: int = _opt(
         256,
-        "Leaves of 4 KiB per output tensor compared at a checked timed call: drawn at random (and the first and "
-        "last) after the call committed its output, each proven to be that output's by its leaf digest; a tensor "
-        "of at most this many leaves is compared whole. 0: every checked output whole (the candidate writes it "
-        "all, GiBs on large tasks).",
+        "Leaves of 4 KiB per output tensor compared at a checked timed call: picked at random (and the first and "
+        "last) with a secret seed, told to the candidate only after the call committed its output, each proven to "
+        "be that output's by its leaf digest; a tensor of at most this many leaves is compared whole. 0: every "
+        "checked output whole (the candidate writes it all, GiBs on large tasks).",
         ge=0,
     )
     calibration_calls: int = _opt(
