@@ -594,6 +594,21 @@ def test_sampled_checks_judge_honest_outputs_as_whole_checks_do(tmp_path):
         assert res.details["timed_leaves_checked"] >= 8
 
 
+def test_a_task_returning_a_named_tuple_is_judged_not_called_defective(tmp_path):
+    """torch.topk's result (a named tuple, which a weights_only load refuses) crosses the processes as a plain tuple:
+    the task is judged (it was called defective, reward 0 for every candidate), the honest candidate gets 1 with
+    checked outputs whole or on leaves, and a wrong one -1."""
+    topk = TASK.replace("return torch.softmax(x, dim=-1)", "return torch.topk(x, 8, dim=-1)")
+    honest = HONEST.replace("return torch.softmax(x, dim=-1)", "return torch.topk(x, 8, dim=-1)")
+    ops = CPU["allow_torch_ops"] + ["topk", "neg"]
+    for leaves in (256, 0):
+        res = _eval(tmp_path, honest, task=topk, allow_torch_ops=ops, check_leaves=leaves)
+        assert res.correct and res.reward == 1 and not res.task_defect, (res.reason, res.error[-500:])
+    wrong = honest.replace("torch.topk(x, 8, dim=-1)", "torch.topk(-x, 8, dim=-1)")
+    res = _eval(tmp_path, wrong, task=topk, mode="verify", allow_torch_ops=ops)
+    assert res.reward == -1 and not res.task_defect and res.reason.startswith("output_mismatch"), res.reason
+
+
 def test_an_extension_the_build_step_did_not_make_is_not_built_while_judged(tmp_path):
     """Anything compiled inside the judged process would skip the checks on what the build links to."""
     code = (

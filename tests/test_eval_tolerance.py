@@ -265,6 +265,20 @@ def test_a_sampled_record_opens_to_the_commitment_and_the_picked_elements(tmp_pa
         assert p == sorted(set(p)) and len(p) == min(n, 4) and (n <= 4 or (p[0] == 0 and p[-1] == n - 1))
 
 
+def test_named_tuples_and_numpy_scalars_are_saved_as_a_load_reads_them(tmp_path):
+    """torch.max's and torch.topk's named results and numpy scalars (refused by a weights_only load) are written as
+    plain tuples and Python numbers, with the digest the live output committed to."""
+    import numpy as np
+
+    x = torch.randn(4, 5)
+    for out in (torch.topk(x, 2, dim=1), torch.max(x, 1), (x, np.float32(1.5)), [x, (np.int64(3), None)]):
+        path = str(tmp_path / "o.pt")
+        tensorio.save(out, path)
+        back = tensorio.load(path)
+        assert type(back) in (tuple, list) and tensorio.digest(back) == tensorio.digest(out)
+        assert compare(back, tensorio.to_host(out), options.resolve({}))["ok"]
+
+
 def test_a_lazily_conjugated_output_is_committed_and_saved_as_its_values(tmp_path):
     """A conjugate or negative view (a bit on the tensor, kept by torch.save) is hashed and written as the values it
     stands for: the same digest as the resolved tensor, on both sides of a file."""

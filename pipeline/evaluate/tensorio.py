@@ -15,6 +15,7 @@ import os
 import random
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 # A KernelBench level-1 input or output reaches 8 GiB; the trusted side bounds each file more tightly where it knows
@@ -129,8 +130,25 @@ def _own_host_copy(t: torch.Tensor) -> torch.Tensor:
     return t.to("cpu", copy=True).contiguous()
 
 
+def plain_map(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """`obj` with each tensor mapped by `fn`, as a file can hold it and a weights_only load read it back: a tuple of
+    any kind (torch.topk's or torch.max's named result, a namedtuple) as a plain tuple, a numpy scalar as the Python
+    number (both were refused on load, and a task returning one was called defective)."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, list):
+        return [plain_map(o, fn) for o in obj]
+    if isinstance(obj, tuple):
+        return tuple(plain_map(o, fn) for o in obj)
+    if isinstance(obj, dict):
+        return {k: plain_map(v, fn) for k, v in obj.items()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
 def to_host(obj: Any) -> Any:
-    return tmap(obj, _own_host_copy)
+    return plain_map(obj, _own_host_copy)
 
 
 class NoRoom(OSError):
@@ -285,7 +303,7 @@ def _walk(obj: Any, put: Callable[[str], None], tensor: Callable[[torch.Tensor],
     elif depth > 8:
         put("deep")  # plain() rejects it anyway
     elif isinstance(obj, (list, tuple)):
-        put(f"{type(obj).__name__}{len(obj)}")
+        put(f"{'list' if isinstance(obj, list) else 'tuple'}{len(obj)}")  # a named tuple is saved as a tuple
         for x in obj:
             _walk(x, put, tensor, depth + 1)
     elif isinstance(obj, dict):
@@ -390,7 +408,7 @@ def sampled(obj: Any, leaves: list[bytes], picks: dict) -> dict:
     ts = tensors(obj)
     mine = tensor_picks(obj, [leaf_count(t.numel() * t.element_size()) for t in ts], picks)
     return {
-        "skeleton": tmap(obj, lambda t: torch.empty(0, dtype=t.dtype)),
+        "skeleton": plain_map(obj, lambda t: torch.empty(0, dtype=t.dtype)),
         "shapes": [list(t.shape) for t in ts],
         "leaves": [
             torch.frombuffer(bytearray(b), dtype=torch.uint8) if b else torch.empty(0, dtype=torch.uint8)
@@ -541,7 +559,10 @@ def _host_bytes(b: torch.Tensor) -> Any:
 
 
 def _value(o: Any) -> str:
-    """A non-tensor leaf as the file will hold it (subclasses of numbers as their base type)."""
+    """A non-tensor leaf as the file will hold it (subclasses of numbers as their base type, numpy scalars as
+    Python numbers: plain_map)."""
+    if isinstance(o, np.generic):
+        o = o.item()
     if o is None:
         return "None"
     for base in (bool, int, float, complex, str):
