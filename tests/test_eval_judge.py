@@ -578,7 +578,8 @@ def test_sampled_checks_of_timed_outputs_pass_honest_work_and_catch_skipped_work
 
 def test_sampled_checks_judge_honest_outputs_as_whole_checks_do(tmp_path):
     """What a whole comparison accepts, a sampled check accepts too: a 0-dim tensor where the reference returns a
-    number, and a complex output returned as a lazily conjugated view (whose bytes cannot be seen until resolved)."""
+    number, and a complex output returned as a lazily conjugated view (whose bytes cannot be seen until resolved);
+    a dict with its keys in another order is compared whole."""
     ops = CPU["allow_torch_ops"] + ["lift_fresh", "detach", "alias", "complex", "conj", "_conj", "resolve_conj"]
     ops += ["neg", "clone", "_to_copy", "to", "copy", "view"]
     wide = TASK.replace("4, 32768", "64, 32768")
@@ -592,6 +593,12 @@ def test_sampled_checks_judge_honest_outputs_as_whole_checks_do(tmp_path):
         res = _eval(tmp_path, code, task=task, check_leaves=8, allow_torch_ops=ops)
         assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.error[-500:])
         assert res.details["timed_leaves_checked"] >= 8
+    # a dict (whose key order a correct candidate need not share): its checked outputs are compared whole
+    as_dict = wide.replace("return torch.softmax(x, dim=-1)", "return {'p': torch.softmax(x, dim=-1), 'n': 2}")
+    keys_swapped = HONEST.replace("return torch.softmax(x, dim=-1)", "return {'n': 2, 'p': torch.softmax(x, dim=-1)}")
+    res = _eval(tmp_path, keys_swapped, task=as_dict, check_leaves=8, allow_torch_ops=ops)
+    assert res.correct and res.reward == 1 and res.violations == [], (res.reason, res.error[-500:])
+    assert res.details["timed_outputs_checked"] >= 1 and "timed_leaves_checked" not in res.details
 
 
 def test_a_task_returning_a_named_tuple_is_judged_not_called_defective(tmp_path):

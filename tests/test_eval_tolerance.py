@@ -336,25 +336,21 @@ def test_a_sampled_record_that_is_not_the_committed_output_does_not_open(tmp_pat
 def test_the_reference_writes_only_the_leaves_a_check_compares(tmp_path):
     """A checked call's reference record: k leaves per tensor picked with its secret seed (the same seed, the same
     picks), their elements, each tensor's shape and whole-tensor scale, in KiBs for an output of MiBs; an output
-    holding a dict is kept whole."""
+    holding a dict is written whole (None)."""
     from pipeline.evaluate.tolerance import scale_of
 
     out = (torch.randn(512, 1024) * 3, torch.randint(0, 5, (70000,)))  # 2 MiB and 547 KiB
-    rec = tensorio.reference_sample(out, 1234, 16, scale_of)["sampled"]
-    again = tensorio.reference_sample(out, 1234, 16, scale_of)["sampled"]
-    assert (
-        rec["picks"] == again["picks"]
-        and rec["picks"] != tensorio.reference_sample(out, 99, 16, scale_of)["sampled"]["picks"]
-    )
+    rec = tensorio.reference_sample(out, 1234, 16, scale_of)
+    again = tensorio.reference_sample(out, 1234, 16, scale_of)
+    assert rec["picks"] == again["picks"] and rec["picks"] != tensorio.reference_sample(out, 99, 16, scale_of)["picks"]
     assert [len(p) for p in rec["picks"]] == [16, 16] and rec["shapes"] == [[512, 1024], [70000]]
     assert rec["scales"][0] == pytest.approx(scale_of(out[0])) and rec["scales"][1] == 0.0
     for a, b in zip(tensorio.tensors(rec["sample"]), tensorio.tensors(tensorio.sample_of(out, rec["picks"]))):
         assert torch.equal(a, b)
     path = str(tmp_path / "check.pt")
-    tensorio.save({"sampled": rec}, path)
+    tensorio.save(rec, path)
     assert Path(path).stat().st_size < 200_000
-    whole = tensorio.reference_sample({"y": out[0]}, 1234, 16, scale_of)
-    assert set(whole) == {"whole"} and torch.equal(whole["whole"]["y"], out[0])
+    assert tensorio.reference_sample({"y": out[0]}, 1234, 16, scale_of) is None  # written whole
 
 
 # ---------------------------------------------------------------- sealed artifacts and locks

@@ -516,7 +516,7 @@ class Judge:
 
     def made(self, names: list[str]) -> list[str]:
         """Those of `names` the reference process wrote (the others were dropped by io_budget_mb)."""
-        return [n for n in names if (self.dirs.ref / f"{n}.pt").is_file()]
+        return [n for n in names if any((self.dirs.ref / f"{n}{x}.pt").is_file() for x in ("", tensorio.SAMPLED))]
 
     def load_out(self, name: str) -> Any:
         # At most a little over the largest reference output: a candidate cannot make the trusted side read more.
@@ -1127,13 +1127,10 @@ class Judge:
     def check_ref(self, name: str) -> dict | None:
         """A checked call's reference as the reference process wrote it: its sampled record (`reference_sample`,
         held here, the file dropped), or None where the output is kept whole in ref/ (no sampling, or a dict)."""
-        path = self.dirs.ref / f"{name}.pt"
-        if int(self.s["check_leaves"]) <= 0 or not path.is_file():
+        path = self.dirs.ref / f"{name}{tensorio.SAMPLED}.pt"
+        if not path.is_file():
             return None
         rec = tensorio.load(str(path))
-        if isinstance(rec, dict) and set(rec) == {"whole"}:
-            return None
-        rec = rec.get("sampled") if isinstance(rec, dict) and set(rec) == {"sampled"} else None
         ok = isinstance(rec, dict) and set(rec) == {"picks", "sample", "shapes", "scales"}
         n = len(tensorio.tensors(rec["sample"])) if ok else -1
         ok = ok and all(isinstance(rec[k], list) and len(rec[k]) == n for k in ("picks", "shapes", "scales"))
@@ -1165,8 +1162,6 @@ class Judge:
                 if why:
                     mismatches.append(f"timed call {c['i']}: {why}")
                 continue
-            if int(self.s["check_leaves"]) > 0 and isinstance(ref, dict) and set(ref) == {"whole"}:
-                ref = ref["whole"]  # reference_sample kept an output holding a dict whole
             if tensorio.digest(out) != c["digest"]:
                 self.violation(
                     "output_commitment_mismatch",

@@ -7,7 +7,7 @@ Started by `pipeline.evaluate.judge` through `pipeline.sandbox.run_sandboxed` wi
   io_budget_bytes, timeout_s
 For each job it draws the task's inputs from the seed (`tensorio.make_inputs`; the candidate draws the same ones at
 its call), runs the reference Model on them and writes the output to `ref_dir/<name>.pt` (for a job with `sample`,
-only the leaves a sampled check compares: `tensorio.reference_sample`).
+only the leaves a sampled check compares, `tensorio.reference_sample`, to `ref_dir/<name>.sampled.pt`).
 A job that is not `required` is skipped (reported in `skipped`) when its output, estimated from the largest so far,
 would take the bytes written past `io_budget_bytes`: a task with outputs of GiBs gets fewer sets, not a full disk.
 Seeds are secret from the candidate, not from the task: the reference is the definition of correct.
@@ -103,17 +103,19 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
             with torch.no_grad():
                 out = model(*xs)
             del xs
-            sample = job.get("sample")
+            name, sample = job["name"], job.get("sample")
             if isinstance(sample, dict):
                 # A checked timed call judged on leaves: only those (and each tensor's scale) are made, where the
                 # output lies; a GiB output is neither copied to the host nor written.
-                out = tensorio.reference_sample(out, int(sample["seed"]), int(sample["leaves"]), scale_of)
+                rec = tensorio.reference_sample(out, int(sample["seed"]), int(sample["leaves"]), scale_of)
+                if rec is not None:
+                    out, name = rec, name + tensorio.SAMPLED
             out = tensorio.to_host(out)
             if dev.type == "cuda":
                 torch.cuda.synchronize()
             lock.release()
             held = False
-            path = os.path.join(payload["ref_dir"], job["name"] + ".pt")
+            path = os.path.join(payload["ref_dir"], name + ".pt")
             tensorio.save(out, path)
             del out
             rep["outputs"][job["name"]] = os.path.getsize(path)

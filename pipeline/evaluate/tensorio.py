@@ -59,14 +59,6 @@ def has_dict(obj: Any) -> bool:
     return isinstance(obj, (list, tuple)) and any(has_dict(o) for o in obj)
 
 
-def nbytes(meta: dict) -> int:
-    """Bytes of a tensor described as {"shape": [...], "dtype": "float32"}."""
-    n = torch.empty(0, dtype=getattr(torch, meta["dtype"])).element_size()
-    for d in meta["shape"]:
-        n *= int(d)
-    return n
-
-
 def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base") -> list[Any]:
     """The task's inputs for `seed`, drawn on `device` (GPU RNG: cheap). `variant` "perturbed" multiplies every
     floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
@@ -478,24 +470,25 @@ def open_sampled(rec: Any, picks: dict) -> tuple[str, Any, list[list[int]]]:
     return h.hexdigest(), tmap(rec["skeleton"], lambda t: next(it2)), [list(x) for x in shapes]
 
 
-def reference_sample(out: Any, seed: int, k: int, scale: Callable[[torch.Tensor], float]) -> dict:
+SAMPLED = ".sampled"  # a checked call's reference file is <name>.sampled.pt where it holds `reference_sample`'s record
+
+
+def reference_sample(out: Any, seed: int, k: int, scale: Callable[[torch.Tensor], float]) -> dict | None:
     """The reference side of a sampled check, made by the reference process for a checked timed call: `k` leaves per
     tensor picked with a secret seed (`pick_leaves`), their elements, each tensor's shape and its whole tensor's
     scale. The trusted side sends the picks to the candidate only after it committed that call's output; the full
-    output (GiBs on large tasks) is never written. An output holding a dict is kept whole ({"whole": out}): a
-    correct candidate need not share its key order."""
+    output (GiBs on large tasks) is never written. None for an output holding a dict, written whole: a correct
+    candidate need not share its key order."""
     if has_dict(out):
-        return {"whole": out}
+        return None
     rng = random.Random(seed)
     ts = tensors(out)
     picks = [pick_leaves(leaf_count(t.numel() * t.element_size()), k, rng) for t in ts]
     return {
-        "sampled": {
-            "picks": picks,
-            "sample": sample_of(out, picks),
-            "shapes": [list(t.shape) for t in ts],
-            "scales": [float(scale(t)) if t.is_floating_point() or t.is_complex() else 0.0 for t in ts],
-        }
+        "picks": picks,
+        "sample": sample_of(out, picks),
+        "shapes": [list(t.shape) for t in ts],
+        "scales": [float(scale(t)) if t.is_floating_point() or t.is_complex() else 0.0 for t in ts],
     }
 
 
