@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "kernels"))
 import assemble as A  # noqa: E402
 
 from pipeline.evaluate.build import compile_solution  # noqa: E402
-from pipeline.gpulock import ensure  # noqa: E402
+from pipeline.gpulock import ensure, lock_records  # noqa: E402
 
 
 def bench_compile(cache: Path, work: Path) -> dict:
@@ -103,8 +103,7 @@ class LockSampler:
     work), and held shared with no timing waiting."""
 
     def __init__(self, lock: str) -> None:
-        ensure(lock)
-        self.tag = f":{os.stat(lock).st_ino} "
+        self.lock = ensure(lock)
         self.held = self.total = 0
         self.counts = {"exclusive": 0, "shared_timing_waits": 0, "shared": 0}
         self.done = threading.Event()
@@ -114,16 +113,16 @@ class LockSampler:
     def run(self) -> None:
         while not self.done.wait(0.01):
             try:
-                lines = [ln for ln in Path("/proc/locks").read_text().splitlines() if self.tag in ln]
+                lines = lock_records(self.lock)
             except OSError:
                 return
             self.total += 1
-            holders = [ln for ln in lines if "->" not in ln]  # "->": a waiter
+            holders = [ln for ln in lines if not ln.startswith("->")]  # "->": a waiter
             self.held += bool(holders)
             if any(" WRITE " in ln for ln in holders):
                 self.counts["exclusive"] += 1
             elif holders:
-                waiting = any("->" in ln and " WRITE " in ln for ln in lines)
+                waiting = any(ln.startswith("->") and " WRITE " in ln for ln in lines)
                 self.counts["shared_timing_waits" if waiting else "shared"] += 1
 
     def stop(self) -> float | None:

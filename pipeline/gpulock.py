@@ -96,17 +96,14 @@ class GpuLock:
             return self.shared()
 
     def timing_waits(self) -> bool:
-        """Whether someone waits to take the lock exclusive now (a timing queued behind the shared holders): a blocked
-        request shows in /proc/locks as "->". True where that cannot be read (a holder then lets go, to be safe)."""
+        """Whether someone waits to take the lock exclusive now (a timing queued behind the shared holders). True
+        where that cannot be read (a holder then lets go, to be safe)."""
         if not self.path:
             return False
         try:
-            tag = f":{os.stat(self.path).st_ino} "
-            with open("/proc/locks") as f:
-                lines = f.read().splitlines()
+            return any(ln.startswith("->") and " WRITE " in ln for ln in lock_records(self.path))
         except OSError:
             return True
-        return any("->" in ln and " WRITE " in ln and tag in ln for ln in lines)
 
     @property
     def holds(self) -> bool:
@@ -118,6 +115,15 @@ class GpuLock:
             if fd is not None:
                 os.close(fd)
         self._fd = self._turn = None
+
+
+def lock_records(path: str) -> list[str]:
+    """The flocks on the lock file at `path` now, read passively from /proc/locks (no lock taken to probe): a holder's
+    line reads "FLOCK ADVISORY READ|WRITE ...", a blocked request's "-> FLOCK ADVISORY WRITE ..." (OSError where
+    /proc/locks cannot be read)."""
+    tag = f":{os.stat(path).st_ino} "
+    with open("/proc/locks") as f:
+        return [ln.split(":", 1)[1].strip() for ln in f.read().splitlines() if tag in ln]
 
 
 @contextmanager
