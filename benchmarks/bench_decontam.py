@@ -333,11 +333,13 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
         out = decontaminate(cands, index, run)
         t_sem, c_sem = time.perf_counter() - t, cpu_seconds() - c + sem.STATS["worker_cpu_s"] - w
         flagged = np.array(out.column("contaminated").to_pylist())
+        near = np.array(out.column("near_variant").to_pylist(), dtype=bool)
         status = out.column("semantic_status").to_pylist()
         print(
             f"semantic on, {label}: decontaminate {t_sem:.2f} s wall / {c_sem:.2f} s CPU (incl. workers) against "
             f"{t_off:.2f} s wall / {c_off:.2f} s CPU for the views alone just before: {t_sem / t_off:.2f}x wall, "
-            f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)}; "
+            f"{c_sem / max(c_off, 1e-9):.2f}x CPU; {rates(flagged, labels)} (near-variants kept as "
+            f"near_variant_policy=keep does: {rates(flagged & ~near, labels)}); "
             + (
                 f"{sum(x is not None for x in traces)} traces carried "
                 f"({sum(x is not None and not json.loads(x).get('ok') for x in traces)} of them failed); "

@@ -591,27 +591,34 @@ def get_init_inputs():
 """
 
 
-def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_another_function_is_not(kernelbench_path, tmp_path):
-    """KernelBench's Gemm + bias + ReLU rewritten (a raw weight, `mm`, `add`, `clamp_min`) at other sizes: the
-    problem's model, built at its own sizes, does not take the candidate's inputs, so no run can compare them, but
-    the whole graph is the problem's (sizes aside): `semantic_structure` (with the problem not rebuilt at the
-    candidate's arguments, `rebuilt_max` 0). The same rewrite ending in a sigmoid is another function: clean. With
-    the problem rebuilt at the candidate's arguments, a run compares them: `functional_match`."""
+def test_a_rewrite_at_other_sizes_is_the_problems_structure_and_a_building_block_is_not(kernelbench_path, tmp_path):
+    """KernelBench's BatchNorm written out at other sizes: the problem's model, built at its own sizes, cannot take
+    the candidate's inputs, so no run can compare them, but the whole graph is the problem's (sizes aside):
+    `semantic_structure` (with the problem not rebuilt at the candidate's arguments, `rebuilt_max` 0). Gemm + bias
+    + ReLU rewritten (a raw weight, `mm`, `add`, `clamp_min`) at other sizes is a building block of three ops
+    (fewer than `structure_min_ops`): an independent Linear + ReLU at other sizes is the same graph, so structure
+    alone flags nothing (clean; flagged with the knob at 0); rebuilt at the candidate's arguments, a run compares
+    them: `functional_match`. The same rewrite ending in a sigmoid is another function: clean."""
     from pipeline.decontam.stage import decontaminate
 
     by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/76_Gemm_Add_ReLU"], by_id["level1/19_ReLU"], by_id["level1/21_Sigmoid"]]
+    ref = [by_id[k] for k in ("level2/76_Gemm_Add_ReLU", "level1/33_BatchNorm", "level1/19_ReLU", "level1/21_Sigmoid")]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     cands = [
         ("relu", GEMM_ADD_RELU_RESIZED.replace("ACT", "clamp_min(0.0)")),
         ("sigmoid", GEMM_ADD_RELU_RESIZED.replace("ACT", "sigmoid()")),
+        ("batch", NORM_OVER_AXIS.replace("AXES", "(0, 2, 3)")),
     ]
-    relu, sigmoid = decontaminate(cands, ref, settings.model_copy(update={"rebuilt_max": 0})).to_pylist()
-    assert relu["contaminated"] and relu["reason"] == "semantic_structure", relu
-    ev = json.loads(relu["evidence"])
-    assert ev["kind"] == "structure" and ev["ref"] == "level2/76_Gemm_Add_ReLU" and ev["graph_reference"]
+    relu, sigmoid, batch = decontaminate(cands, ref, settings.model_copy(update={"rebuilt_max": 0})).to_pylist()
+    assert batch["contaminated"] and batch["reason"] == "semantic_structure", batch
+    ev = json.loads(batch["evidence"])
+    assert ev["kind"] == "structure" and ev["ref"] == "level1/33_BatchNorm" and ev["graph_reference"]
+    assert not relu["contaminated"] and relu["reason"] == "", relu
     assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid
-    relu, sigmoid = decontaminate(cands, ref, settings).to_pylist()
+    any_size = settings.model_copy(update={"rebuilt_max": 0, "structure_min_ops": 0})
+    relu = decontaminate(cands[:1], ref, any_size).to_pylist()[0]
+    assert relu["reason"] == "semantic_structure" and json.loads(relu["evidence"])["ref"] == "level2/76_Gemm_Add_ReLU"
+    relu, sigmoid, _ = decontaminate(cands, ref, settings).to_pylist()
     assert relu["reason"] == "functional_match" and json.loads(relu["evidence"])["rebuilt_at"], relu
     assert not sigmoid["contaminated"] and sigmoid["reason"] == "", sigmoid
 

@@ -263,8 +263,9 @@ def write_report(
         f"{settings.confirm_atol} + rtol "
         f"{settings.confirm_rtol} &times; scale</td></tr>",
         f"<tr><td>semantic_structure</td><td>semantic &ge; {settings.structure_threshold} (the same whole "
-        "graph, sizes aside), the same reduction axes, the problem's model unable to take the task's inputs "
-        "(over other axes: near_variant)</td></tr>",
+        "graph, sizes aside) of a problem of at least {settings.structure_min_ops} primitive ops, the same "
+        "reduction axes, the problem's model unable to take the task's inputs (over other axes: "
+        "near_variant)</td></tr>",
         f"<tr><td>near_variant</td><td>semantic &ge; {settings.near_variant_threshold}, 1 to "
         f"{settings.near_variant_changes} ops changed in place (an op swapped: &ge; "
         f"{settings.near_variant_min_kept} kept); policy <b id='near-policy'>"

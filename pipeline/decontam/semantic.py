@@ -878,7 +878,8 @@ def _structure_match(
 ) -> tuple[int, dict, dict | None] | None:
     """(problem, its confirmation report, None) when the candidate's whole graph is a problem's whole graph
     (semantic >= structure_threshold: the same ops, operands and constants, sizes aside), over the same axes, and
-    the problem's model could not take the candidate's inputs (no run compared them); (problem, report,
+    the problem's model could not take the candidate's inputs (no run compared them), for problems of at least
+    structure_min_ops primitive ops; (problem, report,
     difference) when only the axes its reductions run over differ (a layer norm against a batch norm: a
     near_variant, as softmax over another axis is); else None."""
     if settings.structure_threshold > 1.0 or view.truncated:
@@ -888,6 +889,8 @@ def _structure_match(
     for j, rep in sorted(tried, key=lambda t: -sims[t[0]]):
         if sims[j] < settings.structure_threshold or not ref.views[j].ok or ref.views[j].truncated:
             continue
+        if sum(ref.views[j].summary.detail.values()) < settings.structure_min_ops:
+            continue  # a building block at other sizes: no evidence of a rewrite without a run
         if rep.get("ok") or rep.get("reason") == "output_shapes_differ":
             continue  # the problem took the candidate's inputs and gave other outputs: another function
         ref_dims = _reduced_dims(ref.views[j].summary)

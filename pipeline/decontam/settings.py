@@ -110,6 +110,15 @@ class DecontamSettings(BaseModel):
         "problem's model could not take the candidate's inputs (a rewrite at other sizes: no run can compare "
         "them) and their reductions run over the same axes (over other axes: a near_variant). Above 1: off.",
     )
+    structure_min_ops: int = Field(
+        4,
+        ge=0,
+        description="semantic_structure (and its near_variant over other axes) reads only problems of at least "
+        "this many primitive ops after decomposition: a smaller graph (a Linear and an activation, one "
+        "convolution) is what independent tasks are built of, so at other sizes its structure alone tells no "
+        "rewrite from a new task; such pairs are decided by a run (the problem rebuilt at the candidate's "
+        "arguments, or taking its inputs).",
+    )
     near_variant_threshold: float = Field(
         0.5,
         description="near_variant: semantic Jaccard at least this to a "
