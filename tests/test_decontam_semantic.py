@@ -1412,6 +1412,67 @@ def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernel
     assert ev["rebuilt_at"] == "[48, 6, 0.0, 0.0, 20]" and any(m[2].startswith("split") for m in ev["mapping"]), ev
 
 
+# level3/44_MiniGPTBlock at its own width with the norms declared first (their gains and shifts are the first vectors
+# of its size) and three Linear maps for the query, key and value, which the problem packs in one (3C, C) Linear;
+# ATTEND names the tensors attended with (keys, values).
+NORMS_FIRST_AT_44 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, width, heads, p_attn, p_resid, max_len):
+        super().__init__()
+        self.heads = heads
+        self.pre_attn, self.pre_mlp = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.query, self.key, self.value = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+        self.out = nn.Linear(width, width)
+        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def attend(self, u):
+        b, t, c = u.shape
+        heads = lambda z: z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        q, k, v = heads(self.query(u)), heads(self.key(u)), heads(self.value(u))
+        keys, values = ATTEND
+        w = (q @ keys.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        w = w.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")).softmax(-1)
+        return self.out((w @ values).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attend(self.pre_attn(x))
+        return x + self.down(nn.functional.gelu(self.up(self.pre_mlp(x)), approximate="tanh"))
+
+def get_inputs():
+    return [torch.rand(2, 5, 768)]
+
+def get_init_inputs():
+    return [768, 8, 0.0, 0.0, 1024]
+"""
+
+
+def test_a_packed_projections_bias_is_cut_beside_its_weight_not_from_the_first_vectors(kernelbench_path, tmp_path):
+    """A transformer block whose norms come first: tying the problem's packed (3C,) bias to the first three vectors
+    of size C took the norms' gain and shift; its pieces are the vectors the forward reads right after each piece
+    of the packed weight (the query's, key's and value's biases), and the rest tied around them: a copy
+    (`functional_match`). Keys and values swapped is another function: no match."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level3/44_MiniGPTBlock"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("copy", NORMS_FIRST_AT_44.replace("ATTEND", "k, v")),
+        ("swap", NORMS_FIRST_AT_44.replace("ATTEND", "v, k")),
+    ]
+    copy, swap = decontaminate(cands, ref, settings).to_pylist()
+    assert copy["contaminated"] and copy["reason"] == "functional_match", copy
+    ties = {m[0]: m[1:] for m in json.loads(copy["evidence"])["mapping"]}
+    assert ties["query.bias"] == ["attn.c_attn.bias", "split:0:0"], ties
+    assert ties["value.bias"] == ["attn.c_attn.bias", "split:0:1536"], ties
+    assert ties["pre_attn.weight"] == ["ln_1.weight", "shape"], ties
+    assert swap["reason"] != "functional_match", swap
+
+
 PLAIN = """
 import torch
 import torch.nn as nn

@@ -1011,6 +1011,7 @@ MATCH_ORDER = ("name", "shape", "transpose", "permute", "numel", "split")
 SPLIT_FIRST = ("name", "split", "shape", "transpose", "permute", "numel")  # tried again where outputs differ
 # and in the order the forwards read the tensors, the slices of one tensor from one list first (_use_order)
 LISTS_FIRST = ("name", "split_list", "shape", "transpose", "permute", "numel", "split")
+WHOLE_ONLY = ("name", "shape", "transpose", "permute", "numel")  # the tensors left around pinned slices
 
 
 def _match(cand, ref, order=MATCH_ORDER, write=True):
@@ -1725,6 +1726,51 @@ def _use_order(model, ins, named):
     return sorted(named, key=lambda nt: pos.get(nt[0], len(pos)))
 
 
+def _paired_splits(first, cu, ru):
+    """`first` with the slices of a problem's tensor that no candidate tensor has the shape of (a packed q/k/v
+    weight and its bias) pinned, a 1-dim one's pieces picked again where it has a sibling cut into as many (one
+    module's weight and bias): the candidate's 1-dim tensor read right after each of the sibling's pieces (x @ w_q
+    + b_q), and every other tensor tied again around them (_match without slices), both sides in the order their
+    forwards read them (`cu`, `ru`: _use_order). Slices made first take the earliest tensors that fit (a norm's
+    gain and shift for the bias of the q/k/v projection after it); None where nothing changes."""
+    shapes = {n: tuple(t.shape) for n, t in cu}
+    rshape = {n: tuple(t.shape) for n, t in ru}
+    order = [n for n, _ in cu]
+    pieces = {}
+    for m in first:
+        if m[2].startswith("split") and m[0] in shapes and m[1] in rshape:
+            pieces.setdefault(m[1], []).append(list(m))
+    needed = {rn: sorted(ms, key=lambda m: int(m[2].split(":")[2])) for rn, ms in pieces.items()
+              if rshape[rn] not in set(shapes.values())}  # fmt: skip
+    pinned, changed = {}, False
+    for rn, ms in needed.items():
+        pinned[rn] = ms
+        if len(rshape[rn]) != 1:
+            continue
+        head = rn.rpartition(".")[0]
+        for sib, ws in needed.items():
+            if sib == rn or sib.rpartition(".")[0] != head or len(ws) != len(ms) or len(rshape[sib]) < 2:
+                continue
+            taken = {w[0] for w in ws}
+            picked, off = [], 0
+            for w in ws:
+                nxt = next((n for n in order[order.index(w[0]) + 1:] if len(shapes[n]) == 1 and n not in taken), None)
+                if nxt is None:
+                    break
+                taken.add(nxt)
+                picked.append([nxt, rn, f"split:0:{off}"])
+                off += shapes[nxt][0]
+            if len(picked) == len(ws) and off == rshape[rn][0] and sorted(picked) != sorted(ms):
+                pinned[rn], changed = picked, True
+                break
+    if not changed:
+        return None
+    kept = [m for ms in pinned.values() for m in ms]
+    tc, tr = {m[0] for m in kept}, {m[1] for m in kept}
+    rest = _match([(n, t) for n, t in cu if n not in tc], [(n, t) for n, t in ru if n not in tr], WHOLE_ONLY, False)
+    return kept + rest
+
+
 def _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out):
     """The candidate run again under each of _other_ties; the tie whose outputs come nearest the problem's is kept
     (mapping and report updated). Only the candidate runs again: the problem's outputs are the same. A tie can only
@@ -1740,6 +1786,8 @@ def _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out):
     cu, ru = _use_order(cand, c_in, ct), _use_order(ref, c_in, rt)
     if cu is not None and ru is not None and (cu != ct or ru != rt):
         bases.append(_match(cu, ru, LISTS_FIRST, write=False))
+    if cu is not None and ru is not None:  # a packed weight's bias cut beside it: pieces read after its pieces
+        bases += [p for p in (_paired_splits(b, cu, ru) for b in [mapping] + bases) if p is not None]
     seen = [sorted(mapping)]
     for first in bases:
         if not any(m[2].startswith("split") for m in first) or sorted(first) in seen:

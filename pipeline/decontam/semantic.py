@@ -34,7 +34,7 @@ from pipeline.decontam.settings import DecontamSettings
 # packed in one, float64 near misses; 14: ties also in the order the forwards read the tensors, a slice's pieces
 # from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs; 15: the
 # screen's constant probe: jailed._const_fill)
-CONFIRM_VERSION = "16"
+CONFIRM_VERSION = "17"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
