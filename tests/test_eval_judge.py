@@ -786,3 +786,99 @@ def test_a_waiting_timing_gets_the_gpu_lock_while_the_judge_works_and_the_candid
     finally:
         cand.close(5.0, kill=True)
         dirs.remove()
+
+
+def _pair(init: str, body: str, inputs: str, inits: str = "[]") -> tuple[str, str]:
+    """A task and its honest candidate (the same code as ModelNew)."""
+    task = textwrap.dedent(f"""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Model(nn.Module):
+            def __init__(self, *init):
+                super().__init__()
+                {init}
+
+            def forward(self, *xs):
+                {body}
+
+        def get_inputs():
+            {inputs}
+
+        def get_init_inputs():
+            return {inits}
+    """)
+    return task, task.split("def get_inputs")[0].replace("class Model(", "class ModelNew(")
+
+
+# (task's __init__ line, forward, get_inputs, get_init_inputs, a wrong forward or None)
+HONEST_CASES = {
+    # a weight drawn in get_init_inputs: each process drew it where its generators stood (honest -1 before)
+    "init_draws_a_tensor": ("self.w = init[0]", "return xs[0] @ self.w", "return [torch.randn(8, 32)]",
+                            "[torch.randn(32, 32)]", "return xs[0] @ self.w.t()"),
+    # probabilities: perturbed past 1 they were refused, and the task called defective (reward 0 for everyone)
+    "probabilities": ("pass", "return F.binary_cross_entropy(xs[0], xs[1])",
+                      "return [torch.rand(64, 256), torch.randint(0, 2, (64, 256)).float()]", "[]", None),
+    # a positive-definite input: a symmetric elementwise factor broke it (defective before)
+    "positive_definite": ("pass", "return torch.linalg.cholesky(xs[0])",
+                          "b = torch.randn(64, 64)\n            return [b @ b.T]", "[]", None),
+    # a number that is NaN where the reference's is (honest -1 before: nan != nan)
+    "nan_number": ("pass", "return xs[0] * 2, float('nan')", "return [torch.randn(16, 64)]", "[]",
+                   "return xs[0] * 2, 0.0"),
+    # a count: exact, as integer tensors are (off by one passed at 1% before)
+    "count": ("pass", "return xs[0] * 2, 8200", "return [torch.randn(16, 64)]", "[]", "return xs[0] * 2, 8201"),
+    # bfloat16 values equal to the sentinel as rounded there (-1232): honest -1 uninitialized_output before
+    "sentinel_valued": ("pass", "return torch.clamp(xs[0] * 2000, -1232, 1232).bfloat16()",
+                        "return [torch.randn(64, 256)]", "[]", None),
+    # the model's own Parameter returned: honest -1 lazy_tensor before
+    "returns_its_weight": ("self.w = nn.Parameter(torch.randn(32, 16))", "return xs[0] @ self.w, self.w",
+                           "return [torch.randn(8, 32)]", "[]", None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(HONEST_CASES))
+def test_honest_work_is_not_punished_for_what_the_task_does(tmp_path, case):
+    """Correct candidates for tasks that draw their weights in get_init_inputs, refuse inputs outside their domain,
+    return NaN numbers, counts, values equal to the judge's sentinel or their own Parameter: reward 1, no task
+    defect; a wrong candidate for the same task: -1."""
+    init, body, inputs, inits, wrong = HONEST_CASES[case]
+    task, honest = _pair(init, body, inputs, inits)
+    ops = CPU["allow_torch_ops"] + [
+        "mm",
+        "mul",
+        "clamp",
+        "_to_copy",
+        "binary_cross_entropy",
+        "linalg_cholesky_ex",
+        "_linalg_check_errors",
+    ]
+    res = _eval(tmp_path, honest, mode="verify", task=task, allow_torch_ops=ops)
+    assert res.correct and res.reward == 1 and not res.task_defect and not res.violations, (res.reason, res.error)
+    if case == "probabilities":  # the perturbed trial ran on perturbed inputs still within [0, 1]
+        assert "own_inputs" not in res.details, res.details
+    if wrong is not None:
+        bad = _eval(tmp_path, honest.replace(body, wrong), mode="verify", task=task, allow_torch_ops=ops)
+        assert bad.reward == -1 and bad.reason.startswith("output_mismatch"), (bad.reason, bad.error)
+
+
+def test_a_trial_the_task_refuses_perturbed_inputs_for_runs_on_its_own(tmp_path):
+    """A task that checks a precondition its perturbed inputs break (rows that sum to 1): that trial runs on the
+    task's own distribution, for the reference and the candidate alike (details.own_inputs), not a task defect; the
+    honest candidate gets 1, a wrong one -1."""
+    task, _ = _pair(
+        "pass",
+        "if not torch.allclose(xs[0].sum(-1), torch.ones(xs[0].shape[0])):\n"
+        "                    raise ValueError('rows must sum to 1')\n"
+        "                return torch.log(xs[0])",
+        "return [torch.softmax(torch.randn(32, 64), dim=-1)]",
+    )
+    honest = HONEST.replace("torch.softmax(x, dim=-1)", "torch.log(x)")
+    ops = CPU["allow_torch_ops"] + ["log", "neg"]
+    res = _eval(tmp_path, honest, mode="verify", task=task, allow_torch_ops=ops)
+    assert res.correct and res.reward == 1 and not res.task_defect, (res.reason, res.error)
+    assert "cor_0" in (res.details.get("own_inputs") or []), res.details  # the perturbed trials (cor_0 one of them)
+    bad = _eval(
+        tmp_path, honest.replace("torch.log(x)", "torch.neg(x)"), mode="verify", task=task, allow_torch_ops=ops
+    )
+    assert bad.reward == -1 and bad.reason.startswith("output_mismatch"), (bad.reason, bad.error)

@@ -384,6 +384,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "timed_leaves_checked",
         "judged_again_after",
         "io_budget",
+        "own_inputs",
     ):
         if k in rep.get("details", {}):
             res.details[k] = rep["details"][k]

@@ -565,6 +565,9 @@ class Judge:
             cmp["digest"] = tensorio.digest(out)
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
+        unwritten = rep.get("unwritten")
+        if not cmp["ok"] and isinstance(unwritten, float) and unwritten > 0.01:
+            self.violation("uninitialized_output", f"{unwritten:.1%} of the output is memory it never wrote")
         if not cmp["ok"] or s["determinism"] == "off":
             self.drop(self.dirs.out / f"{name}_a.pt")
             return cmp
@@ -649,6 +652,11 @@ class Judge:
             if reason.startswith("bad_task"):  # the task's own code raised, before any candidate code ran
                 self.rep["task_defect"] = "reference_failed"
             return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
+        own = [n for n in ref_rep.get("own_inputs") or [] if n in self._draw]
+        for n in own:  # trials the task refused perturbed inputs for: its own distribution, for the candidate too
+            self._draw[n]["variant"] = "base"
+        if own:
+            self.rep["details"]["own_inputs"] = own
         planned = {"trials": len(cor), "post_timing_trials": len(post), "checked_calls": len(self._check_pool)}
         cor, post = self.made(cor) or cor[:1], self.made(post)  # no cor_0: the load below names the task's fault
         self._check_pool = [c for c in self._check_pool if self.made([c[0]])]

@@ -52,7 +52,8 @@ class EvalOptions:
         ["base", "perturbed"],
         "Input distributions cycled over the correctness "
         "trials: base (get_inputs as drawn) and perturbed (every float input times "
-        "an elementwise factor in [0.5, 1.5]).",
+        "an elementwise factor in [0.5, 1.5]; symmetric matrices as D A D, inputs within [-1, 1] kept there; a "
+        "trial whose perturbed inputs the task refuses runs on its own, details.own_inputs).",
     )
     trials: int = _opt(5, "Correctness trials, each on fresh random inputs from a secret seed.", ge=1)
     post_timing_trials: int = _opt(2, "Correctness re-checked after timing, on new secret seeds.", ge=0)

@@ -18,7 +18,7 @@ RUNTIME_RULES: dict[str, str] = {
         "data was copied to the host"
     ),
     "input_mutation": "the inputs were changed in place",
-    "uninitialized_output": "the output holds memory the kernel never wrote",
+    "uninitialized_output": "a wrong output holds memory the kernel never wrote",
     "result_caching": "an output reused from an earlier call (checked on timed calls the judge picks afterwards)",
     "output_commitment_mismatch": "a saved timed output differs from the one committed when the call returned",
     "time_inconsistent": "reported GPU times disagree with the judge's own clock (work hidden outside the timing)",

@@ -59,19 +59,31 @@ def has_dict(obj: Any) -> bool:
     return isinstance(obj, (list, tuple)) and any(has_dict(o) for o in obj)
 
 
+def seed_all(seed: int) -> None:
+    """torch's, Python's and numpy's generators from `seed`: a task may draw with any of them, and every process
+    that draws from it must get the same values."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def init_inputs(task: Any, seed: int) -> list[Any]:
+    """get_init_inputs() drawn under the init seed: a task that draws tensors there (a weight as `torch.randn`) gives
+    the reference and the candidate the same ones, as KernelBench's one call shared by both models does (each
+    process called it with its generators wherever earlier work left them: honest candidates got -1)."""
+    seed_all(seed)
+    return list(task.get_init_inputs())
+
+
 def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base") -> list[Any]:
     """The task's inputs for `seed`, drawn on `device` (GPU RNG: cheap). `variant` "perturbed" multiplies every
     floating input elementwise by a factor in [0.5, 1.5] (signs and orders of magnitude kept, so the task's
     preconditions hold; the distribution differs, so outputs that barely move under get_inputs' own distribution
     still get checked where they differ). Structure a correct kernel may rely on is kept (`_perturbable`):
-    symmetric matrices get a symmetric factor; labels, masks, integer values and sorted rows are left alone."""
-    import random
-
-    import numpy as np
-
-    torch.manual_seed(seed)
-    random.seed(seed)  # a task may draw with Python's or numpy's generator: the same inputs in every process
-    np.random.seed(seed % 2**32)
+    symmetric matrices are scaled as D A D (positive-definite stays so); inputs within [-1, 1] stay there;
+    labels, masks, integer values and sorted rows are left alone. A task whose code still refuses the perturbed
+    inputs gets its own distribution for that trial (reference.main)."""
+    seed_all(seed)
     with torch.device(device):
         xs = list(task.get_inputs())
     xs = [tmap(x, lambda t: t.to(device)) for x in xs]
@@ -83,10 +95,19 @@ def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base
             how = _perturbable(t)
             if not how:
                 return t
-            f = torch.rand(t.shape, generator=g, device=device, dtype=torch.float32) + 0.5
             if how == "symmetric":
-                f = (f + f.transpose(-1, -2)) / 2  # exactly symmetric: so is the product
-            return (t.float() * f).to(t.dtype)
+                # D A D with D positive diagonal (factors a_i a_j in [0.5, 1.5]): symmetric, and positive-definite
+                # where A is (a Cholesky task's input); a symmetric elementwise factor is not
+                a = (torch.rand(t.shape[:-1], generator=g, device=device, dtype=torch.float32) + 0.5).sqrt()
+                return (t.float() * (a.unsqueeze(-1) * a.unsqueeze(-2))).to(t.dtype)  # a_i a_j == a_j a_i exactly
+            x = t.float()
+            f = torch.rand(t.shape, generator=g, device=device, dtype=torch.float32) + 0.5
+            y = x * f
+            if float(x.abs().max()) <= 1.0:
+                # within [-1, 1] (torch.rand's probabilities, cosines): kept there, divided where multiplying would
+                # leave it (binary_cross_entropy refuses a probability past 1)
+                y = torch.where(y.abs() > 1.0, x / f, y)
+            return y.to(t.dtype)
 
         xs = [tmap(x, perturb) for x in xs]
     return xs
@@ -137,6 +158,14 @@ def plain_map(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
     return obj
+
+
+def unwrapped(out: Any) -> Any:
+    """An output holding one of the model's own nn.Parameters (a task returning its weight) with the plain tensor
+    it is; any other tensor subclass stays (the candidate's check_plain names it: it may defer its work)."""
+    if not any(type(t) is torch.nn.Parameter for t in tensors(out)):
+        return out
+    return plain_map(out, lambda t: t.detach() if type(t) is torch.nn.Parameter else t)
 
 
 def to_host(obj: Any) -> Any:

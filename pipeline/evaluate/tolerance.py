@@ -253,9 +253,12 @@ def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = 
         else:
             if isinstance(o, torch.Tensor) and o.numel() == 1:
                 o = o.item()
-            if isinstance(r, (int, float)) and isinstance(o, (int, float)) and not isinstance(r, bool):
+            number = (int, float)
+            if type(r) is int and type(o) is int:
+                ok = r == o  # a count, an index: exact, as integer tensors are
+            elif isinstance(r, number) and isinstance(o, number) and not isinstance(r, bool):
                 sc = abs(float(r))
-                ok = math.isclose(
+                ok = (math.isnan(r) and math.isnan(o)) or math.isclose(  # NaN where the reference has NaN, as tensors
                     float(o),
                     float(r),
                     rel_tol=tol["rtol"],  # a number's scale is itself
@@ -264,7 +267,9 @@ def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = 
             else:
                 ok = not isinstance(o, torch.Tensor) and r == o  # a tensor of other than one element: never a value
             if not ok:
-                res.update(ok=False, kernelbench_ok=False, reason=f"output_mismatch: output {i}: {o!r} != {r!r}")
+                res["kernelbench_ok"] = False
+                if res["ok"]:  # the first failure names the verdict, as for tensors
+                    res.update(ok=False, reason=f"output_mismatch: output {i}: {o!r} != {r!r}")
     return res
 
 

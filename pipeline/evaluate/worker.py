@@ -112,7 +112,7 @@ class _Job:
         return tensorio.make_inputs(self.task, seed, self.dev)  # drawn as the candidates' are
 
     def build_ref(self, seed: int) -> torch.nn.Module:
-        init = list(self.task.get_init_inputs())
+        init = tensorio.init_inputs(self.task, seed)
         torch.manual_seed(seed)
         return self.task.Model(*init).to(self.dev).eval()
 
