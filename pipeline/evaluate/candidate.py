@@ -139,7 +139,6 @@ class Driver:
         if fwd is None or fwd is torch.nn.Module.forward or fwd is getattr(ref, "forward", None):
             self.violation("inherits_reference", "ModelNew.forward is the reference's")
         init = tensorio.init_inputs(self.task, int(msg["init_seed"]))
-        torch.manual_seed(int(msg["init_seed"]))
         self.watch.active = True
         try:
             self.model = cls(*init).to(self.dev).eval()
@@ -195,8 +194,9 @@ class Driver:
                 for t in tensorio.tensors(out)
                 if t.is_floating_point() and t.numel() > 0
             ]
-            if max(fracs, default=0.0) > 0.01:
-                reply["unwritten"] = max(fracs)
+            frac = max(fracs, default=0.0)
+            if frac > 0.01:
+                reply["unwritten"] = frac
         mutated = [
             i for i, (a, b) in enumerate(zip(keep, args)) if isinstance(a, torch.Tensor) and not _same_data(a, b)
         ]

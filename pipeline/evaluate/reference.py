@@ -50,7 +50,6 @@ def device_of(name: str) -> torch.device:
 
 def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> torch.nn.Module:
     init = tensorio.init_inputs(task, init_seed)
-    torch.manual_seed(init_seed)
     return task.Model(*init).to(dev).eval()
 
 

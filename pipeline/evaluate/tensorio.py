@@ -70,9 +70,12 @@ def seed_all(seed: int) -> None:
 def init_inputs(task: Any, seed: int) -> list[Any]:
     """get_init_inputs() drawn under the init seed: a task that draws tensors there (a weight as `torch.randn`) gives
     the reference and the candidate the same ones, as KernelBench's one call shared by both models does (each
-    process called it with its generators wherever earlier work left them: honest candidates got -1)."""
+    process called it with its generators wherever earlier work left them: honest candidates got -1). torch's
+    generator is back at the seed on return: the model is built under it."""
     seed_all(seed)
-    return list(task.get_init_inputs())
+    init = list(task.get_init_inputs())
+    torch.manual_seed(seed)
+    return init
 
 
 def make_inputs(task: Any, seed: int, device: torch.device, variant: str = "base") -> list[Any]:

@@ -113,7 +113,6 @@ class _Job:
 
     def build_ref(self, seed: int) -> torch.nn.Module:
         init = tensorio.init_inputs(self.task, seed)
-        torch.manual_seed(seed)
         return self.task.Model(*init).to(self.dev).eval()
 
     def run_baseline(self) -> None:
