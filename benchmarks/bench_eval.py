@@ -428,11 +428,22 @@ def bench_first_verdict(
             "median_call_wall_ms": statistics.median(sol["wall_ms"]) if sol.get("wall_ms") else None,
             "io_budget": res.details.get("io_budget"),
             "reference": res.details.get("reference"),
+            "judged_again_after": res.details.get("judged_again_after"),
+            "judged_alone": res.details.get("judged_alone"),
+            "baseline_runs": [
+                {k: r.get(k) for k in ("eager_ms", "reason", "alone")}
+                for r in ((res.timing or {}).get("baseline") or {}).get("runs") or []
+            ],
         }
         if constant:  # the same task, a constant-output kernel: must be rejected as incorrect
             const = A.constant_variant(work / f"ttfv_{i}_{name}_const.py", name)
             bad = evaluate(task, str(const), mode="verify", settings={"cache_dir": str(cache), "gpu_lock": lock})
-            row["constant"] = {"reward": bad.reward, "reason": bad.reason[:200], "correct": bad.correct}
+            row["constant"] = {
+                "reward": bad.reward,
+                "reason": bad.reason[:200],
+                "correct": bad.correct,
+                "judged_alone": bad.details.get("judged_alone"),
+            }
         return row
 
     t0 = time.perf_counter()

@@ -341,11 +341,39 @@ def test_a_failing_reference_is_the_tasks_fault(tmp_path):
         res = _eval(tmp_path, code, mode="verify", task=raising)
         assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
         assert res.reason.startswith("bad_task") and not res.correct
-    # A failure on the host's account (here an OSError) is not the task's: a candidate could cause one (a full
-    # disk), so it gains nothing: -1, reason reference_error.
-    host = TASK.replace("return torch.softmax(x, dim=-1)", "raise OSError(28, 'No space left on device')")
-    res = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), mode="verify", task=host)
-    assert res.reward == -1 and not res.task_defect and res.reason.startswith("reference_error"), res.reason
+
+
+def test_a_reference_short_of_memory_is_judged_again_alone(tmp_path):
+    """A reference that fails on the host's account (out of GPU memory beside other evaluations, which on an 80 GB
+    GPU gave honest KernelBench kernels -1) is judged again with the GPU's memory to itself; failing there too, with
+    the candidate's build done and none of its code run, it is the task's: reward 0, for an honest kernel and a
+    wrong one alike, never -1."""
+    oom = TASK.replace(
+        "return torch.softmax(x, dim=-1)", "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate')"
+    )
+    for code in (HONEST, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)")):
+        res = _eval(tmp_path, code, mode="verify", task=oom)
+        assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
+        assert res.reason == "reference_error: OutOfMemoryError" and res.details["judged_alone"] is True
+        assert res.details["judged_again_after"] == "reference_error: OutOfMemoryError"
+    # a full disk alone is no different
+    disk = TASK.replace("return torch.softmax(x, dim=-1)", "raise OSError(28, 'No space left on device')")
+    res = _eval(tmp_path, HONEST, mode="verify", task=disk)
+    assert res.reward == 0 and res.task_defect == "reference_failed" and res.details["judged_alone"], res.reason
+
+
+def test_a_candidate_out_of_memory_alone_keeps_its_minus_one(tmp_path):
+    """A candidate whose call runs out of memory gets a second judgement with the GPU's memory to itself (its
+    neighbours' memory is not its fault); out of memory there too (or feigning it), it is its own: -1."""
+    code = HONEST.replace(
+        "return torch.softmax(x, dim=-1)", "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate')"
+    )
+    res = _eval(tmp_path, code, mode="verify")
+    assert res.reward == -1 and not res.task_defect and res.reason.startswith("runtime_error"), res.reason
+    assert res.details["judged_alone"] is True and res.details["judged_again_after"].startswith("runtime_error")
+    # an honest kernel is judged once
+    ok = _eval(tmp_path, HONEST, mode="verify")
+    assert ok.reward == 1 and "judged_alone" not in ok.details and "judged_again_after" not in ok.details
 
 
 def test_tampered_artifact_is_refused_before_load(tmp_path):
@@ -882,3 +910,33 @@ def test_a_trial_the_task_refuses_perturbed_inputs_for_runs_on_its_own(tmp_path)
         tmp_path, honest.replace("torch.log(x)", "torch.neg(x)"), mode="verify", task=task, allow_torch_ops=ops
     )
     assert bad.reward == -1 and bad.reason.startswith("output_mismatch"), (bad.reason, bad.error)
+
+
+def test_a_judgement_alone_holds_every_memory_slot(tmp_path):
+    """A judgement claims one of the GPU's memory slots (the pool validation jobs claim from) for its life; one
+    judged alone claims all of them, so no evaluation or validation job runs beside it."""
+    import fcntl
+
+    from pipeline.gpumemory import SLOTS, memory_dir
+
+    def taken() -> int:
+        d, n = memory_dir(f"cpu-{os.getpid()}"), 0
+        for i in range(SLOTS):
+            fd = os.open(os.path.join(d, f"slot-{i}"), os.O_RDONLY | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                n += 1
+            finally:
+                os.close(fd)
+        return n
+
+    settings = {"device": "cpu"}
+    for alone, want in ((False, 1), (True, SLOTS)):
+        j = judge.Judge(TASK, {}, "verify", settings, "", "", alone=alone)
+        j.memory_claim()
+        try:
+            assert taken() == want
+        finally:
+            j._memory.close()
+        assert taken() == 0

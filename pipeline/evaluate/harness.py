@@ -73,6 +73,14 @@ def _complete(report: dict[str, Any]) -> bool:
     return report.get("stage") == "done" and report.get("eager_ms") is not None
 
 
+def _said_out_of_memory(report: dict[str, Any]) -> bool:
+    sb = report.get("sandbox") or {}
+    said = " ".join(
+        str(x) for x in (report.get("reason"), report.get("error"), sb.get("error"), sb.get("stderr_tail"))
+    )
+    return "out of memory" in said.lower() or "outofmemoryerror" in said.lower()
+
+
 def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """One baseline from the reports of several baseline processes, timed one after another.
 
@@ -103,6 +111,7 @@ def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 "reason": r.get("reason", ""),
                 "compile_error": (r.get("compile_error") or "")[-300:],
                 "started_at": ((r.get("timing") or {}).get("eager") or {}).get("started_at"),
+                "alone": bool(r.get("alone")),
             }
             for r in reports
         ],
@@ -130,12 +139,22 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
     from concurrent.futures import ThreadPoolExecutor
 
     from pipeline.evaluate.runner import run_job
+    from pipeline.gpumemory import SLOTS, claimed
 
     n = max(1, int(settings["baseline_runs"]))
     job = {"kind": "baseline", "task_code": task_code, "mode": mode}
 
     def one(_: int = 0) -> dict[str, Any]:
-        return run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+        # A slot of the GPU's memory, like every judgement's (Judge.memory_claim); a run out of memory beside others
+        # runs again with the GPU's memory to itself: a baseline short of memory would cost correct kernels their
+        # speedup reward.
+        with claimed(1):
+            r = run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
+        if not _complete(r) and _said_out_of_memory(r):
+            with claimed(SLOTS):
+                r = {**run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)}
+            r["alone"] = True
+        return r
 
     reports = [one()]
     if n > 1 and _complete(reports[0]):
@@ -337,6 +356,13 @@ def evaluate(
         first = rep.get("reason", "")
         rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
         rep.setdefault("details", {})["judged_again_after"] = first
+    elif _short_of_memory(rep):
+        # Out of memory (or time) beside other evaluations says nothing about the task or the candidate: judged again
+        # once with the GPU's memory to itself. A second failure is the failing side's own (the reference's: a task
+        # defect, reward 0; the candidate's: -1).
+        first = rep.get("reason", "")
+        rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", alone=True)
+        rep.setdefault("details", {})["judged_again_after"] = first
     # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
     base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}
     res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
@@ -351,6 +377,18 @@ NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at
 def _no_room(rep: dict) -> bool:
     reason = str(rep.get("reason") or "")
     return reason.startswith("host_error") or reason.startswith("reference_error: NoRoom")
+
+
+def _short_of_memory(rep: dict) -> bool:
+    """The reference failed on the host's account (memory, its own limit; a full disk is `_no_room`'s), or a
+    candidate's call failed out of memory. A candidate can feign the latter: it buys a second judgement alone and
+    its own verdict again."""
+    reason = str(rep.get("reason") or "")
+    if rep.get("correct") or rep.get("details", {}).get("judged_alone"):
+        return False
+    if reason.startswith("reference_error"):
+        return True
+    return not rep.get("violations") and _said_out_of_memory({"error": rep.get("error")})
 
 
 def _wait_for_room(path: str, limit_s: float) -> None:
@@ -383,6 +421,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "timed_outputs_checked",
         "timed_leaves_checked",
         "judged_again_after",
+        "judged_alone",
         "io_budget",
         "own_inputs",
     ):

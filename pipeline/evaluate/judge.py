@@ -37,6 +37,7 @@ from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
+from pipeline.gpumemory import SLOTS, claimed, memory_dir
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -362,11 +363,10 @@ class CandidateProcess:
     def close(self, wait_s: float, kill: bool = False) -> dict:
         if kill:
             self.kill()
-        for fd in (self.cmd_fd, self.reply_fd):
-            try:
+        fds, self.cmd_fd, self.reply_fd = (self.cmd_fd, self.reply_fd), -1, -1
+        for fd in fds:  # once: a number closed twice may be another thread's file by then
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         self.thread.join(wait_s)
         sb = self.sb
         if sb is None:
@@ -437,9 +437,13 @@ def _num(x: Any) -> float | None:
 
 
 class Judge:
-    def __init__(self, task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str) -> None:
+    def __init__(
+        self, task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str, alone: bool = False
+    ) -> None:
         self.task_code, self.solution, self.mode, self.s, self.arch = task_code, solution, mode, s, arch
         self.artifact = artifact
+        self.alone = alone  # the GPU's memory to itself (`memory_claim`): a second judgement after a host failure
+        self._memory = contextlib.ExitStack()
         self._rng = secrets.SystemRandom()
         self._check_refs: dict[str, dict | None] = {}  # a checked call's sampled reference (None: whole, in ref/)
         self.rep: dict[str, Any] = {
@@ -598,7 +602,12 @@ class Judge:
         """Start the reference process (it needs the task alone), so that it runs while the solution builds."""
         if getattr(self, "_ref", None) is not None:
             return
-        self.dirs = EvalDirs.make()
+        self.memory_claim()
+        try:
+            self.dirs = EvalDirs.make()
+        except BaseException:
+            self._memory.close()
+            raise
         self._init_seed = self.seed()
         self._plan = self.plan_inputs()
         self._t = time.perf_counter()
@@ -623,6 +632,7 @@ class Judge:
 
         def cleanup() -> None:
             ref[0].join()
+            self._memory.close()
             self.dirs.remove()
 
         threading.Thread(target=cleanup, daemon=True).start()
@@ -633,8 +643,20 @@ class Judge:
         try:
             return self._run()
         finally:
+            self._memory.close()
             if not s.get("keep_eval_dir"):
                 self.dirs.remove()
+
+    def memory_claim(self) -> None:
+        """A share of the GPU's memory slots (pipeline.gpumemory, the pool validation jobs claim from), held from the
+        reference's start to the judgement's end: one slot, or every slot for a judgement `alone`, which so waits
+        until every evaluation and validation job on the GPU has ended and keeps new ones out until it ends. Only
+        trusted parents take the slots (their files are out of every jail's sight)."""
+        d = memory_dir() if self.s["device"] != "cpu" else memory_dir(f"cpu-{os.getpid()}")
+        waited = self._memory.enter_context(claimed(SLOTS if self.alone else 1, d))
+        if self.alone:
+            self.rep["details"]["judged_alone"] = True
+            self.rep["phase_s"]["memory_wait"] = waited
 
     def _run(self) -> dict:
         s, dirs = self.s, self.dirs
@@ -649,7 +671,9 @@ class Judge:
         self.phase("reference")
         if ref_rep.get("stage") != "done":
             reason = ref_rep.get("reason") or f"reference_error: process {ref_rep['sandbox']['reason']}"
-            if reason.startswith("bad_task"):  # the task's own code raised, before any candidate code ran
+            # The task's own code raised, before any candidate code ran; or the host failed it (memory, disk, time)
+            # with the GPU to itself, the candidate's build done and none of its code started: the task's too.
+            if reason.startswith("bad_task") or (self.alone and reason.startswith("reference_error")):
                 self.rep["task_defect"] = "reference_failed"
             return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
         own = [n for n in ref_rep.get("own_inputs") or [] if n in self._draw]
@@ -732,8 +756,7 @@ class Judge:
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)
         finally:
-            if self.calibrator is not None:
-                self.calibrator.close(5.0, kill=True)
+            self.end_calibrator()
             self.end_candidate(cand)  # where drive() did not (it returned before taking the lock)
         self.rep["waiting_for"] = cand.waiting_for
         if cand.gave_up:
@@ -948,6 +971,13 @@ class Judge:
         self.finish(cand)
         self.phase("profiled")
 
+    def end_calibrator(self) -> None:
+        """The calibrator killed once its null calls are done, and not waited for: nothing of it is read, and a
+        killed process's CUDA context takes seconds to go (every honest verdict on the H200 waited 5 s for it)."""
+        if self.calibrator is not None:
+            self.calibrator.close(0.0, kill=True)
+            self.calibrator = None
+
     def start_calibrator(self, meta: list[dict], t_call: float) -> CandidateProcess | None:
         """The calibrator answered and is set up; None (the pre-load calibration alone) when it is not."""
         c = self.calibrator
@@ -986,6 +1016,7 @@ class Judge:
             ok = self._timed_calls(cand, calibrator, calib, t_call, meta)
         finally:
             self.gpu_wait(self.gpu.downgrade())
+            self.end_calibrator()
         if ok and getattr(self, "_checked", None):
             # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
             k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
@@ -1225,11 +1256,19 @@ def _sampled_shapes(ref: Any, ref_shapes: list, out: Any, out_shapes: list) -> s
 
 
 def judge_candidate(
-    task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str, judge: Judge | None = None
+    task_code: str,
+    solution: dict,
+    mode: str,
+    s: dict,
+    arch: str,
+    artifact: str,
+    judge: Judge | None = None,
+    alone: bool = False,
 ) -> dict:
     """One evaluation's report (see `Judge`); never raises for anything the task or the candidate does. `judge`:
-    one made (and begun, `Judge.begin`) before the build, for the same task, mode and settings."""
-    j = judge or Judge(task_code, solution, mode, s, arch, artifact)
+    one made (and begun, `Judge.begin`) before the build, for the same task, mode and settings. `alone`: with the
+    GPU's memory to itself (`Judge.memory_claim`)."""
+    j = judge or Judge(task_code, solution, mode, s, arch, artifact, alone=alone)
     j.solution, j.artifact = solution, artifact
     try:
         return j.run()
