@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -318,9 +317,9 @@ def evaluate(
         # what the binary links to, before anything loads it (names the source checks cannot see through macros)
         try:
             linked = binary_review(cr.artifact, s)
-        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        except Exception as e:  # noqa: BLE001 - unchecked is refused; the judge begun above must end (its slot)
             linked = None
-            res.reason, res.error = "binary_unchecked", str(e)[:300]
+            res.reason, res.error = "binary_unchecked", f"{type(e).__name__}: {e}"[:300]
         if linked is None or linked[0]:
             if judge is not None:
                 judge.abandon()
