@@ -1,7 +1,8 @@
 """Cost of the output commitment (tensorio.digest: SHA-256 of the output's 4 KiB leaves) per call, for outputs of
 0.5 MiB, 64 MiB and 1 GiB. On a GPU: the leaves hashed on the GPU (leafhash.py) vs staged to the host through pinned
 buffers and hashed there vs one SHA-256 over a pageable `.cpu()` copy per piece (no leaves); on the host, the last
-two. Measured in the same run, repeats interleaved.
+two; and the determinism check's comparison of two host outputs (tensorio.identical). Measured in the same run,
+repeats interleaved.
 
     python benchmarks/bench_digest.py [--repeats 5]
 """
@@ -56,9 +57,15 @@ def main() -> None:
         if gpu_hasher is not None:
             runs = (("digest, leaves hashed on the GPU", on_gpu),) + runs
         runs += (("flat SHA-256, pageable .cpu()", pageable),)
-        took = {label: 0.0 for label, _ in runs}
         digests = {fn() for _, fn in runs[:-1]}  # warm: allocator, pinned buffers, first copy, kernel load
         assert len(digests) == 1, "the digest differs between where it was computed"
+        # The determinism check on the trusted side: a second output held on the host, compared with the first
+        # (tensorio.identical) instead of hashed.
+        xh = x.cpu()
+        again = xh.clone()
+        assert tensorio.identical(xh, again)
+        runs += (("identical, two host outputs compared (determinism check)", lambda: tensorio.identical(xh, again)),)
+        took = {label: 0.0 for label, _ in runs}
         for _ in range(args.repeats):
             for label, fn in runs:
                 if dev == "cuda":

@@ -201,6 +201,49 @@ def test_digest_binds_every_part_of_an_output_as_saved(tmp_path):
         assert tensorio.digest(other) != tensorio.digest(out), other
 
 
+def test_identical_is_equal_digests():
+    """The determinism check compares two outputs held by the trusted side instead of hashing the second: it must
+    say "same" exactly where their digests are equal, bit patterns included (NaN payloads, -0.0, lazy conjugates),
+    for every structure."""
+    import random
+
+    rng = random.Random(5)
+    base = torch.randn(6, 5)
+    nan = torch.tensor([float("nan"), 1.0])
+    other_nan = nan.clone()
+    other_nan.view(torch.int32)[0] ^= 1  # another NaN payload: equal as numbers to nobody, bitwise different
+    z = torch.randn(3, dtype=torch.complex64)
+    variants = [
+        base,
+        base.clone(),
+        base.reshape(5, 6),
+        base.t(),  # non-contiguous: its values in order, as saved
+        base.t().contiguous(),
+        base.to(torch.float64),
+        torch.where(base == base[0, 0], torch.tensor(-0.0), base),
+        nan,
+        other_nan,
+        z.conj(),
+        z.conj().resolve_conj(),
+        z,
+        (base, 1.5),
+        [base, 1.5],
+        (base, 1.5000001),
+        {"a": base, "b": 2},
+        {"b": 2, "a": base},
+        (base, {"n": None, "s": "x"}),
+        (base, {"n": None, "s": "y"}),
+        torch.zeros(0),
+        torch.zeros(0, 3),
+    ]
+    for _ in range(400):
+        a, b = rng.choice(variants), rng.choice(variants)
+        assert tensorio.identical(a, b) == (tensorio.digest(a) == tensorio.digest(b)), (a, b)
+    x = base.clone()
+    x.view(torch.int32)[3, 2] += 1  # one bit of one element
+    assert not tensorio.identical(base, x) and tensorio.identical(base, base.clone())
+
+
 def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():
     """One element stands for the number; any other count is a mismatch (it raised inside the judge before)."""
     s = options.resolve({})
