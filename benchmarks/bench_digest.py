@@ -1,7 +1,8 @@
 """Cost of the output commitment (tensorio.digest: SHA-256 of the output's 4 KiB leaves) per call, for outputs of
 0.5 MiB, 64 MiB and 1 GiB. On a GPU: the leaves hashed on the GPU (leafhash.py) vs staged to the host through pinned
 buffers and hashed there vs one SHA-256 over a pageable `.cpu()` copy per piece (no leaves); on the host, the last
-two; and the determinism check's comparison of two host outputs (tensorio.identical). Measured in the same run,
+two; and the determinism check's comparison of two host outputs (tensorio.identical) and a trial output's
+fingerprint (tensorio.fingerprint). Measured in the same run,
 repeats interleaved.
 
     python benchmarks/bench_digest.py [--repeats 5]
@@ -65,6 +66,7 @@ def main() -> None:
         again = xh.clone()
         assert tensorio.identical(xh, again)
         runs += (("identical, two host outputs compared (determinism check)", lambda: tensorio.identical(xh, again)),)
+        runs += (("fingerprint of a host output (result_caching)", lambda: tensorio.fingerprint(xh, 7)),)
         took = {label: 0.0 for label, _ in runs}
         for _ in range(args.repeats):
             for label, fn in runs:

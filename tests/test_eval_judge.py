@@ -940,3 +940,19 @@ def test_a_judgement_alone_holds_every_memory_slot(tmp_path):
         finally:
             j._memory.close()
         assert taken() == 0
+
+
+def test_a_wrong_trial_repeating_an_earlier_output_is_named_result_caching(tmp_path):
+    """A candidate that returns its first output again is wrong on the next trial's inputs, and its output repeats
+    the first trial's (their fingerprints): named `result_caching`."""
+    code = HONEST.replace(
+        "    def forward(self, x):\n        return torch.softmax(x, dim=-1)",
+        "    def forward(self, x):\n"
+        "        if not hasattr(self, 'kept'):\n"
+        "            self.kept = torch.softmax(x, dim=-1).clone()\n"
+        "        return self.kept.clone()",
+    )
+    assert code != HONEST
+    res = _eval(tmp_path, code, mode="verify")
+    assert res.reward == -1 and "result_caching" in res.violations, (res.reason, res.violations)
+    assert res.reason.startswith("output_mismatch") and res.details["trials_run"] == 2

@@ -244,6 +244,21 @@ def test_identical_is_equal_digests():
     assert not tensorio.identical(base, x) and tensorio.identical(base, base.clone())
 
 
+def test_a_fingerprint_tells_a_repeated_output_from_another():
+    """`result_caching` (a wrong output that repeats an earlier trial's) reads fingerprints: the same output gives the
+    same one under a judgement's seed, another output (other values, structure, dtype or shape) another one."""
+    a = torch.randn(1 << 20)
+    seed = 12345
+    assert tensorio.fingerprint(a, seed) == tensorio.fingerprint(a.clone(), seed)
+    assert tensorio.fingerprint((a, 2), seed) == tensorio.fingerprint((a.clone(), 2), seed)
+    for other in (torch.randn(1 << 20), a.reshape(1024, 1024), a.double(), (a, 3), [a, 2], a[:-1]):
+        assert tensorio.fingerprint(other, seed) != tensorio.fingerprint(a, seed)
+    small = torch.randn(100)  # fewer leaves than FINGERPRINT_LEAVES: every byte
+    b = small.clone()
+    b[57] += 1
+    assert tensorio.fingerprint(small, seed) != tensorio.fingerprint(b, seed)
+
+
 def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():
     """One element stands for the number; any other count is a mismatch (it raised inside the judge before)."""
     s = options.resolve({})

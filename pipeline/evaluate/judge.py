@@ -458,6 +458,7 @@ class Judge:
         self._null_gaps: list[float] = []  # device-synchronised minus stream-ordered ms of null calls
         self.out_limit = tensorio.MAX_FILE_BYTES  # set from the reference outputs' size (load_out)
         self._check_pool: list[tuple[str, int]] = []
+        self._fingerprint_seed = self.seed()
 
     # report ------------------------------------------------------------
     def seed(self) -> int:
@@ -566,7 +567,7 @@ class Judge:
                 return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
             with self.gpu_work([ref]):
                 cmp = compare(ref, out, s)
-            cmp["digest"] = tensorio.digest(out)
+            cmp["fingerprint"] = tensorio.fingerprint(out, self._fingerprint_seed)
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
         unwritten = rep.get("unwritten")
@@ -928,7 +929,7 @@ class Judge:
         self.phase("loaded")
         # ---- correctness
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_tol_err": 0.0}
-        digests: list[str] = []
+        seen: list[str] = []  # fingerprints of the trials' outputs
         kb_ok, correct = True, True
         for k, name in enumerate(cor):
             cmp = self.check_call(cand, name, refs[name], f"trial {k}", sentinel=(k == 0), meta=meta)
@@ -937,11 +938,11 @@ class Judge:
             kb_ok = kb_ok and bool(cmp.get("kernelbench_ok"))
             if not cmp["ok"]:
                 correct = False
-                if cmp.get("digest") and cmp["digest"] in digests:
+                if cmp.get("fingerprint") and cmp["fingerprint"] in seen:
                     self.violation("result_caching", f"trial {k}: the output is bit-identical to an earlier one")
                 self.fail(cmp["reason"], cmp.get("error", ""))
                 break
-            digests.append(cmp["digest"])
+            seen.append(cmp["fingerprint"])
         self.rep.update(errs)
         self.rep["trials_run"] = k + 1 if cor else 0
         self.rep["details"]["kernelbench_ok"] = kb_ok and correct
