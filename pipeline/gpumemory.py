@@ -62,7 +62,8 @@ def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
     try:
         fcntl.flock(turn, fcntl.LOCK_EX)
         try:
-            fds = [_open(os.path.join(d, f"slot-{i}")) for i in range(SLOTS)]
+            for i in range(SLOTS):  # appended one by one: a failure midway closes those opened (finally)
+                fds.append(_open(os.path.join(d, f"slot-{i}")))
             for fd in fds:
                 if len(held) == want:
                     break
@@ -99,3 +100,24 @@ def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
     finally:
         for fd in held:
             os.close(fd)  # closing the descriptor drops its flock
+
+
+def slots_held(directory: str | None = None) -> int:
+    """How many of the GPU's memory slots are held now (by any process), read passively from /proc/locks (0 where it
+    cannot be read)."""
+    d = directory or memory_dir()
+    ids = set()
+    for i in range(SLOTS):
+        try:
+            st = os.stat(os.path.join(d, f"slot-{i}"))
+        except OSError:
+            continue
+        ids.add(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}")  # as /proc/locks writes it
+    try:
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return 0
+    # a holder's line: "1: FLOCK  ADVISORY  WRITE <pid> <maj:min:inode> 0 EOF" (a blocked request's has "->")
+    held = {p[5] for p in (ln.split() for ln in lines) if len(p) > 5 and p[1] == "FLOCK" and p[5] in ids}
+    return len(held)

@@ -356,21 +356,38 @@ def test_a_reference_short_of_memory_is_judged_again_alone(tmp_path):
         assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
         assert res.reason == "reference_error: OutOfMemoryError" and res.details["judged_alone"] is True
         assert res.details["judged_again_after"] == "reference_error: OutOfMemoryError"
-    # a full disk alone is no different
+    # Another failure on the host's account (a full disk, host memory, time) is shared with the host's other GPUs
+    # and processes, whatever the memory slots: not the task's, and no way out of -1 (a candidate's build can fill
+    # a disk). Not judged alone either.
     disk = TASK.replace("return torch.softmax(x, dim=-1)", "raise OSError(28, 'No space left on device')")
-    res = _eval(tmp_path, HONEST, mode="verify", task=disk)
-    assert res.reward == 0 and res.task_defect == "reference_failed" and res.details["judged_alone"], res.reason
+    res = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"), mode="verify", task=disk)
+    assert res.reward == -1 and not res.task_defect and res.reason.startswith("reference_error"), res.reason
+    assert "judged_alone" not in res.details
 
 
-def test_a_candidate_out_of_memory_alone_keeps_its_minus_one(tmp_path):
-    """A candidate whose call runs out of memory gets a second judgement with the GPU's memory to itself (its
-    neighbours' memory is not its fault); out of memory there too (or feigning it), it is its own: -1."""
+def test_a_candidate_out_of_memory_is_judged_again_only_beside_others(tmp_path):
+    """A candidate whose call runs out of memory while other evaluations held GPU memory slots (read by the trusted
+    side) gets a second judgement with the GPU's memory to itself; out of memory alone, or feigning it, it keeps -1.
+    Here it is alone on the GPU from the start: its failure is its own, judged once."""
+    from pipeline.evaluate.harness import _short_of_memory
+
     code = HONEST.replace(
         "return torch.softmax(x, dim=-1)", "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate')"
     )
     res = _eval(tmp_path, code, mode="verify")
     assert res.reward == -1 and not res.task_defect and res.reason.startswith("runtime_error"), res.reason
-    assert res.details["judged_alone"] is True and res.details["judged_again_after"].startswith("runtime_error")
+    assert "judged_alone" not in res.details and "judged_again_after" not in res.details
+    # the decision, on the reports such judgements make
+    oom = {"reason": "runtime_error (trial 0)", "error": "torch.OutOfMemoryError: CUDA out of memory", "details": {}}
+    assert not _short_of_memory({**oom, "details": {"slots_beside": 0}})
+    assert _short_of_memory({**oom, "details": {"slots_beside": 3}})
+    assert not _short_of_memory({**oom, "details": {"slots_beside": 3, "judged_alone": True}})
+    assert not _short_of_memory({**oom, "violations": ["io_access"], "details": {"slots_beside": 3}})
+    cublas = {**oom, "error": "RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"}
+    assert _short_of_memory({**cublas, "details": {"slots_beside": 1}})
+    assert _short_of_memory({"reason": "reference_error: OutOfMemoryError", "error": "", "details": {}})
+    assert not _short_of_memory({"reason": "reference_error: OSError", "error": "No space left", "details": {}})
+    assert not _short_of_memory({"reason": "reference_error: process timeout", "error": "", "details": {}})
     # an honest kernel is judged once
     ok = _eval(tmp_path, HONEST, mode="verify")
     assert ok.reward == 1 and "judged_alone" not in ok.details and "judged_again_after" not in ok.details

@@ -257,6 +257,12 @@ def test_a_fingerprint_tells_a_repeated_output_from_another():
     b = small.clone()
     b[57] += 1
     assert tensorio.fingerprint(small, seed) != tensorio.fingerprint(b, seed)
+    for k in range(0, 1 << 20, 99_991):  # one element apart anywhere in a large output (an honest bug's output)
+        c = a.clone()
+        c[k] = c[k] + 1.0
+        assert tensorio.fingerprint(c, seed) != tensorio.fingerprint(a, seed), k
+    odd = torch.arange(37, dtype=torch.uint8)  # offsets with no 8-byte view
+    assert tensorio.fingerprint(odd[3:], seed) == tensorio.fingerprint(odd.clone()[3:], seed)
 
 
 def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():

@@ -232,3 +232,17 @@ def test_a_dead_claimant_frees_its_memory_slots(tmp_path):
     p.wait()
     with claimed(SLOTS, d) as waited:
         assert waited >= 0 and _free_slots(d) == 0
+
+
+def test_slots_held_reads_every_holder(tmp_path):
+    """The trusted side's count of memory slots held now (by any process; from /proc/locks), which decides whether a
+    candidate that ran out of memory had others beside it."""
+    from pipeline.gpumemory import claimed, slots_held
+
+    d = str(tmp_path / "slots")
+    assert slots_held(d) == 0
+    with claimed(3, d):
+        assert slots_held(d) == 3
+        with claimed(2, d):
+            assert slots_held(d) == 5
+    assert slots_held(d) == 0

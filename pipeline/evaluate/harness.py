@@ -72,14 +72,6 @@ def _complete(report: dict[str, Any]) -> bool:
     return report.get("stage") == "done" and report.get("eager_ms") is not None
 
 
-def _said_out_of_memory(report: dict[str, Any]) -> bool:
-    sb = report.get("sandbox") or {}
-    said = " ".join(
-        str(x) for x in (report.get("reason"), report.get("error"), sb.get("error"), sb.get("stderr_tail"))
-    )
-    return "out of memory" in said.lower() or "outofmemoryerror" in said.lower()
-
-
 def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """One baseline from the reports of several baseline processes, timed one after another.
 
@@ -137,6 +129,7 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
     windows in time. A first run that fails ends the series: the same task in a fresh process fails the same way."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from pipeline.evaluate.judge import said_out_of_memory
     from pipeline.evaluate.runner import run_job
     from pipeline.gpumemory import SLOTS, claimed
 
@@ -149,7 +142,10 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
         # speedup reward.
         with claimed(1):
             r = run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
-        if not _complete(r) and _said_out_of_memory(r):
+        sb = r.get("sandbox") or {}
+        if not _complete(r) and said_out_of_memory(
+            r.get("reason"), r.get("error"), sb.get("error"), sb.get("stderr_tail")
+        ):
             with claimed(SLOTS):
                 r = {**run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)}
             r["alone"] = True
@@ -379,15 +375,19 @@ def _no_room(rep: dict) -> bool:
 
 
 def _short_of_memory(rep: dict) -> bool:
-    """The reference failed on the host's account (memory, its own limit; a full disk is `_no_room`'s), or a
-    candidate's call failed out of memory. A candidate can feign the latter: it buys a second judgement alone and
-    its own verdict again."""
+    """The reference ran out of GPU memory, or the candidate did while other evaluations held memory slots beside it
+    (`slots_beside`, read by the trusted side: a candidate cannot make others appear). A candidate can still feign
+    the words then: it buys a second judgement alone and its own verdict again (docs/judge.md)."""
+    from pipeline.evaluate.judge import said_out_of_memory
+
     reason = str(rep.get("reason") or "")
-    if rep.get("correct") or rep.get("details", {}).get("judged_alone"):
+    details = rep.get("details") or {}
+    if rep.get("correct") or details.get("judged_alone"):
         return False
     if reason.startswith("reference_error"):
-        return True
-    return not rep.get("violations") and _said_out_of_memory({"error": rep.get("error")})
+        return said_out_of_memory(reason, rep.get("error"))
+    beside = details.get("slots_beside")
+    return bool(beside) and not rep.get("violations") and said_out_of_memory(rep.get("error"))
 
 
 def _wait_for_room(path: str, limit_s: float) -> None:

@@ -37,7 +37,7 @@ from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
-from pipeline.gpumemory import SLOTS, claimed, memory_dir
+from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
 from pipeline.sandbox import run_sandboxed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +140,15 @@ class EvalDirs:
         d = replace(self, cand=self.root / "calib", out=self.root / "calib" / "out")
         d.out.mkdir(parents=True)
         return d
+
+
+_OUT_OF_MEMORY = ("out of memory", "outofmemoryerror", "alloc_failed", "memoryallocation", "failed to allocate")
+
+
+def said_out_of_memory(*texts: Any) -> bool:
+    """Whether a reason or error text says the GPU's memory ran out (torch's, CUDA's, cuBLAS's and cuDNN's words)."""
+    said = " ".join(str(t) for t in texts if t).lower()
+    return any(w in said for w in _OUT_OF_MEMORY)
 
 
 # --------------------------------------------------------------------------- the reference process
@@ -444,6 +453,7 @@ class Judge:
         self.artifact = artifact
         self.alone = alone  # the GPU's memory to itself (`memory_claim`): a second judgement after a host failure
         self._memory = contextlib.ExitStack()
+        self._memory_held = False
         self._rng = secrets.SystemRandom()
         self._check_refs: dict[str, dict | None] = {}  # a checked call's sampled reference (None: whole, in ref/)
         self.rep: dict[str, Any] = {
@@ -603,22 +613,20 @@ class Judge:
         """Start the reference process (it needs the task alone), so that it runs while the solution builds."""
         if getattr(self, "_ref", None) is not None:
             return
-        self.memory_claim()
-        try:
-            self.dirs = EvalDirs.make()
-        except BaseException:
-            self._memory.close()
-            raise
+        self.dirs = EvalDirs.make()
         self._init_seed = self.seed()
         self._plan = self.plan_inputs()
         self._t = time.perf_counter()
         box: dict = {}
+        own_slot = not self._memory_held  # a judgement alone holds every slot already (run)
 
         def work() -> None:
             try:
-                box["rep"] = run_reference(
-                    self.task_code, self._plan[0], self.dirs, self.s, self.arch, self._init_seed
-                )
+                # The reference holds a memory slot of its own while it runs (the build beside it needs none).
+                with claimed(1, self.memory_dir()) if own_slot else contextlib.nullcontext():
+                    box["rep"] = run_reference(
+                        self.task_code, self._plan[0], self.dirs, self.s, self.arch, self._init_seed
+                    )
             except Exception as e:  # noqa: BLE001 - reported as the reference's failure
                 box["rep"] = {"stage": "", "reason": f"judge_error: {type(e).__name__}", "error": str(e)}
 
@@ -627,34 +635,39 @@ class Judge:
 
     def abandon(self) -> None:
         """The evaluation ends before the judge (the build failed): its directory goes once the reference is done."""
+        self._memory.close()
         ref = getattr(self, "_ref", None)
         if ref is None or self.s.get("keep_eval_dir"):
             return
 
         def cleanup() -> None:
             ref[0].join()
-            self._memory.close()
             self.dirs.remove()
 
         threading.Thread(target=cleanup, daemon=True).start()
 
     def run(self) -> dict:
         s = self.s
-        self.begin()
         try:
+            self.memory_claim()
+            self.begin()
             return self._run()
         finally:
             self._memory.close()
-            if not s.get("keep_eval_dir"):
+            if not s.get("keep_eval_dir") and getattr(self, "dirs", None) is not None:
                 self.dirs.remove()
 
+    def memory_dir(self) -> str:
+        return memory_dir() if self.s["device"] != "cpu" else memory_dir(f"cpu-{os.getpid()}")
+
     def memory_claim(self) -> None:
-        """A share of the GPU's memory slots (pipeline.gpumemory, the pool validation jobs claim from), held from the
-        reference's start to the judgement's end: one slot, or every slot for a judgement `alone`, which so waits
-        until every evaluation and validation job on the GPU has ended and keeps new ones out until it ends. Only
-        trusted parents take the slots (their files are out of every jail's sight)."""
-        d = memory_dir() if self.s["device"] != "cpu" else memory_dir(f"cpu-{os.getpid()}")
-        waited = self._memory.enter_context(claimed(SLOTS if self.alone else 1, d))
+        """A share of the GPU's memory slots (pipeline.gpumemory, the pool validation jobs claim from) for the
+        judgement (the reference holds one of its own while it runs, `begin`): one slot, or every slot for a
+        judgement `alone`, which so waits until every reference, judgement, baseline and validation job on the GPU
+        has ended and keeps new ones out until it ends; builds hold none, so it never waits for one. Only trusted
+        parents take the slots (their files are out of every jail's sight)."""
+        waited = self._memory.enter_context(claimed(SLOTS if self.alone else 1, self.memory_dir()))
+        self._memory_held = True
         if self.alone:
             self.rep["details"]["judged_alone"] = True
             self.rep["phase_s"]["memory_wait"] = waited
@@ -672,11 +685,15 @@ class Judge:
         self.phase("reference")
         if ref_rep.get("stage") != "done":
             reason = ref_rep.get("reason") or f"reference_error: process {ref_rep['sandbox']['reason']}"
-            # The task's own code raised, before any candidate code ran; or the host failed it (memory, disk, time)
-            # with the GPU to itself, the candidate's build done and none of its code started: the task's too.
-            if reason.startswith("bad_task") or (self.alone and reason.startswith("reference_error")):
+            error = ref_rep.get("error") or ref_rep["sandbox"]["error"]
+            # The task's own code raised, before any candidate code ran; or it ran out of GPU memory with every
+            # memory slot held by this judgement (nothing else of ours on the GPU, none of the candidate's code
+            # started): the task's too. Other host failures (disk, host memory, time) are shared with the host's
+            # other GPUs and processes: never the task's, nor a way out of -1.
+            gpu_memory = reason.startswith("reference_error") and said_out_of_memory(reason, error)
+            if reason.startswith("bad_task") or (self.alone and gpu_memory):
                 self.rep["task_defect"] = "reference_failed"
-            return self.fail(reason, ref_rep.get("error") or ref_rep["sandbox"]["error"])
+            return self.fail(reason, error)
         own = [n for n in ref_rep.get("own_inputs") or [] if n in self._draw]
         for n in own:  # trials the task refused perturbed inputs for: its own distribution, for the candidate too
             self._draw[n]["variant"] = "base"
@@ -778,6 +795,10 @@ class Judge:
             self.violation(name, f"sandbox blocked {v.get('what')}")
         if self.rep.get("stage") == "profiled":
             self.verify_timed_outputs()
+        if not self.rep.get("correct"):
+            # memory slots others held as it failed (a candidate out of memory is judged again alone only beside
+            # others: alone, the failure is its own)
+            self.rep["details"]["slots_beside"] = max(0, slots_held(self.memory_dir()) - (SLOTS if self.alone else 1))
         self.phase("done")
         return self.rep
 
@@ -821,6 +842,9 @@ class Judge:
             self._drive(cand, refs, cor, post, meta, init_seed, t_call)
         finally:
             self.end_candidate(cand)  # before the lock goes: nothing of it runs beside others' timed calls
+            ended = getattr(self, "_calibrator_ended", None)
+            if ended is not None:  # killed at the timed calls' end: its teardown overlapped what came since
+                ended.thread.join(FINISH_GRACE_S)
             self.gpu.release()
 
     def end_candidate(self, cand: CandidateProcess) -> None:
@@ -968,15 +992,19 @@ class Judge:
             if not cmp["ok"]:
                 self.rep["correct"] = False
                 self.rep["reason"] = "post_timing_" + cmp["reason"]
+                if cmp.get("error"):
+                    self.rep["error"] = cmp["error"]
                 break
         self.finish(cand)
         self.phase("profiled")
 
     def end_calibrator(self) -> None:
-        """The calibrator killed once its null calls are done, and not waited for: nothing of it is read, and a
-        killed process's CUDA context takes seconds to go (every honest verdict on the H200 waited 5 s for it)."""
+        """The calibrator killed once its null calls are done; its end (a killed process's CUDA context takes
+        seconds to go: every honest verdict on the H200 waited 5 s for it at the end) overlaps the post-timing trials
+        and the candidate's own exit, and is awaited only before the GPU's lock goes (`drive`)."""
         if self.calibrator is not None:
             self.calibrator.close(0.0, kill=True)
+            self._calibrator_ended = self.calibrator
             self.calibrator = None
 
     def start_calibrator(self, meta: list[dict], t_call: float) -> CandidateProcess | None:
@@ -1022,7 +1050,10 @@ class Judge:
             # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
             k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
             if k is None or not k.get("ok"):
-                self.fail(f"{self.failed_call(k or {})} (timing)", "a timed output could not be kept")
+                self.fail(
+                    f"{self.failed_call(k or {})} (timing)",
+                    f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
+                )
                 return False
         return ok
 
@@ -1091,7 +1122,10 @@ class Judge:
                 picks = tensorio.check_picks(ref, int(s["check_leaves"])) if ref else None
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
-                    self.fail("runtime_error (timing)", "a timed output could not be kept")
+                    self.fail(
+                        "runtime_error (timing)",
+                        f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
+                    )
                     return False
                 checked.append({"i": i, "ref": name, "digest": dg[:4096], "picks": picks})
             if i == 0:

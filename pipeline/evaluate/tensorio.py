@@ -393,10 +393,11 @@ FINGERPRINT_LEAVES = 64
 
 
 def fingerprint(obj: Any, seed: int) -> str:
-    """SHA-256 of an output's structure (as `commitment` reads it) and of FINGERPRINT_LEAVES of each tensor's 4 KiB
+    """SHA-256 of an output's structure (as `commitment` reads it), of FINGERPRINT_LEAVES of each tensor's 4 KiB
     leaves (all of a smaller one), picked from `seed` (secret, one per judgement: the same leaves of outputs of one
-    shape). Tells whether an output repeats an earlier one (`result_caching`, a label of an output already found
-    wrong) without hashing every byte (a GiB took 0.8 s on the host)."""
+    shape), and of each tensor's sum as 8-byte words (every byte counts: outputs apart in one element differ).
+    Tells whether an output repeats an earlier one (`result_caching`, a label of an output already found wrong)
+    without hashing every byte (a GiB took 0.8 s on the host)."""
     import random
 
     h, put = _hasher()
@@ -408,15 +409,26 @@ def fingerprint(obj: Any, seed: int) -> str:
         picks = pick_leaves(leaf_count(b.numel()), FINGERPRINT_LEAVES, random.Random(f"{seed}:{count[0]}"))
         count[0] += 1
         h.update(_gather(b, picks).numpy().tobytes())
+        h.update(b"%d:%d" % _word_sum(b))
 
     _walk(obj, put, tensor)
     return h.hexdigest()
 
 
+def _word_sum(b: torch.Tensor) -> tuple[int, int]:
+    """(the sum of a flat uint8 tensor's 8-byte words, wrapping, or of its bytes where no 8-byte view is allowed;
+    its length). Integer sums wrap the same in any order: one value for one content."""
+    n = b.numel() // 8 * 8
+    try:
+        return int(b[:n].view(torch.int64).sum()) + int(b[n:].sum(dtype=torch.int64)), b.numel()
+    except RuntimeError:  # an offset that allows no 8-byte view
+        return int(b.sum(dtype=torch.int64)), b.numel()
+
+
 def identical(a: Any, b: Any) -> bool:
-    """Whether `a` and `b` have the same commitment (`digest(a) == digest(b)`), by comparing them instead of hashing
-    both: the same structure tokens and every tensor's bytes equal. Two outputs held here need no hash (a GiB took
-    0.6-0.8 s to hash on the host, once per output)."""
+    """Whether `a` and `b` (on one device) have the same commitment (`digest(a) == digest(b)`), by comparing them
+    instead of hashing both: the same structure tokens and every tensor's bytes equal. Two outputs held here need no
+    hash (a GiB took 0.6-0.8 s to hash on the host, once per output)."""
     toks: list[list[str]] = [[], []]
     tens: list[list[torch.Tensor]] = [[], []]
     for k, obj in enumerate((a, b)):
