@@ -2,8 +2,7 @@
 0.5 MiB, 64 MiB and 1 GiB. On a GPU: the leaves hashed on the GPU (leafhash.py) vs staged to the host through pinned
 buffers and hashed there vs one SHA-256 over a pageable `.cpu()` copy per piece (no leaves); on the host, the last
 two; and the determinism check's comparison of two host outputs (tensorio.identical) and a trial output's
-fingerprint (tensorio.fingerprint). Measured in the same run,
-repeats interleaved.
+fingerprint (tensorio.fingerprint). Measured in the same run, repeats interleaved.
 
     python benchmarks/bench_digest.py [--repeats 5]
 """

@@ -103,21 +103,15 @@ def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
 
 
 def slots_held(directory: str | None = None) -> int:
-    """How many of the GPU's memory slots are held now (by any process), read passively from /proc/locks (0 where it
-    cannot be read)."""
+    """How many of the GPU's memory slots some process holds now, read passively from /proc/locks
+    (`gpulock.lock_records`; 0 where it cannot be read). Read on a failed judgement only."""
+    from pipeline.gpulock import lock_records
+
     d = directory or memory_dir()
-    ids = set()
+    n = 0
     for i in range(SLOTS):
         try:
-            st = os.stat(os.path.join(d, f"slot-{i}"))
-        except OSError:
-            continue
-        ids.add(f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}")  # as /proc/locks writes it
-    try:
-        with open("/proc/locks") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return 0
-    # a holder's line: "1: FLOCK  ADVISORY  WRITE <pid> <maj:min:inode> 0 EOF" (a blocked request's has "->")
-    held = {p[5] for p in (ln.split() for ln in lines) if len(p) > 5 and p[1] == "FLOCK" and p[5] in ids}
-    return len(held)
+            n += any(not ln.startswith("->") for ln in lock_records(os.path.join(d, f"slot-{i}")))
+        except OSError:  # no such slot file yet, or no /proc/locks
+            pass
+    return n

@@ -352,8 +352,8 @@ def evaluate(
         rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
         rep.setdefault("details", {})["judged_again_after"] = first
     elif _short_of_memory(rep):
-        # Out of memory (or time) beside other evaluations says nothing about the task or the candidate: judged again
-        # once with the GPU's memory to itself. A second failure is the failing side's own (the reference's: a task
+        # Out of GPU memory beside other evaluations says nothing about the task or the candidate: judged again once
+        # with the GPU's memory to itself. A second failure is the failing side's own (the reference's: a task
         # defect, reward 0; the candidate's: -1).
         first = rep.get("reason", "")
         rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", alone=True)

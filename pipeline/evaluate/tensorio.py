@@ -416,13 +416,20 @@ def fingerprint(obj: Any, seed: int) -> str:
 
 
 def _word_sum(b: torch.Tensor) -> tuple[int, int]:
-    """(the sum of a flat uint8 tensor's 8-byte words, wrapping, or of its bytes where no 8-byte view is allowed;
-    its length). Integer sums wrap the same in any order: one value for one content."""
+    """(the sum of a flat uint8 tensor's 8-byte words and tail bytes, wrapping, or of its bytes where no 8-byte view
+    is allowed; its length). Integer sums wrap the same in any order: one value for one content."""
+    words, tail = _as_words(b)
+    return (int(words.sum()) if words is not None else 0) + int(tail.sum(dtype=torch.int64)), b.numel()
+
+
+def _as_words(b: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """A flat uint8 tensor as (its 8-byte words, the tail bytes), or (None, all of it) where its offset allows no
+    8-byte view. Words: 4.4x faster than bytes to compare on the host."""
     n = b.numel() // 8 * 8
     try:
-        return int(b[:n].view(torch.int64).sum()) + int(b[n:].sum(dtype=torch.int64)), b.numel()
-    except RuntimeError:  # an offset that allows no 8-byte view
-        return int(b.sum(dtype=torch.int64)), b.numel()
+        return b[:n].view(torch.int64), b[n:]
+    except RuntimeError:
+        return None, b
 
 
 def identical(a: Any, b: Any) -> bool:
@@ -444,14 +451,11 @@ def identical(a: Any, b: Any) -> bool:
 
 
 def _same_bytes(x: torch.Tensor, y: torch.Tensor) -> bool:
-    """Two flat uint8 tensors of one length hold the same bytes: compared as 8-byte words where both allow that view
-    (4.4x faster than bytewise on the host), the tail bytewise."""
-    n = x.numel() // 8 * 8
-    try:
-        words = torch.equal(x[:n].view(torch.int64), y[:n].view(torch.int64))
-    except RuntimeError:  # an offset or a length that allows no 8-byte view
+    """Two flat uint8 tensors of one length hold the same bytes (as words where both allow it, `_as_words`)."""
+    (wx, tx), (wy, ty) = _as_words(x), _as_words(y)
+    if wx is None or wy is None:
         return torch.equal(x, y)
-    return words and torch.equal(x[n:], y[n:])
+    return torch.equal(wx, wy) and torch.equal(tx, ty)
 
 
 def leaf_count(nbytes: int) -> int:
