@@ -2496,17 +2496,20 @@ QUEUE = INHERITED_FDS[0] if PAYLOAD.get("queue") and globals().get("INHERITED_FD
 
 def _job_order():
     """Job indexes: from the queue (4-byte records, all written before the workers start and never again: a read of
-    4 bytes takes one whole record, and an empty read means the queue is drained), else every job in order."""
+    4 bytes takes one whole record, and an empty read means the queue is drained), else every job in order. With
+    PAYLOAD["groups"], a record names a group: its jobs, in order (candidates whose problems this worker then
+    builds and dry-runs once for all of them: semantic._affinity)."""
     if QUEUE is None:
         yield from range(len(PAYLOAD["jobs"]))
         return
+    groups = PAYLOAD.get("groups")
     while True:
         rec = os.read(QUEUE, 4)
         if len(rec) < 4:
             return
         i = int.from_bytes(rec, "little")
-        if i < len(PAYLOAD["jobs"]):
-            yield i
+        mine = [i] if groups is None else groups[i] if i < len(groups) else []
+        yield from (j for j in mine if j < len(PAYLOAD["jobs"]))
 
 
 t_start = time.monotonic()
