@@ -2512,7 +2512,19 @@ def _job_order():
         yield from (j for j in mine if j < len(PAYLOAD["jobs"]))
 
 
+def _named_codes():
+    """The confirmation jobs' problems from the payload's table of distinct codes (semantic._shared_codes): each job
+    gets the codes themselves (one string per code, shared by its jobs)."""
+    codes = PAYLOAD.get("codes")
+    if not isinstance(codes, list):
+        return
+    for job in PAYLOAD["jobs"]:
+        if job and job[0] == "confirm_many":
+            job[2] = [codes[k] for k in job[2]]
+
+
 t_start = time.monotonic()
+_named_codes()
 _guard_channel()
 emit_result({"start": True})
 # torch's objects as imported: never scanned again by this process's collections (the screens allocate many small

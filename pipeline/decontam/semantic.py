@@ -290,9 +290,11 @@ def _one_worker(
     per_job_s: float,
     queue: int | None,
     groups: list[list[int]] | None = None,
+    codes: list[str] | None = None,
 ) -> _Run:
     """One jailed process over `jobs` in order, or over those it takes from `queue` (shared with other workers):
-    one job per record, or, with `groups`, one group of job indexes per record (run in its order)."""
+    one job per record, or, with `groups`, one group of job indexes per record (run in its order). `codes`: the
+    problems' codes the confirmation jobs name by index (_shared_codes)."""
     payload = {
         "jobs": jobs,
         "per_job_s": per_job_s,
@@ -300,6 +302,7 @@ def _one_worker(
         "tolerance": [settings.confirm_atol, settings.confirm_rtol],
         "queue": queue is not None,
         **({"groups": groups} if groups is not None else {}),
+        **({"codes": codes} if codes else {}),
     }
     limit = 60 + per_job_s * sum(map(_job_units, jobs))
     res = _RUN[0](source, payload, limit, settings.semantic_memory_mb, () if queue is None else (queue,))
@@ -340,8 +343,9 @@ def _round(jobs: list, settings: DecontamSettings, per_job_s: float, groups: lis
     from pipeline.decontam.jailed import WORKER
 
     w = max(1, min(settings.workers, len(groups) if groups is not None else len(jobs)))
+    jobs, codes = _shared_codes(jobs)
     if w == 1:
-        return [_one_worker(WORKER, jobs, settings, per_job_s, None)]
+        return [_one_worker(WORKER, jobs, settings, per_job_s, None, codes=codes)]
     r, wq = os.pipe()
     try:
         os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(len(groups if groups is not None else jobs))))
@@ -349,9 +353,22 @@ def _round(jobs: list, settings: DecontamSettings, per_job_s: float, groups: lis
         os.close(wq)  # drained, the queue reads empty: the workers end
     try:
         with ThreadPoolExecutor(w) as ex:
-            return list(ex.map(lambda _: _one_worker(WORKER, jobs, settings, per_job_s, r, groups), range(w)))
+            return list(ex.map(lambda _: _one_worker(WORKER, jobs, settings, per_job_s, r, groups, codes), range(w)))
     finally:
         os.close(r)
+
+
+def _shared_codes(jobs: list) -> tuple[list, list[str]]:
+    """Confirmation jobs with their problems' codes as indexes into one list of the distinct codes (the worker puts
+    them back: jailed.WORKER): 12,949 pairs of a 6,000-candidate check name about 1,200 distinct codes, and each
+    worker's payload held every pair's copy (33 MB of JSON written and read per worker)."""
+    index: dict[str, int] = {}
+    out = []
+    for job in jobs:
+        if job and job[0] == "confirm_many":
+            job = [job[0], job[1], [index.setdefault(r, len(index)) for r in job[2]], *job[3:]]
+        out.append(job)
+    return out, list(index)
 
 
 def _size(job: list) -> int:
