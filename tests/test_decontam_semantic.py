@@ -558,6 +558,24 @@ def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     assert sem._cache_get(a, "k" * 32) == {"ok": True, "from": "a"}
 
 
+def test_the_cache_makes_its_directories_when_a_write_needs_them(tmp_path):
+    """_cache_put makes a subdirectory only where writing into it fails (not before each report): the first report,
+    and one after the directory was removed, are written, whole, with no temporary file left."""
+    import shutil
+
+    import pipeline.decontam.semantic as sem
+
+    root = tmp_path / "new" / "cache"
+    sem._cache_put(root, "ab" + "c" * 30, {"ok": True, "n": 1})
+    shutil.rmtree(root)
+    sem._cache_put(root, "ab" + "d" * 30, {"ok": True, "n": 2})
+    sem._cache_put(root, "ab" + "e" * 30, {"ok": True, "n": 3})
+    sem._MEM.clear()
+    assert sem._cache_get(root, "ab" + "c" * 30) is None  # removed with its directory
+    assert [sem._cache_get(root, "ab" + x * 30)["n"] for x in "de"] == [2, 3]
+    assert sorted(f.suffix for f in (root / "ab").iterdir()) == [".json", ".json"]
+
+
 def test_other_ties_are_tried_at_the_configured_tolerance(tmp_path):
     """Whether a confirmation tries the other ties follows decontam.confirm_atol/_rtol (sent to the jailed worker;
     reports made under other tolerances are not reused): at a tolerance loose enough for the first tie's outputs,
