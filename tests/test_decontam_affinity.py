@@ -41,7 +41,17 @@ def test_jobs_of_one_key_are_consecutive_largest_group_first_each_largest_first(
     assert [sizes[i][1] for i in order] == [100, 64, 1, 20, 10, 3]
     assert _order(jobs, None) == sorted(range(len(jobs)), key=lambda i: -sizes[i][1])
     # positions in a part of that order, run by run
-    assert _groups_of(order, aff) == [[0], [1, 2], [3, 4, 5]]
-    assert _groups_of(order[2:], aff) == [[0], [1, 2, 3]]
-    assert _groups_of(order, None) is None
-    json.dumps(_groups_of(order, aff))  # the worker's payload
+    assert _groups_of(order, aff, 8) == [[0], [1, 2], [3, 4, 5]]
+    assert _groups_of(order[2:], aff, 8) == [[0], [1, 2, 3]]
+    assert _groups_of(order, None, 8) is None
+    json.dumps(_groups_of(order, aff, 8))  # the worker's payload
+
+
+def test_a_key_most_jobs_share_is_dealt_in_parts():
+    """At most `most` jobs per group: candidates that all share one key still keep every worker busy."""
+    jobs = [_job(_sig([7], inputs=((n, 8),))) for n in range(1, 11)]
+    aff = [_affinity(j[4]) for j in jobs]
+    order = _order(jobs, aff)
+    groups = _groups_of(order, aff, 3)
+    assert groups == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert [order[n] for g in groups for n in g] == order
