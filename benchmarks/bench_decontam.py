@@ -9,10 +9,10 @@ transforms), two thirds new compositions. Printed: wall time of our stage (refer
 shingle with SHA-1, raw whitespace-token shingles, MinHashLSH hits taken as contamination without verification);
 recall / false-positive rate of each on the same candidates.
 `--baseline-tree DIR`: first runs DIR's own copy of this script (another checkout, e.g. the code before a change)
-in a subprocess on the same machine, so that both timings come from one run. `--semantic`: then the stage with the
-semantic view and functional confirmation on: cold (every candidate traced and confirmed), with the traces carried
-as validation makes them (only the confirmations run) and warm (a re-check); `--unjailed` runs the tracing worker
-in a plain subprocess (fork per task) instead of the jail, and says so.
+in a subprocess on the same machine, with the same options, so that both timings come from one run. `--semantic`:
+then the stage with the semantic view and functional confirmation on: cold (every candidate traced and confirmed),
+with the traces carried as validation makes them (only the confirmations run) and warm (a re-check); `--unjailed`
+runs the tracing worker in a plain subprocess (fork per task) instead of the jail, and says so.
 """
 
 from __future__ import annotations
@@ -137,9 +137,14 @@ def main() -> None:
         import subprocess
 
         print(f"=== baseline: {args.baseline_tree}/benchmarks/bench_decontam.py (same machine, same run) ===")
+        # the same passes there (the semantic ones too, on the same reference and candidate traces)
+        more = ["--semantic"] * args.semantic + ["--unjailed"] * args.unjailed
+        more += ["--reference", args.reference] if args.reference else []
+        for flag, value in (("--cache", args.cache), ("--traces-from", args.traces_from)):
+            more += [flag, str(Path(value).resolve())] if value else []  # paths from this tree's directory
         subprocess.run(
             [sys.executable, "benchmarks/bench_decontam.py", "--n", str(args.n), "--workers", str(args.workers)]
-            + (["--reference", args.reference] if args.reference else []),
+            + more,
             cwd=args.baseline_tree,
             check=False,
         )

@@ -332,6 +332,23 @@ def test_workers_share_one_queue_and_neither_a_killer_nor_a_thief_changes_other_
         assert x.ok and y.ok and x.features.tobytes() == y.features.tobytes()
 
 
+def test_jobs_of_one_affinity_run_together_and_a_killer_among_them_costs_only_itself(semantic_run):
+    """Jobs grouped by an affinity key (semantic.run_jobs: confirmations of candidates built at the same arguments)
+    are dealt a whole group at a time: a task that kills its worker in the middle of its group costs only itself
+    (the group's jobs after it run in a new worker), and every other job gives what it gives alone."""
+    from pipeline.decontam.semantic import run_jobs
+
+    settings = semantic_run["settings"]
+    codes = dict(semantic_run["cands"])
+    a, b, c = codes["para:matmul"], codes["para:formula"], codes["batchnorm:hand"]
+    limit = settings.trace_timeout_s
+    one = run_jobs([["trace", x] for x in (a, b, c)], settings.model_copy(update={"workers": 1}), limit)
+    two = run_jobs([["trace", x] for x in (a, KILLER, b, c)], settings, limit, affinity=["g", "g", "g", "h"])
+    assert two[1]["reason"] == "worker_died" and not two[1]["ok"]
+    for x, y in zip(one, (two[0], two[2], two[3])):
+        assert x["ok"] and y["ok"] and x["nodes"] == y["nodes"]
+
+
 def test_a_small_problem_rewritten_past_the_similarity_floor_is_confirmed_by_its_shapes(semantic_run):
     """Sigmoid written as 0.5 * (tanh(x / 2) + 1) shares a fifth of its graph with KernelBench's Sigmoid, below
     same_inputs_floor: it is run beside every problem with its input and output shapes (same_shapes_max) and found;
@@ -539,6 +556,24 @@ def test_the_in_process_cache_is_per_cache_directory(tmp_path):
     assert sem._cache_get(b, "k" * 32) is None
     sem._MEM.clear()  # what a new process reads: the file under a
     assert sem._cache_get(a, "k" * 32) == {"ok": True, "from": "a"}
+
+
+def test_the_cache_makes_its_directories_when_a_write_needs_them(tmp_path):
+    """_cache_put makes a subdirectory only where writing into it fails (not before each report): the first report,
+    and one after the directory was removed, are written, whole, with no temporary file left."""
+    import shutil
+
+    import pipeline.decontam.semantic as sem
+
+    root = tmp_path / "new" / "cache"
+    sem._cache_put(root, "ab" + "c" * 30, {"ok": True, "n": 1})
+    shutil.rmtree(root)
+    sem._cache_put(root, "ab" + "d" * 30, {"ok": True, "n": 2})
+    sem._cache_put(root, "ab" + "e" * 30, {"ok": True, "n": 3})
+    sem._MEM.clear()
+    assert sem._cache_get(root, "ab" + "c" * 30) is None  # removed with its directory
+    assert [sem._cache_get(root, "ab" + x * 30)["n"] for x in "de"] == [2, 3]
+    assert sorted(f.suffix for f in (root / "ab").iterdir()) == [".json", ".json"]
 
 
 def test_other_ties_are_tried_at_the_configured_tolerance(tmp_path):

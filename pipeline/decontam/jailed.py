@@ -2496,20 +2496,35 @@ QUEUE = INHERITED_FDS[0] if PAYLOAD.get("queue") and globals().get("INHERITED_FD
 
 def _job_order():
     """Job indexes: from the queue (4-byte records, all written before the workers start and never again: a read of
-    4 bytes takes one whole record, and an empty read means the queue is drained), else every job in order."""
+    4 bytes takes one whole record, and an empty read means the queue is drained), else every job in order. With
+    PAYLOAD["groups"], a record names a group: its jobs, in order (candidates whose problems this worker then
+    builds and dry-runs once for all of them: semantic._affinity)."""
     if QUEUE is None:
         yield from range(len(PAYLOAD["jobs"]))
         return
+    groups = PAYLOAD.get("groups")
     while True:
         rec = os.read(QUEUE, 4)
         if len(rec) < 4:
             return
         i = int.from_bytes(rec, "little")
-        if i < len(PAYLOAD["jobs"]):
-            yield i
+        mine = [i] if groups is None else groups[i] if i < len(groups) else []
+        yield from (j for j in mine if j < len(PAYLOAD["jobs"]))
+
+
+def _named_codes():
+    """The confirmation jobs' problems from the payload's table of distinct codes (semantic._shared_codes): each job
+    gets the codes themselves (one string per code, shared by its jobs)."""
+    codes = PAYLOAD.get("codes")
+    if not isinstance(codes, list):
+        return
+    for job in PAYLOAD["jobs"]:
+        if job and job[0] == "confirm_many":
+            job[2] = [codes[k] for k in job[2]]
 
 
 t_start = time.monotonic()
+_named_codes()
 _guard_channel()
 emit_result({"start": True})
 # torch's objects as imported: never scanned again by this process's collections (the screens allocate many small

@@ -16,6 +16,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -60,21 +61,23 @@ class SemView:
     sig: dict | None = None  # shapes and dtypes the trace reported (tracer 7; jailed.screen): screens confirmations
     record: dict | None = field(default=None, repr=False)  # the stored trace: the whole graph is rebuilt from it
     _graph: SemGraph | None = field(default=None, repr=False)
+    # The keys below are made once per view (cached_property: a view is not changed once made): the shortlists read
+    # each problem's `init` and keys once per candidate (136,028 times in a 6,000-candidate check, 3.6 s profiled)
 
     @property
     def status(self) -> str:
         return ("truncated" if self.truncated else "traced") if self.ok else self.reason
 
-    @property
+    @cached_property
     def input_key(self) -> str:
         return json.dumps(self.summary.inputs) if self.summary is not None else ""
 
-    @property
+    @cached_property
     def rowless_key(self) -> str:
         """The input shapes with each first dim left out: a paraphrase that changes the batch size alone."""
         return json.dumps([s[1:] for s in self.summary.inputs]) if self.summary is not None else ""
 
-    @property
+    @cached_property
     def ranks_key(self) -> str:
         """Sizes aside, what a functional match needs: the inputs' and outputs' ranks and dtypes (scalars as such) and
         the element counts of its parameters and buffers (a match ties them by role and shape, so a rewrite that
@@ -97,13 +100,13 @@ class SemView:
         sizes = sorted(int(np.prod(p, dtype=np.int64)) for p in g.params)
         return json.dumps([ranks(sig.get("inputs") or []), ranks(outs), sizes])
 
-    @property
+    @cached_property
     def init(self) -> list | None:
         """The constructor's arguments as literals (jailed._literal), None where unknown or not plain values."""
         init = self.sig.get("init") if isinstance(self.sig, dict) else None
         return init if _literal_ok(init) and init[0] == "l" else None
 
-    @property
+    @cached_property
     def resize_key(self) -> str:
         """What a problem rebuilt at this task's constructor arguments needs to share with it: the inputs' and
         outputs' ranks and dtypes and the arguments' kinds (how many, int or float or tuple of n ...); "" where
@@ -113,7 +116,7 @@ class SemView:
             return ""
         return json.dumps([json.loads(ranks)[:2], [_kinds(x) for x in init[1]]])  # positions kept
 
-    @property
+    @cached_property
     def probe_key(self) -> str:
         """A weightless task's probe (jailed._probe) as far as it must equal another's: the inputs' ranks and dtypes
         and the outputs' shapes on the probe; "" without one."""
@@ -217,13 +220,17 @@ def cache_dir(settings: DecontamSettings) -> Path:
     return Path(base) / "opforge" / "decontam-semantic"
 
 
+# Plain os calls, not pathlib: a 6,000-candidate check reads and writes about 13,000 confirmation reports, and
+# pathlib's objects and a mkdir per report took 3.4 s of the parent's time writing them (1.2 s so).
+
+
 def _cache_get(root: Path, key: str) -> dict | None:
     got = _MEM.get((str(root), key))
     if got is not None:
         return got
-    p = root / key[:2] / f"{key}.json"
     try:
-        got = json.loads(p.read_text())
+        with open(os.path.join(root, key[:2], f"{key}.json")) as f:
+            got = json.loads(f.read())
     except (OSError, ValueError):
         return None
     _MEM[(str(root), key)] = got
@@ -232,12 +239,17 @@ def _cache_get(root: Path, key: str) -> dict | None:
 
 def _cache_put(root: Path, key: str, value: dict) -> None:
     _MEM[(str(root), key)] = value
-    p = root / key[:2] / f"{key}.json"
+    sub = os.path.join(root, key[:2])
+    tmp = os.path.join(sub, f"{key}.tmp{os.getpid()}.{threading.get_ident()}")
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(value))
-        tmp.replace(p)
+        try:
+            f = open(tmp, "w")
+        except FileNotFoundError:  # its subdirectory's first entry: made then, not asked for before each write
+            os.makedirs(sub, exist_ok=True)
+            f = open(tmp, "w")
+        with f:
+            f.write(json.dumps(value))
+        os.replace(tmp, os.path.join(sub, f"{key}.json"))
     except OSError:  # a read-only cache only costs time
         pass
 
@@ -283,14 +295,26 @@ class _Run:
     res: object = None
 
 
-def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: float, queue: int | None) -> _Run:
-    """One jailed process over `jobs` in order, or over those it takes from `queue` (shared with other workers)."""
+def _one_worker(
+    source: str,
+    jobs: list,
+    settings: DecontamSettings,
+    per_job_s: float,
+    queue: int | None,
+    groups: list[list[int]] | None = None,
+    codes: list[str] | None = None,
+) -> _Run:
+    """One jailed process over `jobs` in order, or over those it takes from `queue` (shared with other workers):
+    one job per record, or, with `groups`, one group of job indexes per record (run in its order). `codes`: the
+    problems' codes the confirmation jobs name by index (_shared_codes)."""
     payload = {
         "jobs": jobs,
         "per_job_s": per_job_s,
         "max_numel": settings.confirm_max_numel,
         "tolerance": [settings.confirm_atol, settings.confirm_rtol],
         "queue": queue is not None,
+        **({"groups": groups} if groups is not None else {}),
+        **({"codes": codes} if codes else {}),
     }
     limit = 60 + per_job_s * sum(map(_job_units, jobs))
     res = _RUN[0](source, payload, limit, settings.semantic_memory_mb, () if queue is None else (queue,))
@@ -322,25 +346,41 @@ def _one_worker(source: str, jobs: list, settings: DecontamSettings, per_job_s: 
 _QUEUE_MAX = 16_384  # jobs per shared queue: their 4-byte records fit a pipe's 64 KB, written at once before any read
 
 
-def _round(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[_Run]:
+def _round(jobs: list, settings: DecontamSettings, per_job_s: float, groups: list[list[int]] | None) -> list[_Run]:
     """The jobs over `settings.workers` jailed workers at a time (threads wait on them). Two or more share one queue
     of job indexes: whoever is free takes the next, so one worker's long real runs do not hold back the jobs dealt
-    to it (round-robin shares ended 4.3 and 8.2 s apart in a 6,000-candidate check)."""
+    to it (round-robin shares ended 4.3 and 8.2 s apart in a 6,000-candidate check). With `groups` (consecutive
+    runs of job indexes, in order), the queue deals whole groups: a group's jobs run in one worker, one after the
+    other."""
     from pipeline.decontam.jailed import WORKER
 
-    w = max(1, min(settings.workers, len(jobs)))
+    w = max(1, min(settings.workers, len(groups) if groups is not None else len(jobs)))
+    jobs, codes = _shared_codes(jobs)
     if w == 1:
-        return [_one_worker(WORKER, jobs, settings, per_job_s, None)]
+        return [_one_worker(WORKER, jobs, settings, per_job_s, None, codes=codes)]
     r, wq = os.pipe()
     try:
-        os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(len(jobs))))
+        os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(len(groups if groups is not None else jobs))))
     finally:
         os.close(wq)  # drained, the queue reads empty: the workers end
     try:
         with ThreadPoolExecutor(w) as ex:
-            return list(ex.map(lambda _: _one_worker(WORKER, jobs, settings, per_job_s, r), range(w)))
+            return list(ex.map(lambda _: _one_worker(WORKER, jobs, settings, per_job_s, r, groups, codes), range(w)))
     finally:
         os.close(r)
+
+
+def _shared_codes(jobs: list) -> tuple[list, list[str]]:
+    """Confirmation jobs with their problems' codes as indexes into one list of the distinct codes (the worker puts
+    them back: jailed.WORKER): 12,949 pairs of a 6,000-candidate check name about 1,200 distinct codes, and each
+    worker's payload held every pair's copy (33 MB of JSON written and read per worker)."""
+    index: dict[str, int] = {}
+    out = []
+    for job in jobs:
+        if job and job[0] == "confirm_many":
+            job = [job[0], job[1], [index.setdefault(r, len(index)) for r in job[2]], *job[3:]]
+        out.append(job)
+    return out, list(index)
 
 
 def _size(job: list) -> int:
@@ -357,17 +397,47 @@ def _size(job: list) -> int:
     return n
 
 
-def run_jobs(jobs: list, settings: DecontamSettings, per_job_s: float) -> list[dict]:
+def _order(jobs: list, affinity: list[str] | None) -> list[int]:
+    """Job indexes in the order the workers take them: the largest first (the small ones fill in around them), or,
+    with `affinity`, jobs of one key together (the group of the largest first), each group largest first."""
+    order = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i]))
+    if affinity is None:
+        return order
+    first = {}
+    for i in order:
+        first.setdefault(affinity[i], len(first))
+    return sorted(order, key=lambda i: first[affinity[i]])  # stable: each group keeps the size order
+
+
+def _groups_of(part: list[int], affinity: list[str] | None, most: int) -> list[list[int]] | None:
+    """Runs of `part` (positions) that share an affinity key, at most `most` jobs each (a key most jobs share would
+    keep the other workers idle), or None without keys."""
+    if affinity is None:
+        return None
+    out: list[list[int]] = []
+    for n, i in enumerate(part):
+        if out and affinity[part[out[-1][0]]] == affinity[i] and len(out[-1]) < most:
+            out[-1].append(n)
+        else:
+            out.append([n])
+    return out
+
+
+def run_jobs(
+    jobs: list, settings: DecontamSettings, per_job_s: float, affinity: list[str] | None = None
+) -> list[dict]:
     """Run jobs in long-lived jailed processes (torch imported once, a fork per job); results in job order. A job
     that kills its process gets a `worker_died` row and the jobs nobody took run in new processes; a jail that
-    forbids fork runs one jailed process per job."""
+    forbids fork runs one jailed process per job. `affinity`: a key per job; jobs of one key run in one worker, one
+    after the other (what the worker keeps from one job, another of the same key reads: confirm_pairs)."""
     from pipeline.decontam.jailed import SINGLE
 
     out: dict[int, dict] = {}
-    order = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i]))
+    order = _order(jobs, affinity)
     while len(out) < len(jobs):
         part = [i for i in order if i not in out][:_QUEUE_MAX]
-        runs = _round([jobs[i] for i in part], settings, per_job_s)
+        most = max(1, -(-len(part) // (4 * max(1, settings.workers))))  # a quarter of a worker's share
+        runs = _round([jobs[i] for i in part], settings, per_job_s, _groups_of(part, affinity, most))
         before = len(out)
         for run in runs:
             out.update({part[k]: r for k, r in run.got.items()})
@@ -492,6 +562,18 @@ def _confirm_key(cand: str, ref: str, full: bool, tol: tuple[float, float] = RET
     return code_key(f"confirm{CONFIRM_VERSION}{'' if full else 'match'}{extra}\0" + cand + "\0" + ref)
 
 
+def _affinity(sig: dict | None) -> str:
+    """Which candidates' confirmations go to one worker together: those built at the same constructor arguments
+    (the problems rebuilt at them are the same code for each: the worker's screen builds, probes and dry-runs each
+    once, not once per worker, and keeps them while it needs them: the screens of a 6,000-candidate check's 12,949
+    pairs replayed in-process took 12.8 s of CPU so against 21.7 s dealt one by one to two workers), else those with
+    the same inputs (the problems' dry runs on them).
+    Where a job runs decides no report: the screen's answers depend on the codes and the signature alone."""
+    if not isinstance(sig, dict):
+        return ""
+    return json.dumps(["init", sig["init"]] if sig.get("init") is not None else ["inputs", sig.get("inputs")])
+
+
 def confirm_pairs(
     pairs: list[tuple[str, str]],
     settings: DecontamSettings,
@@ -534,7 +616,8 @@ def confirm_pairs(
         ["confirm_many", c, [todo[k][1] for k in ks], [todo[k][2] for k in ks], sigs.get(c)]
         for c, ks in groups.items()
     ]
-    for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s)):
+    affinity = [_affinity(sigs.get(c)) for c in groups]
+    for ks, res in zip(groups.values(), run_jobs(jobs, settings, settings.confirm_timeout_s, affinity)):
         got = res.get("reports") if res.get("ok") else None
         for n, k in enumerate(ks):
             if got is None:  # the child as a whole failed (timeout, worker_died, jail_*): each of its pairs so

@@ -44,7 +44,7 @@ class DecontamSettings(BaseModel):
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
-        "tasks take about 6x the views alone on 2 cores (their confirmations: most pairs "
+        "tasks take about 5x the views alone on 2 cores (their confirmations: most pairs "
         "screened in the jailed workers, the few that must run forked per candidate; the problems "
         "rebuilt at candidates' arguments (rebuilt_max) take half of it); a re-check (confirmations "
         "cached) is within 1.5x.",
