@@ -72,7 +72,7 @@ def validated():
     from pipeline.validate.stage import validate
 
     codes = [SOFTMAX, HANGS_ON_META, INVALID]
-    settings = ValidateSettings(timeout_s=60, memory_mb=3072, check_compile=False, trace_s=3.0)
+    settings = ValidateSettings(timeout_s=60, memory_mb=3072, check_compile=False, trace_s=10.0)
     rows = validate(pa.table({"code": codes}), settings, "cpu").to_pylist()
     return dict(zip(("softmax", "hangs", "invalid"), rows)), codes
 
@@ -96,7 +96,7 @@ def test_a_trace_that_never_ends_costs_the_trace_only(validated):
     r = rows["hangs"]
     assert r["valid"] and r["reason"] == "", r  # the checks ran on real tensors and passed
     rec = json.loads(r["semantic_trace"])
-    assert rec["ok"] is False and rec["reason"] == "timeout" and rec["wall_s"] < 10, rec
+    assert rec["ok"] is False and rec["reason"] == "timeout" and rec["wall_s"] < 20, rec
     assert carried(r["semantic_trace"], HANGS_ON_META) is None  # decontamination traces it itself
 
 

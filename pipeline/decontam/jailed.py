@@ -2302,13 +2302,34 @@ class _PairTimeout(BaseException):  # not an Exception: a model's own `except Ex
     pass
 
 
-def _pair_alarm(*_):
+_DEFER = {"n": 0}
+_DEFER_MAX = 100  # times 0.05 s: an import that never ends is still interrupted (the parent's kill backs it)
+
+
+def _importing(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _pair_alarm(_signum, frame):
+    # An alarm inside an import leaves the module half made in sys.modules: every later pair of this process then
+    # fails on it ("partially initialized module"), and those failures would be cached as the problems' own. The
+    # alarm waits for the import to end.
+    if _importing(frame) and _DEFER["n"] < _DEFER_MAX:
+        _DEFER["n"] += 1
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        return
     raise _PairTimeout()
 
 
 @contextlib.contextmanager
 def _alarm(seconds):
-    """_PairTimeout raised past `seconds` of what runs inside (a pair in a child, a rebuilt problem in the worker)."""
+    """_PairTimeout raised past `seconds` of what runs inside (a pair in a child, a rebuilt problem in the worker),
+    never inside an import."""
+    _DEFER["n"] = 0
     signal.signal(signal.SIGALRM, _pair_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:

@@ -34,8 +34,9 @@ from pipeline.decontam.settings import DecontamSettings
 # match is tried again with every tensor shifted: jailed._shifted_check; 13: constants folded into weights, tensors
 # packed in one, float64 near misses; 14: ties also in the order the forwards read the tensors, a slice's pieces
 # from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs; 15: the
-# screen's constant probe: jailed._const_fill)
-CONFIRM_VERSION = "17"
+# screen's constant probe: jailed._const_fill; 18: an alarm never interrupts an import, whose half-made module
+# failed later pairs that were then cached: jailed._pair_alarm)
+CONFIRM_VERSION = "18"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
