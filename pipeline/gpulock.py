@@ -121,9 +121,19 @@ def lock_records(path: str) -> list[str]:
     """The flocks on the lock file at `path` now, read passively from /proc/locks (no lock taken to probe): a holder's
     line reads "FLOCK ADVISORY READ|WRITE ...", a blocked request's "-> FLOCK ADVISORY WRITE ..." (OSError where
     /proc/locks cannot be read)."""
-    tag = f":{os.stat(path).st_ino} "
+    return records_of([os.stat(path).st_ino])[0]
+
+
+def records_of(inodes: list[int]) -> list[list[str]]:
+    """`lock_records` of several lock files (by inode) from one read of /proc/locks."""
+    tags = [f":{ino} " for ino in inodes]
+    out: list[list[str]] = [[] for _ in inodes]
     with open("/proc/locks") as f:
-        return [ln.split(":", 1)[1].strip() for ln in f.read().splitlines() if tag in ln]
+        for ln in f.read().splitlines():
+            for k, tag in enumerate(tags):
+                if tag in ln:
+                    out[k].append(ln.split(":", 1)[1].strip())
+    return out
 
 
 @contextmanager

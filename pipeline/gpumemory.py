@@ -104,14 +104,17 @@ def claimed(slots: int, directory: str | None = None) -> Iterator[float]:
 
 def slots_held(directory: str | None = None) -> int:
     """How many of the GPU's memory slots some process holds now, read passively from /proc/locks
-    (`gpulock.lock_records`; 0 where it cannot be read). Read on a failed judgement only."""
-    from pipeline.gpulock import lock_records
+    (`gpulock.records_of`, one read for every slot; 0 where it cannot be read). Read on a failed judgement only."""
+    from pipeline.gpulock import records_of
 
     d = directory or memory_dir()
-    n = 0
+    inodes = []
     for i in range(SLOTS):
         try:
-            n += any(not ln.startswith("->") for ln in lock_records(os.path.join(d, f"slot-{i}")))
-        except OSError:  # no such slot file yet, or no /proc/locks
+            inodes.append(os.stat(os.path.join(d, f"slot-{i}")).st_ino)
+        except OSError:  # no such slot file yet
             pass
-    return n
+    try:
+        return sum(any(not ln.startswith("->") for ln in recs) for recs in records_of(inodes))
+    except OSError:  # no /proc/locks
+        return 0
