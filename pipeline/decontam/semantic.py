@@ -355,13 +355,14 @@ def _round(jobs: list, settings: DecontamSettings, per_job_s: float, groups: lis
     other."""
     from pipeline.decontam.jailed import WORKER
 
-    w = max(1, min(settings.workers, len(groups) if groups is not None else len(jobs)))
+    records = len(groups) if groups is not None else len(jobs)  # what the queue deals: groups, else jobs
+    w = max(1, min(settings.workers, records))
     jobs, codes = _shared_codes(jobs)
     if w == 1:
         return [_one_worker(WORKER, jobs, settings, per_job_s, None, codes=codes)]
     r, wq = os.pipe()
     try:
-        os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(len(groups if groups is not None else jobs))))
+        os.write(wq, b"".join(i.to_bytes(4, "little") for i in range(records)))
     finally:
         os.close(wq)  # drained, the queue reads empty: the workers end
     try:
