@@ -20,12 +20,15 @@ def _alarm_namespace() -> dict:
 
 def test_an_alarm_during_an_import_waits_for_its_end(tmp_path, monkeypatch):
     ns = _alarm_namespace()
-    # a module whose body runs far past the alarm's 1 ms, and says when it got to its end
-    (tmp_path / "slow_to_import.py").write_text("total = sum(range(3_000_000))\nfinished = True\n")
+    # a module whose body the alarm reaches (sent from inside it: no race with a clock), and that says when it got
+    # to its end
+    (tmp_path / "slow_to_import.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGALRM)\ntotal = sum(range(100_000))\nfinished = True\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     reached = []
     with pytest.raises(ns["_PairTimeout"]):
-        with ns["_alarm"](0.001):
+        with ns["_alarm"](600):  # only the alarm sent from the import, and the one it defers to, can come
             import slow_to_import
 
             reached.append(slow_to_import.finished)
