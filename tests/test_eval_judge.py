@@ -104,6 +104,53 @@ def test_timing_of_a_short_kernel_is_bounded_by_wall_time(tmp_path):
     assert n <= res.timing["solution"]["trials"] <= n + n // 8 + 1
 
 
+def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path):
+    """Planned for 40 calls, a run whose median is known within timing_precision after 32 makes one more, checked,
+    and stops; with timing_precision 0 it makes every planned call. Stopping early loses a cheat nothing: steady
+    forged times end its run sooner, and its last call is still checked."""
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 40}
+    early = _eval(tmp_path, HONEST, timing_precision=1.0, **many)
+    sol = early.timing["solution"]
+    assert early.correct and early.reward == 1, (early.reason, early.details)
+    assert sol["planned"] >= 40 and sol["trials"] == judge.STOP_EVERY + 1 == len(sol["times_ms"])
+    assert sol["trials"] in early.timing["checked_calls"] and sol["median_halfwidth"] <= 1.0
+    full = _eval(tmp_path, HONEST, timing_precision=0.0, **many)
+    assert full.timing["solution"]["trials"] == full.timing["solution"]["planned"] >= 40
+    cheat = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv.op_timed
+        memo = {}
+        def steady(self, msg):
+            if "out" in memo and not msg.get("warm"):
+                self.held = memo["out"]
+                from pipeline.evaluate import tensorio
+                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+            rep = real(self, msg)
+            if self.held is not None:
+                memo["out"] = self.held
+            return rep
+        drv.op_timed = steady
+    """
+    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6, timing_precision=0.005, **many)
+    assert res.timing["solution"]["trials"] == judge.STOP_EVERY + 1  # its steady times stopped the run
+    assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
+
+
+def test_checked_positions_are_spread_in_log_position():
+    """Drawn with the judge's secret generator: distinct, within 1..n, as many early as the run's length allows."""
+    import random
+
+    from pipeline.evaluate.timing import log_positions
+
+    rng = random.Random(7)
+    draws = [log_positions(rng, 2000, 15) for _ in range(200)]
+    assert all(len(d) == 15 and min(d) >= 1 and max(d) <= 2000 for d in draws)
+    early = sum(sum(p <= 100 for p in d) for d in draws) / len(draws)
+    assert early >= 8  # uniform positions would put 0.75 of 15 in 1..100
+    assert log_positions(rng, 10, 15) == set(range(1, 11)) and log_positions(rng, 5, 0) == set()
+
+
 def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):
     """A candidate that collects everything it can reach (its environment, the driver's payload, every file in
     its directories) finds none of the correctness seeds, and no reference output."""

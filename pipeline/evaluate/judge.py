@@ -35,6 +35,7 @@ import torch
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
+from pipeline.evaluate.timing import log_positions, median_halfwidth
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
@@ -202,6 +203,7 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 # --------------------------------------------------------------------------- the candidate process
 
 LIVE_MIN = 20  # the fewest null calls of the calibrator during timing (the clock check wants at least 10)
+STOP_EVERY = 32  # timed calls between looks at the median's precision (timing_precision)
 FREEZE_S = 5.0  # the longest the trusted side tries to stop a jail's processes before it keeps the GPU's lock instead
 FINISH_GRACE_S = 15.0  # an honest candidate exits within about a second of its last reply (CUDA teardown)
 
@@ -1095,18 +1097,20 @@ class Judge:
         # The checked calls: the last one and others at random; their seeds are the pool's (plan_inputs), which the
         # candidate cannot tell from the other calls' fresh seeds. The digest commits each output before `keep`.
         pool = list(self._check_pool)
+        last = pool.pop() if pool else None  # the last call's, wherever the run ends
         # (call 0 is discarded from the timing: a check there would guard nothing that counts)
-        k = min(planned - 1, max(0, len(pool) - 1))
-        at = set(self._rng.sample(range(1, planned), k)) | {planned} if pool else set()
-        check_at = {i: pool.pop() for i in sorted(at)}
+        check_at = {i: pool.pop() for i in sorted(log_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
-        for i in range(planned + 1):
+        precision = float(s["timing_precision"])
+        end, i = planned, -1
+        while i < end:
+            i += 1
             null_at = self._rng.choice(("before", "after")) if i in live_at else ""
             if null_at == "before":
                 live.append(self.null_call(calibrator, meta, t_call)[0])
-            name, seed = check_at.get(i) or ("", self.seed())
+            name, seed = (last if i == end else check_at.get(i)) or ("", self.seed())
             r, w = cand.request({"op": "timed", "seed": seed}, t_call)
             if null_at == "after":
                 live.append(self.null_call(calibrator, meta, t_call)[0])
@@ -1133,6 +1137,17 @@ class Judge:
             times.append(t)
             stream.append(ts)
             walls.append(w)
+            # Known precisely enough: the next call is the last. A candidate that reports steady times only ends
+            # its run sooner; its figure is still never below the trusted clock's, and its last call is checked.
+            if (
+                precision > 0
+                and i % STOP_EVERY == 0
+                and i + 1 < end
+                and len(times) >= int(s["timing_trials"])
+                and (calibrator is None or len(live) >= LIVE_MIN)
+                and median_halfwidth(times) <= precision
+            ):
+                end = i + 1
         from pipeline.evaluate.timing import TIMING_METHOD, stats
 
         live = [c for c in live if c is not None]
@@ -1154,7 +1169,8 @@ class Judge:
             self.violation("time_inconsistent", detail)
         self.rep["timing"] = {
             "method": TIMING_METHOD
-            + "; driven call by call by the trusted side, at most timing_max_s of wall planned",
+            + "; driven call by call by the trusted side, at most timing_max_s of wall planned, stopped once the "
+            "median is known within timing_precision",
             "solution": {
                 "times_ms": times,
                 "stream_times_ms": stream,
@@ -1164,7 +1180,9 @@ class Judge:
                 "warmup": n,
                 "warmup_estimate_ms": estimate,
                 "warmup_wall_ms": round(warm_wall, 4),
-                "trials": planned,
+                "trials": end,
+                "planned": planned,
+                "median_halfwidth": round(median_halfwidth(times), 6),  # relative; where the run stopped
                 "discarded": 1,
             },
             "clock_check": fig,

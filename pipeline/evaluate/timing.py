@@ -36,6 +36,35 @@ def stats(times: list[float]) -> dict[str, float]:
     }
 
 
+def median_halfwidth(times: list[float], z: float = 1.96) -> float:
+    """Half the width of the median's ~95% confidence interval, relative to the median: from order statistics,
+    so it needs no model of the times' distribution and outliers (a call that met another process's work) do
+    not widen it. inf where it cannot be told."""
+    n = len(times)
+    med = statistics.median(times) if n else 0.0
+    if n < 3 or med <= 0:
+        return math.inf
+    s = sorted(times)
+    d = z * math.sqrt(n) / 2
+    lo, hi = max(0, math.floor(n / 2 - d)), min(n - 1, math.ceil(n / 2 + d))
+    return (s[hi] - s[lo]) / 2 / med
+
+
+def log_positions(rng, n: int, k: int) -> set[int]:
+    """min(k, n) distinct positions in 1..n, uniform in log position: as many in 1-10 as in 10-100, so that a run
+    stopped early (timing_precision) has had most of them; drawn with the caller's secret `rng`."""
+    k = min(k, n)
+    if k <= 0:
+        return set()
+    if 2 * k >= n:  # too few to spread: a plain sample
+        return set(rng.sample(range(1, n + 1), k))
+    out: set[int] = set()
+    top = math.log(n + 1)
+    while len(out) < k:
+        out.add(min(n, int(math.exp(rng.uniform(0.0, top)))) or 1)
+    return out
+
+
 class Timer:
     def __init__(self) -> None:
         # Captured now, before candidate code is imported; the C-level methods of an immutable builtin type cannot
