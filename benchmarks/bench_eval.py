@@ -462,6 +462,26 @@ def bench_first_verdict(
     }
 
 
+def replay_stop(path: str, precision: float) -> None:
+    """Where the judge's stop rule (timing_precision) would have ended each full timed run of a repeatability report
+    made with `--raw` and timing_precision 0, and the median there against the whole run's (the rule's other
+    condition, 20 of the calibrator's null calls made, is not replayed: it can only stop a run later)."""
+    from pipeline.evaluate.judge import STOP_EVERY
+    from pipeline.evaluate.timing import median_halfwidth
+
+    for key, rep in json.load(open(path)).items():
+        for raw in (rep.get("raw") or []) if isinstance(rep, dict) else []:
+            t = raw["solution"]["times_ms"]
+            n = next(
+                (i + 1 for i in range(STOP_EVERY, len(t), STOP_EVERY) if median_halfwidth(t[:i]) <= precision), len(t)
+            )
+            whole, there = statistics.median(t), statistics.median(t[:n])
+            print(
+                f"{key}: {len(t)} calls, median {whole:.5f} ms; "
+                f"stopped at {n}: {there:.5f} ms ({there / whole - 1:+.1%})"
+            )
+
+
 def summarize(path: str) -> None:
     """Table of a GPU test run's evaluations ($OPFORGE_EVAL_REPORT lines) and its sequential throughput."""
     rows = [json.loads(line) for line in open(path) if line.strip()]
@@ -495,6 +515,9 @@ def summarize(path: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--summarize", type=str, default="", help="print the table of a GPU test run's report and exit")
+    ap.add_argument(
+        "--replay-stop", default="", help="replay timing_precision's stop on a --raw repeatability report and exit"
+    )
     ap.add_argument("--n-batch", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=str, default="")
@@ -537,6 +560,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.summarize:
         summarize(args.summarize)
+        return
+    if args.replay_stop:
+        replay_stop(args.replay_stop, float(json.loads(args.settings or "{}").get("timing_precision", 0.005)))
         return
     cache = Path(args.cache or tempfile.mkdtemp(prefix="opforge-bench-cache-"))
     work = Path(tempfile.mkdtemp(prefix="opforge-bench-"))
