@@ -384,10 +384,14 @@ def test_a_failing_reference_is_the_tasks_fault(tmp_path):
     """The task's own code raises (or writes garbage) before any candidate code runs: reward 0, task_defect
     reference_failed, for an honest kernel and for a wrong one alike."""
     raising = TASK.replace("return torch.softmax(x, dim=-1)", "raise RuntimeError('the task is broken')")
+    before = set(judge._descendants(os.getpid()))
     for code in (HONEST, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)")):
-        res = _eval(tmp_path, code, mode="verify", task=raising)
-        assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
-        assert res.reason.startswith("bad_task") and not res.correct
+        for mode in ("verify", "full"):  # full: the calibrator's process too, started beside the reference
+            res = _eval(tmp_path, code, mode=mode, task=raising)
+            assert res.reward == 0 and res.task_defect == "reference_failed", (res.reward, res.reason)
+            assert res.reason.startswith("bad_task") and not res.correct
+    # the candidate's processes, started while the reference ran, are gone with the judgement
+    assert set(judge._descendants(os.getpid())) <= before
 
 
 def test_a_reference_short_of_memory_is_judged_again_alone(tmp_path):

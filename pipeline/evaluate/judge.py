@@ -242,21 +242,26 @@ class CandidateProcess:
             "out_dir": str(dirs.out),
         }
 
+        self.launched = threading.Event()  # its process group known, or its jail over: `kill` can end it
+
         def run() -> None:
-            self.sb = run_sandboxed(
-                _CAND_BOOT,
-                payload=payload,
-                timeout_s=4 * float(s["timeout_s"]) + 60,
-                memory_mb=None,
-                nproc=None,
-                fsize_mb=fsize_mb,
-                workdir=str(dirs.cand),
-                env=env,
-                max_output_bytes=20_000,
-                **jail_kwargs(
-                    gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out], started=self._started
-                ),
-            )
+            try:
+                self.sb = run_sandboxed(
+                    _CAND_BOOT,
+                    payload=payload,
+                    timeout_s=4 * float(s["timeout_s"]) + 60,
+                    memory_mb=None,
+                    nproc=None,
+                    fsize_mb=fsize_mb,
+                    workdir=str(dirs.cand),
+                    env=env,
+                    max_output_bytes=20_000,
+                    **jail_kwargs(
+                        gpu=s["device"] != "cpu", read_dirs=read_dirs, write_dirs=[dirs.out], started=self._started
+                    ),
+                )
+            finally:
+                self.launched.set()
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -315,6 +320,7 @@ class CandidateProcess:
 
     def _started(self, pgid: int) -> None:
         self.pgid = pgid
+        self.launched.set()
 
     def freeze(self) -> bool:
         """Stop every process of its jail (SIGSTOP cannot be caught, blocked or ignored) and confirm each stopped in
@@ -674,11 +680,78 @@ class Judge:
             self.rep["details"]["judged_alone"] = True
             self.rep["phase_s"]["memory_wait"] = waited
 
+    def start_processes(self) -> CandidateProcess | str:
+        """The candidate's process (its sources and verified build staged privately) and the calibrator's; the
+        reason where the build's artifact was tampered with (nothing started)."""
+        s, dirs = self.s, self.dirs
+        self._driven = False
+        self.calibrator = None
+        sol = self.stage_solution()
+        if isinstance(sol, str):
+            return sol
+        # The GPU's leaf hasher for the output commitment (leafhash.py): only a speed-up, never believed; where it
+        # cannot be built the candidate's process hashes on the host, to the same digest.
+        hasher, why = ("", "")
+        if s["device"] != "cpu":
+            hasher, why = leafhash.build(s["cache_dir"], self.arch)
+            self.rep["details"]["leaf_hasher"] = "gpu" if hasher else f"host ({why})"
+        common = {
+            "task_code": self.task_code,
+            "device": s["device"],
+            "l2_flush": s["l2_flush"],
+            "gpu_memory_fraction": s["gpu_memory_fraction"],
+            "leaf_hasher": hasher,
+        }
+        cand = CandidateProcess(
+            {
+                **common,
+                "solution": sol,
+                "solution_files": [sol["path"]],
+                "allow_libraries": list(s["allow_libraries"] or []),
+                "allow_torch_ops": list(s["allow_torch_ops"] or []),
+            },
+            dirs,
+            s,
+            self.arch,
+            read_dirs=[str(dirs.build)] + ([hasher] if hasher else []),
+            # its outputs are as large as the reference's, not made yet; the trusted side reads at most out_limit
+            fsize_mb=tensorio.MAX_FILE_BYTES >> 20,
+        )
+        # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
+        # calls during timing give the per-call overhead under the load of that moment (step 7, docs/judge.md).
+        if self.mode != "verify" and int(s["live_calibration_calls"]) > 0:
+            self.calibrator = CandidateProcess(
+                {**common, "solution": None, "solution_files": []},
+                dirs.calibrator(),
+                s,
+                self.arch,
+                read_dirs=[hasher] if hasher else [],
+            )
+        return cand
+
+    def discard(self, cand: CandidateProcess) -> None:
+        """Processes started for a judgement that ended before driving them (the reference failed): killed."""
+        for proc in (cand, self.calibrator):
+            if proc is not None:
+                proc.launched.wait(float(self.s["start_timeout_s"]))  # a jail not yet launched could not be killed
+                proc.close(FINISH_GRACE_S, kill=True)  # killed now; its jail reaped before the judgement ends
+        self.calibrator = None
+
     def _run(self) -> dict:
+        init_seed = self._init_seed
+        _, cor, post = self._plan
+        # The candidate's and the calibrator's processes start now, while the reference runs: a jail's start and
+        # torch's import (seconds) overlap it. Neither holds a secret, nor loads candidate code before `load`.
+        cand = self.start_processes()
+        try:
+            return self._judge(cand, cor, post, init_seed)
+        finally:
+            if isinstance(cand, CandidateProcess) and not self._driven:
+                self.discard(cand)
+
+    def _judge(self, cand: CandidateProcess | str, cor: list[str], post: list[str], init_seed: int) -> dict:
         s, dirs = self.s, self.dirs
         # ---- reference: inputs and outputs of the correctness trials (secret seeds, sent only there)
-        init_seed = self._init_seed
-        jobs, cor, post = self._plan
         self._ref[0].join()
         ref_rep = self._ref[1]["rep"]
         self.rep["details"]["reference"] = {
@@ -731,48 +804,13 @@ class Judge:
                 self.rep["task_defect"] = "degenerate"
                 self.rep["details"]["task_defect"] = why
         # ---- candidate
-        sol = self.stage_solution()
-        if isinstance(sol, str):
-            self.violation("artifact_tampered", sol)
-            return self.fail("artifact_tampered", sol)
-        # The GPU's leaf hasher for the output commitment (leafhash.py): only a speed-up, never believed; where it
-        # cannot be built the candidate's process hashes on the host, to the same digest.
-        hasher, why = ("", "")
-        if s["device"] != "cpu":
-            hasher, why = leafhash.build(s["cache_dir"], self.arch)
-            self.rep["details"]["leaf_hasher"] = "gpu" if hasher else f"host ({why})"
-        common = {
-            "task_code": self.task_code,
-            "device": s["device"],
-            "l2_flush": s["l2_flush"],
-            "gpu_memory_fraction": s["gpu_memory_fraction"],
-            "leaf_hasher": hasher,
-        }
-        cand = CandidateProcess(
-            {
-                **common,
-                "solution": sol,
-                "solution_files": [sol["path"]],
-                "allow_libraries": list(s["allow_libraries"] or []),
-                "allow_torch_ops": list(s["allow_torch_ops"] or []),
-            },
-            dirs,
-            s,
-            self.arch,
-            read_dirs=[str(dirs.build)] + ([hasher] if hasher else []),
-            fsize_mb=max(4096, (self.out_limit >> 20) + 1),  # its outputs are as large as the reference's
-        )
-        # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
-        # calls during timing give the per-call overhead under the load of that moment (step 7, docs/judge.md).
-        self.calibrator = None
-        if self.mode != "verify" and int(s["live_calibration_calls"]) > 0:
-            self.calibrator = CandidateProcess(
-                {**common, "solution": None, "solution_files": []},
-                dirs.calibrator(),
-                s,
-                self.arch,
-                read_dirs=[hasher] if hasher else [],
-            )
+        if isinstance(cand, str):
+            self.violation("artifact_tampered", cand)
+            return self.fail("artifact_tampered", cand)
+        for proc in (cand, self.calibrator):
+            if proc is not None:  # its life limit counts from here: the reference's time is not the candidate's
+                proc.deadline = time.monotonic() + float(s["timeout_s"])
+        self._driven = True
         try:
             self.drive(cand, refs, cor, post, meta, init_seed)
         finally:
