@@ -105,15 +105,17 @@ def test_timing_of_a_short_kernel_is_bounded_by_wall_time(tmp_path):
 
 
 def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path):
-    """Planned for 40 calls, a run whose median is known within timing_precision after 32 makes one more, checked,
-    and stops; with timing_precision 0 it makes every planned call. Stopping early loses a cheat nothing: steady
-    forged times end its run sooner, and its last call is still checked."""
-    many = {"timing_min_ms": 1e6, "timing_max_trials": 40}
+    """Planned for 100 calls, a run whose median is known within timing_precision after 32 makes 1 to 32 more (a
+    secret number: the candidate knows the rule and its times, but not which call is the last, checked) and stops;
+    with timing_precision 0 it makes every planned call. Stopping early loses a cheat nothing: steady forged times
+    end its run sooner, and its calls are still checked."""
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 100}
     early = _eval(tmp_path, HONEST, timing_precision=1.0, **many)
     sol = early.timing["solution"]
     assert early.correct and early.reward == 1, (early.reason, early.details)
-    assert sol["planned"] >= 40 and sol["trials"] == judge.STOP_EVERY + 1 == len(sol["times_ms"])
-    assert sol["trials"] in early.timing["checked_calls"] and sol["median_halfwidth"] <= 1.0
+    assert sol["planned"] >= 100 and judge.STOP_EVERY < sol["trials"] <= 2 * judge.STOP_EVERY
+    assert sol["trials"] == len(sol["times_ms"]) and sol["median_halfwidth"] <= 1.0
+    assert sol["trials"] in early.timing["checked_calls"]
     full = _eval(tmp_path, HONEST, timing_precision=0.0, **many)
     assert full.timing["solution"]["trials"] == full.timing["solution"]["planned"] >= 40
     cheat = """
@@ -133,7 +135,7 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
         drv.op_timed = steady
     """
     res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6, timing_precision=0.005, **many)
-    assert res.timing["solution"]["trials"] == judge.STOP_EVERY + 1  # its steady times stopped the run
+    assert res.timing["solution"]["trials"] <= 2 * judge.STOP_EVERY  # its steady times stopped the run
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 

@@ -1142,7 +1142,7 @@ class Judge:
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
         precision = float(s["timing_precision"])
-        end, i = planned, -1
+        end, i, stopping = planned, -1, False
         while i < end:
             i += 1
             null_at = self._rng.choice(("before", "after")) if i in live_at else ""
@@ -1175,17 +1175,19 @@ class Judge:
             times.append(t)
             stream.append(ts)
             walls.append(w)
-            # Known precisely enough: the next call is the last. A candidate that reports steady times only ends
-            # its run sooner; its figure is still never below the trusted clock's, and its last call is checked.
+            # Known precisely enough: the run ends within the next STOP_EVERY calls, at a secret random one (the
+            # candidate knows the rule and its own times, so "the next" would tell it which call is the last, and
+            # checked). A candidate that reports steady times only ends its run sooner; its figure is still never
+            # below the trusted clock's.
             if (
                 precision > 0
                 and i % STOP_EVERY == 0
-                and i + 1 < end
+                and not stopping
                 and len(times) >= int(s["timing_trials"])
                 and (calibrator is None or len(live) >= LIVE_MIN)
                 and median_halfwidth(times) <= precision
             ):
-                end = i + 1
+                stopping, end = True, min(planned, i + 1 + self._rng.randrange(STOP_EVERY))
         from pipeline.evaluate.timing import TIMING_METHOD, stats
 
         live = [c for c in live if c is not None]
