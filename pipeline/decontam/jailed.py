@@ -1192,7 +1192,7 @@ def _model(g, seed, max_params, skipped):
 
 
 _RECORDED = ("__setattr__", "register_parameter", "register_buffer", "add_module")
-_RECORDING = {"to": None, "stay": False}  # where _model's recorders append; "stay": a child's recorders stay put
+_RECORDING = {"to": None, "stay": False}  # where _model's recorders append; "stay": the recorders stay installed
 
 
 def _recorder(name, f):
@@ -1205,18 +1205,30 @@ def _recorder(name, f):
     return rec
 
 
-@contextlib.contextmanager
-def _recording(assigned):
-    """nn.Module's attribute setters record (module, name) into `assigned` while a model is built. Setting a method
-    of nn.Module invalidates the type caches of all its subclasses (0.35 ms each in a worker: 8 per model, two
-    models per pair): a child (it runs one candidate's pairs, then exits) installs the recorders once and leaves
-    them in place, passing through while nothing records; the worker puts torch's own methods back after each
-    model. A recorder some task code replaced is installed again over what it put there, as before each model."""
+def _install_recorders():
+    """nn.Module's attribute setters wrapped by recorders (where not already: task code may have replaced one), and
+    what they replaced."""
     Module = torch.nn.Module
     saved = {n: getattr(Module, n) for n in _RECORDED}
     for n, f in saved.items():
         if not getattr(f, "recorder", False):
             setattr(Module, n, _recorder(n, f))
+    return saved
+
+
+def _keep_recorders():
+    """The recorders installed for good, in a worker about to fork confirmation children (they inherit them). Setting
+    a method of nn.Module invalidates the type caches of all its subclasses: 0.35 ms in the worker, 1.3 ms in a
+    fresh child (the pages it writes are copied), and each model put in and took out 4 of them. Outside _model the
+    recorders pass through."""
+    _RECORDING["stay"] = True
+    _install_recorders()
+
+
+@contextlib.contextmanager
+def _recording(assigned):
+    """(module, name) recorded into `assigned` for each tensor or module set on an nn.Module while inside."""
+    saved = _install_recorders()
     _RECORDING["to"] = assigned
     try:
         yield
@@ -1224,8 +1236,8 @@ def _recording(assigned):
         _RECORDING["to"] = None
         if not _RECORDING["stay"]:
             for n, f in saved.items():
-                if getattr(Module, n) is not f:
-                    setattr(Module, n, f)
+                if getattr(torch.nn.Module, n) is not f:
+                    setattr(torch.nn.Module, n, f)
 
 
 def _source_order(model, assigned):
@@ -2313,6 +2325,7 @@ def run_job(job):
     keep = [k for k, d in enumerate(decided) if d is None]
     reports = [dict(d, screened=True, wall_s=0.0) if d is not None else None for d in decided]
     if keep:
+        _keep_recorders()
         res = fork_one(["confirm_many", job[1], [job[2][k] for k in keep], [job[3][k] for k in keep]])
         got = res.get("reports") if res.get("ok") else None
         for n, k in enumerate(keep):
@@ -2449,7 +2462,6 @@ def fork_one(job):
     if pid == 0:
         os.close(r)
         _close_channel()  # before any task code: a child cannot write results for other jobs
-        _RECORDING["stay"] = True
         gc.disable()  # a child lives for one task: collections would only copy the parent's pages
         _keep_freed_memory()
         try:
