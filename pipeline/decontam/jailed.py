@@ -1217,7 +1217,7 @@ def _install_recorders():
 
 
 def _keep_recorders():
-    """The recorders installed for good, in a worker about to fork confirmation children (they inherit them). Setting
+    """The recorders installed for good, in a worker about to fork a confirmation's child (it inherits them). Setting
     a method of nn.Module invalidates the type caches of all its subclasses: 0.35 ms in the worker, 1.3 ms in a
     fresh child (the pages it writes are copied), and each model put in and took out 4 of them. Outside _model the
     recorders pass through."""
@@ -1227,17 +1227,20 @@ def _keep_recorders():
 
 @contextlib.contextmanager
 def _recording(assigned):
-    """(module, name) recorded into `assigned` for each tensor or module set on an nn.Module while inside."""
+    """(module, name) recorded into `assigned` for each tensor or module set on an nn.Module while inside. After, the
+    setters are again what they were before (a constructor that replaced one does not keep it): the recorders where
+    they stay installed, else what they went over."""
     saved = _install_recorders()
+    if _RECORDING["stay"]:
+        saved = {n: getattr(torch.nn.Module, n) for n in _RECORDED}
     _RECORDING["to"] = assigned
     try:
         yield
     finally:
         _RECORDING["to"] = None
-        if not _RECORDING["stay"]:
-            for n, f in saved.items():
-                if getattr(torch.nn.Module, n) is not f:
-                    setattr(torch.nn.Module, n, f)
+        for n, f in saved.items():
+            if getattr(torch.nn.Module, n) is not f:
+                setattr(torch.nn.Module, n, f)
 
 
 def _source_order(model, assigned):
@@ -2325,7 +2328,6 @@ def run_job(job):
     keep = [k for k, d in enumerate(decided) if d is None]
     reports = [dict(d, screened=True, wall_s=0.0) if d is not None else None for d in decided]
     if keep:
-        _keep_recorders()
         res = fork_one(["confirm_many", job[1], [job[2][k] for k in keep], [job[3][k] for k in keep]])
         got = res.get("reports") if res.get("ok") else None
         for n, k in enumerate(keep):
@@ -2456,6 +2458,8 @@ def _close_channel():
 
 
 def fork_one(job):
+    if job[0] != "trace":
+        _keep_recorders()
     _warm_up()
     r, w = os.pipe()
     pid = os.fork()
