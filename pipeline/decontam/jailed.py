@@ -1003,6 +1003,13 @@ torch.set_num_threads(1)
 TIME_S = float(PAYLOAD.get("per_job_s", 20.0))
 
 
+def _seed(seed):
+    """torch.manual_seed(seed) as this worker's jail sees it (no GPU there: only the CPU generator exists to seed).
+    torch.manual_seed also queues a lazy seed for each other kind of device, each capturing a stack trace: 1 ms a
+    call, about 650 calls in the children of a 6,000-candidate check."""
+    torch.default_generator.manual_seed(seed)
+
+
 def _plain_name(n):
     return "".join(ch for ch in n.lower() if ch.isalnum())
 
@@ -1147,14 +1154,14 @@ def _variants(g, max_numel, meta_only=False, meta=None, named=False):
     same variants as meta tensors of the shapes get_inputs() gives on meta (or of `meta`, given: the screen's).
     `named`: (variant, inputs)."""
     if meta is None:
-        torch.manual_seed(1)
+        _seed(1)
         with torch.device("meta"):
             meta = list(g["get_inputs"]())
     real = None
     if meta_only:
         pass
     elif _numel(meta) <= max_numel:
-        torch.manual_seed(1)
+        _seed(1)
         real = list(g["get_inputs"]())
     src = real if real is not None else meta
     fits = [(v, src if v == "none" else batch_slice(src, first_only=v == "first")) for v in ("all", "first", "none")]
@@ -1175,30 +1182,65 @@ def _model(g, seed, max_params, skipped):
     the reference's or normal_). The tensors they were called on go into `skipped`; constant initializers run."""
     _meta_model(g, max_params)
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
-    torch.manual_seed(seed)
+    _seed(seed)
     # the order the source assigns a module's parameters and submodules in (named_parameters lists a module's own
     # parameters before its submodules': a bias moved up from a Linear would come before a `scale` defined after it)
     assigned = []
-    Module = torch.nn.Module
-    hooks = {"__setattr__": Module.__setattr__, "register_parameter": Module.register_parameter,
-             "register_buffer": Module.register_buffer, "add_module": Module.add_module}
-
-    def recorder(name):
-        def rec(self, attr, value, *a, **k):
-            if isinstance(value, (torch.Tensor, Module)):
-                assigned.append((self, attr))
-            return hooks[name](self, attr, value, *a, **k)
-        return rec
-
-    with _random_inits_skipped(skipped):
-        for name in hooks:
-            setattr(Module, name, recorder(name))
-        try:
-            model = _new_model(g, init)
-        finally:
-            for name, f in hooks.items():
-                setattr(Module, name, f)
+    with _random_inits_skipped(skipped), _recording(assigned):
+        model = _new_model(g, init)
     return model, _source_order(model, assigned)
+
+
+_RECORDED = ("__setattr__", "register_parameter", "register_buffer", "add_module")
+_RECORDING = {"to": None, "stay": False}  # where _model's recorders append; "stay": the recorders stay installed
+
+
+def _recorder(name, f):
+    def rec(self, attr, value, *a, **k):
+        to = _RECORDING["to"]
+        if to is not None and isinstance(value, (torch.Tensor, torch.nn.Module)):
+            to.append((self, attr))
+        return f(self, attr, value, *a, **k)
+    rec.recorder = True
+    return rec
+
+
+def _install_recorders():
+    """nn.Module's attribute setters wrapped by recorders (where not already: task code may have replaced one), and
+    what they replaced."""
+    Module = torch.nn.Module
+    saved = {n: getattr(Module, n) for n in _RECORDED}
+    for n, f in saved.items():
+        if not getattr(f, "recorder", False):
+            setattr(Module, n, _recorder(n, f))
+    return saved
+
+
+def _keep_recorders():
+    """The recorders installed for good, in a worker about to fork a confirmation's child (it inherits them). Setting
+    a method of nn.Module invalidates the type caches of all its subclasses: 0.35 ms a set in the children, 1.3 ms
+    for each of a fresh child's first four (the pages it writes are copied), and each model put 4 in and took them
+    out. Outside _model the recorders pass through."""
+    _RECORDING["stay"] = True
+    _install_recorders()
+
+
+@contextlib.contextmanager
+def _recording(assigned):
+    """(module, name) recorded into `assigned` for each tensor or module set on an nn.Module while inside. After, the
+    setters are again what they were before (a constructor that replaced one does not keep it): the recorders where
+    they stay installed, else what they went over."""
+    saved = _install_recorders()
+    if _RECORDING["stay"]:
+        saved = {n: getattr(torch.nn.Module, n) for n in _RECORDED}
+    _RECORDING["to"] = assigned
+    try:
+        yield
+    finally:
+        _RECORDING["to"] = None
+        for n, f in saved.items():
+            if getattr(torch.nn.Module, n) is not f:
+                setattr(torch.nn.Module, n, f)
 
 
 def _source_order(model, assigned):
@@ -1412,7 +1454,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     # First at the shapes the candidate's get_inputs gives on meta, without drawing its inputs (a quarter of what
     # was left): a task whose inputs' shapes depend on the device can mislead only this, about itself, as its
     # trace (which chose these pairs) can.
-    torch.manual_seed(1)
+    _seed(1)
     with torch.device("meta"):
         c_meta = list(gc["get_inputs"]())  # the shapes every variant below is made from
     # (the problem's dry runs as the worker's screen made them, where it did: _ref_dry)
@@ -1601,7 +1643,7 @@ def _signed_check(run, c_in, out, atol, rtol):
     HardTanh, ELU and the identity all agree. A match on them is tried again on signed, wider draws (normal, sd 3);
     where both sides stay finite there, outputs that differ are no match (recorded as `signed_inputs`). A copy
     agrees on any inputs; where the signed draw leaves the task's domain (a log, a sqrt) the first verdict stands."""
-    torch.manual_seed(2)
+    _seed(2)
     signed = [torch.randn(t.shape, dtype=t.dtype) * 3 if isinstance(t, torch.Tensor) and t.is_floating_point()
               else t for t in c_in]
     _recheck(run, signed, out, "signed_inputs", atol, rtol)
@@ -2416,6 +2458,8 @@ def _close_channel():
 
 
 def fork_one(job):
+    if job[0] != "trace":
+        _keep_recorders()
     _warm_up()
     r, w = os.pipe()
     pid = os.fork()
