@@ -2138,21 +2138,32 @@ _CANON_MODEL = {}  # problem's code -> its model on the CPU (None: it does not b
 _NATURAL = {}  # problem's code -> its parameters' scales as its constructor makes them (_natural_scales)
 
 
+def _model_of(ref_code):
+    """The problem's model on the CPU (None: it does not build here), built again where the worker dropped it (a few
+    kept, while their outputs stay cached): what a screen reads of it (_layouts, _filters, _pieces_of, _folded)
+    never depends on what the worker ran before."""
+    if ref_code not in _CANON_MODEL:
+        if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
+            _CANON_MODEL.clear()
+            _NATURAL.clear()
+        _CANON_MODEL[ref_code] = None
+        try:
+            with _alarm(REBUILD_S):
+                _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
+        except BaseException:  # a timeout, or the problem that will not build here
+            pass
+    return _CANON_MODEL[ref_code]
+
+
 def _canon_of(ref_code, shapes, variant, natural=False):
     key = (ref_code, json.dumps(shapes), variant, natural)
     if key not in _CANON:
         if len(_CANON) > 4096:
             _CANON.clear()
-        if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
-            _CANON_MODEL.clear()
-            _NATURAL.clear()
-        scales = _natural_of(ref_code) if natural else None  # under its own alarm (alarms do not nest)
+        model = _model_of(ref_code)  # each under its own alarm (alarms do not nest)
+        scales = _natural_of(ref_code) if natural else None
         try:
             with _alarm(REBUILD_S):
-                if ref_code not in _CANON_MODEL:
-                    _CANON_MODEL[ref_code] = None
-                    _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
-                model = _CANON_MODEL[ref_code]
                 if model is None or (natural and scales is None):
                     _CANON[key] = None
                     return None
@@ -2183,7 +2194,7 @@ PROBE_TOL = 1e-3
 def _layouts(ref_code):
     """CANON_VARIANTS less those that lay this problem's weights out as an earlier one does (no weight of 2 dims or
     more: one layout; only 2-D ones: "t" is "t2")."""
-    model = _CANON_MODEL.get(ref_code)
+    model = _model_of(ref_code)
     if model is None:
         return CANON_VARIANTS
     dims = {p.dim() for p in model.parameters() if p.is_floating_point() and p.numel()}
@@ -2229,7 +2240,7 @@ def _canon_screen(ref_code, canon):
             return {}
     # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
     # count cannot tie them, so the child decides (_splits)
-    if _pieces_of(canon.get("scales"), _CANON_MODEL.get(ref_code)):
+    if _pieces_of(canon.get("scales"), _model_of(ref_code)):
         return {}
     return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
             "constant": constant}
@@ -2239,7 +2250,7 @@ def _filters(ref_code):
     """Whether the problem has a weight of 3 dims or more (a filter: the layouts above cover some of its orders, and
     the constant probe the rest). Linear layers alone get no constant probe: every output feature is the same sum
     there, and a softmax or a norm after it makes any two activations agree."""
-    model = _CANON_MODEL.get(ref_code)
+    model = _model_of(ref_code)
     return model is not None and any(p.dim() >= 3 for p in model.parameters() if p.is_floating_point())
 
 
@@ -2307,12 +2318,12 @@ def _folded(ref_code, scales):
     """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
     weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
     another model (or one packed otherwise, which the canonical probe cannot tie either)."""
-    if scales is None or ref_code not in _CANON_MODEL or _CANON_MODEL[ref_code] is None:
+    if scales is None or _model_of(ref_code) is None:
         return False
     natural = _natural_of(ref_code)
     if natural is None:
         return False
-    mine = _scale_list(_CANON_MODEL[ref_code], natural)
+    mine = _scale_list(_model_of(ref_code), natural)
     if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
         return False
     return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))

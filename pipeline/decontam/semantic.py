@@ -36,7 +36,7 @@ from pipeline.decontam.settings import DecontamSettings
 # from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs; 15: the
 # screen's constant probe: jailed._const_fill; 18: an alarm never interrupts an import, whose half-made module
 # failed later pairs that were then cached: jailed._pair_alarm)
-CONFIRM_VERSION = "18"
+CONFIRM_VERSION = "19"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
