@@ -35,7 +35,7 @@ import torch
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.timing import log_positions, median_halfwidth
+from pipeline.evaluate.timing import check_positions, median_halfwidth
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
@@ -1137,7 +1137,7 @@ class Judge:
         pool = list(self._check_pool)
         last = pool.pop() if pool else None  # the last call's, wherever the run ends
         # (call 0 is discarded from the timing: a check there would guard nothing that counts)
-        check_at = {i: pool.pop() for i in sorted(log_positions(self._rng, planned - 1, len(pool)))}
+        check_at = {i: pool.pop() for i in sorted(check_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
