@@ -712,6 +712,25 @@ def test_waiting_for_the_gpu_lock_is_not_the_candidates_time(tmp_path):
     assert cand.deadline == 142.5 and calib.deadline == 92.5 and j.rep["phase_s"]["gpu_wait"] == 42.5
 
 
+def test_the_candidates_jail_outlives_the_reference_it_starts_beside(tmp_path, monkeypatch):
+    """The candidate's and the calibrator's jails start while the reference runs, whose jail may live up to its
+    own backstop (4 x reference_timeout_s + 60 s: its waits for the GPU's lock are not its time); the candidate's
+    backstop covers that and its own (4 x timeout_s + 60 s), so a slow reference never ends an honest candidate.
+    Before, with timeout_s below reference_timeout_s, the reference alone could outlast it."""
+    seen: dict[str, list[float]] = {"ref": [], "cand": []}
+    real = judge.run_sandboxed
+
+    def record(code, **kw):
+        seen["ref" if code == judge._REF_BOOT else "cand"].append(kw["timeout_s"])
+        return real(code, **kw)
+
+    monkeypatch.setattr(judge, "run_sandboxed", record)
+    res = _eval(tmp_path, HONEST, timeout_s=60.0, reference_timeout_s=300.0, live_calibration_calls=20)
+    assert res.correct, (res.reason, res.details)
+    (ref,) = seen["ref"]
+    assert len(seen["cand"]) == 2 and all(t >= ref + 4 * 60.0 + 60 for t in seen["cand"]), seen
+
+
 def test_outputs_of_many_digest_leaves_commit_and_are_recomputed_alike(tmp_path):
     """An 8 MiB output (2,048 leaves of 4 KiB) committed by the candidate process is recomputed on the trusted side
     alike: no thread of the harness is counted as the candidate's."""

@@ -249,7 +249,9 @@ class CandidateProcess:
                 self.sb = run_sandboxed(
                     _CAND_BOOT,
                     payload=payload,
-                    timeout_s=4 * float(s["timeout_s"]) + 60,
+                    # it starts beside the reference (Judge.start_processes), whose jail lives up to its own
+                    # backstop: that time is not the candidate's, nor may it take the candidate's jail down
+                    timeout_s=4 * float(s["timeout_s"]) + 60 + 4 * float(s["reference_timeout_s"]) + 60,
                     memory_mb=None,
                     nproc=None,
                     fsize_mb=fsize_mb,
