@@ -193,6 +193,23 @@ ADAPTIVE = """
 """
 
 
+def test_warm_up_times_at_or_below_zero_do_not_plan_a_short_run(tmp_path):
+    """The planned count follows the lower of the reported warm-up times and the trusted wall around them; a
+    negative report made it timing_trials (no estimate above 0), whatever timing_min_ms asked: now the wall's."""
+    cheat = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv.op_timed
+        def negative(self, msg):
+            rep = real(self, msg)
+            return {**rep, "t": -1.0} if msg.get("warm") else rep
+        drv.op_timed = negative
+    """
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 100, "timing_max_s": 0, "timing_precision": 0.0}
+    res = _eval(tmp_path, HONEST, prefix=cheat, **many)
+    assert res.correct and res.timing["solution"]["planned"] >= 100, (res.reason, res.timing.get("solution"))
+
+
 def test_checked_positions_leave_no_long_unchecked_tail():
     """The checked calls' positions (`timing.check_positions`, half uniform, half uniform in log position): a cheat
     stale on the run's last 60% meets one, and all of them lying in the first 43% (where a candidate that counts the

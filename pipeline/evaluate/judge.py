@@ -1118,7 +1118,9 @@ class Judge:
         # The planned count follows the reported warm-up times, but never a time above the trusted side's own clock
         # around the same calls: reporting slow warm-ups cannot buy a short timed run with few checks.
         warm_wall = statistics.median(warm_walls[-50:])
-        estimate = min(statistics.median(warm_times[-50:]), warm_wall)
+        # Nor a time at or below 0 (no call takes none), which would plan the shortest run: the wall's then.
+        reported = statistics.median(warm_times[-50:])
+        estimate = min(reported, warm_wall) if reported > 0 else warm_wall
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
