@@ -153,6 +153,104 @@ def test_checked_positions_are_spread_in_log_position():
     assert log_positions(rng, 10, 15) == set(range(1, 11)) and log_positions(rng, 5, 0) == set()
 
 
+# A run of timing_max_trials = 300 planned calls, all made (no early stop needed), the clock's slack out of the way:
+# only the checked calls may catch what the cheats below do.
+LATE_RUN = {
+    "timing_min_ms": 1e6,
+    "timing_max_trials": 300,
+    "timing_max_s": 0,
+    "timing_warmup_ms": 0,
+    "timing_precision": 0.0,
+    "clock_slack_ms": 1e6,
+}
+# Honest until it has seen every random check's `keep` (check_max_calls - 1: it knows the options), early enough
+# that stale outputs from there to the planned count (300) outnumber every other counted call, however many the
+# secret random part adds (at most 300 // 8 + 1); then stale until the planned count, honest from there on (the
+# last call, always checked, lies at or past it). It never cheats where a check could still come.
+ADAPTIVE = """
+    import sys
+    drv = sys.modules["pipeline.evaluate.candidate"].Driver
+    real_timed, real_keep = drv.op_timed, drv.op_keep
+    st = {"n": -1, "keeps": 0, "stale": False}
+    B, RANDOM_CHECKS = 300, 15  # check_max_calls = 16
+    def keep(self, msg):
+        st["keeps"] += 1
+        if st["keeps"] == RANDOM_CHECKS and st["n"] < B - 2 - (B + B // 8 + 1) // 2:
+            st["stale"] = True
+        return real_keep(self, msg)
+    def timed(self, msg):
+        if msg.get("warm"):
+            return real_timed(self, msg)
+        st["n"] += 1
+        if st["stale"] and st["n"] < B:
+            self.held = st["out"]
+            from pipeline.evaluate import tensorio
+            return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+        rep = real_timed(self, msg)
+        st["out"] = self.held
+        return rep
+    drv.op_timed, drv.op_keep = timed, keep
+"""
+
+
+def test_warm_up_times_at_or_below_zero_do_not_plan_a_short_run(tmp_path):
+    """The planned count follows the lower of the reported warm-up times and the trusted wall around them; a
+    negative report made it timing_trials (no estimate above 0), whatever timing_min_ms asked: now the wall's."""
+    cheat = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv.op_timed
+        def negative(self, msg):
+            rep = real(self, msg)
+            return {**rep, "t": -1.0} if msg.get("warm") else rep
+        drv.op_timed = negative
+    """
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 100, "timing_max_s": 0, "timing_precision": 0.0}
+    res = _eval(tmp_path, HONEST, prefix=cheat, **many)
+    assert res.correct and res.timing["solution"]["planned"] >= 100, (res.reason, res.timing.get("solution"))
+
+
+def test_checked_positions_leave_no_long_unchecked_tail():
+    """The checked calls' positions (`timing.check_positions`, half uniform, half uniform in log position): a cheat
+    stale on the run's last 60% meets one, and all of them lying in the first 43% (where a candidate that counts the
+    `keep`s it is sent knows, with most calls still to come, that no random check is left) is as rare; a run stopped
+    early still has some. With log positions alone both were about one run in six (n = 3000, 15 checks)."""
+    import random
+
+    from pipeline.evaluate.timing import check_positions, log_positions
+
+    def rates(draw, n, k, s=256):
+        rng = random.Random(11)
+        ds = [draw(rng, n, k) for _ in range(2000)]
+        late = sum(not any(0.4 * n <= p < n for p in d) for d in ds) / len(ds)
+        early = sum(max(d) < 0.43 * n for d in ds) / len(ds)
+        stopped = sum(not any(0.4 * s <= p <= s for p in d) for d in ds) / len(ds)
+        assert all(len(d) == k and min(d) >= 1 and max(d) <= n for d in ds)
+        return late, early, stopped
+
+    late, early, stopped = rates(check_positions, 3000, 15)
+    assert late <= 0.01 and early <= 0.01 and stopped <= 0.4, (late, early, stopped)
+    assert min(rates(log_positions, 3000, 15)[:2]) >= 0.05  # what log positions alone allowed
+    rng = random.Random(3)
+    assert check_positions(rng, 10, 15) == set(range(1, 11)) and check_positions(rng, 5, 0) == set()
+
+
+def test_a_candidate_counting_its_checks_gets_no_safe_stale_tail(tmp_path, monkeypatch):
+    """ADAPTIVE goes stale only once it has seen every random check's `keep` early, so it is never caught: with log
+    positions alone (one run in six at the defaults) it then reported the stale calls' time as its own, correct.
+    Drawn with a fixed seed (the positions alone; the rest of the judgement keeps its secret generator) under which
+    all 15 log positions lie in the first 120 calls, and the positions drawn now reach past the 140th."""
+    import random
+
+    from pipeline.evaluate import timing
+
+    for draw, safe in ((timing.log_positions, True), (timing.check_positions, False)):
+        monkeypatch.setattr(judge, "check_positions", lambda rng, n, k, draw=draw: draw(random.Random(126), n, k))
+        res = _eval(tmp_path, HONEST, prefix=ADAPTIVE, check_max_calls=16, **LATE_RUN)
+        stale_and_passed = res.correct and res.timing["solution"]["stats"]["median"] == 0.001
+        assert stale_and_passed == safe, (draw.__name__, res.reason, res.timing.get("checked_calls"))
+
+
 def test_candidate_process_holds_no_secret(tmp_path, monkeypatch):
     """A candidate that collects everything it can reach (its environment, the driver's payload, every file in
     its directories) finds none of the correctness seeds, and no reference output."""
@@ -629,6 +727,25 @@ def test_waiting_for_the_gpu_lock_is_not_the_candidates_time(tmp_path):
     j.gpu_wait(30.0)
     j.gpu_wait(12.5)
     assert cand.deadline == 142.5 and calib.deadline == 92.5 and j.rep["phase_s"]["gpu_wait"] == 42.5
+
+
+def test_the_candidates_jail_outlives_the_reference_it_starts_beside(tmp_path, monkeypatch):
+    """The candidate's and the calibrator's jails start while the reference runs, whose jail may live up to its
+    own backstop (4 x reference_timeout_s + 60 s: its waits for the GPU's lock are not its time); the candidate's
+    backstop covers that and its own (4 x timeout_s + 60 s), so a slow reference never ends an honest candidate.
+    Before, with timeout_s below reference_timeout_s, the reference alone could outlast it."""
+    seen: dict[str, list[float]] = {"ref": [], "cand": []}
+    real = judge.run_sandboxed
+
+    def record(code, **kw):
+        seen["ref" if code == judge._REF_BOOT else "cand"].append(kw["timeout_s"])
+        return real(code, **kw)
+
+    monkeypatch.setattr(judge, "run_sandboxed", record)
+    res = _eval(tmp_path, HONEST, timeout_s=60.0, reference_timeout_s=300.0, live_calibration_calls=20)
+    assert res.correct, (res.reason, res.details)
+    (ref,) = seen["ref"]
+    assert len(seen["cand"]) == 2 and all(t >= ref + 4 * 60.0 + 60 for t in seen["cand"]), seen
 
 
 def test_outputs_of_many_digest_leaves_commit_and_are_recomputed_alike(tmp_path):

@@ -35,7 +35,7 @@ import torch
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.timing import log_positions, median_halfwidth
+from pipeline.evaluate.timing import check_positions, median_halfwidth
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
@@ -249,7 +249,9 @@ class CandidateProcess:
                 self.sb = run_sandboxed(
                     _CAND_BOOT,
                     payload=payload,
-                    timeout_s=4 * float(s["timeout_s"]) + 60,
+                    # it starts beside the reference (Judge.start_processes), whose jail lives up to its own
+                    # backstop: that time is not the candidate's, nor may it take the candidate's jail down
+                    timeout_s=4 * float(s["timeout_s"]) + 60 + 4 * float(s["reference_timeout_s"]) + 60,
                     memory_mb=None,
                     nproc=None,
                     fsize_mb=fsize_mb,
@@ -1116,7 +1118,9 @@ class Judge:
         # The planned count follows the reported warm-up times, but never a time above the trusted side's own clock
         # around the same calls: reporting slow warm-ups cannot buy a short timed run with few checks.
         warm_wall = statistics.median(warm_walls[-50:])
-        estimate = min(statistics.median(warm_times[-50:]), warm_wall)
+        # Nor a time at or below 0 (no call takes none), which would plan the shortest run: the wall's then.
+        reported = statistics.median(warm_times[-50:])
+        estimate = min(reported, warm_wall) if reported > 0 else warm_wall
         planned = int(s["timing_trials"])
         if float(s["timing_min_ms"]) > 0 and estimate > 0:
             planned = max(planned, int(float(s["timing_min_ms"]) / estimate) + 1)
@@ -1137,7 +1141,7 @@ class Judge:
         pool = list(self._check_pool)
         last = pool.pop() if pool else None  # the last call's, wherever the run ends
         # (call 0 is discarded from the timing: a check there would guard nothing that counts)
-        check_at = {i: pool.pop() for i in sorted(log_positions(self._rng, planned - 1, len(pool)))}
+        check_at = {i: pool.pop() for i in sorted(check_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()

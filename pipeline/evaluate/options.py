@@ -94,8 +94,9 @@ class EvalOptions:
         "The timed calls stop before their planned count once the median of the reported times is known to within "
         "this fraction (half the width of its ~95% confidence interval from order statistics, looked at every "
         "32 calls, after at least timing_trials calls and 20 of the calibrator's null calls); the run then ends at a "
-        "secret random one of the next 32 calls, which is checked. The checked calls' positions are drawn denser "
-        "early (uniform in log position), so a run stopped early has most of them. 0: every planned call.",
+        "secret random one of the next 32 calls, which is checked. Half the checked calls' positions are drawn "
+        "denser early (uniform in log position), so a run stopped early has some, half uniform, so a run made in "
+        "full has some late. 0: every planned call.",
         ge=0,
     )
     io_budget_mb: int = _opt(
