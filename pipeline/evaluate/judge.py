@@ -722,13 +722,17 @@ class Judge:
         # The calibrator: the same program, started beside the candidate, never told to load anything. Its null
         # calls during timing give the per-call overhead under the load of that moment (step 7, docs/judge.md).
         if self.mode != "verify" and int(s["live_calibration_calls"]) > 0:
-            self.calibrator = CandidateProcess(
-                {**common, "solution": None, "solution_files": []},
-                dirs.calibrator(),
-                s,
-                self.arch,
-                read_dirs=[hasher] if hasher else [],
-            )
+            try:
+                self.calibrator = CandidateProcess(
+                    {**common, "solution": None, "solution_files": []},
+                    dirs.calibrator(),
+                    s,
+                    self.arch,
+                    read_dirs=[hasher] if hasher else [],
+                )
+            except BaseException:  # (no room for its FIFOs): the candidate started above must not outlive us
+                self.discard(cand)
+                raise
         return cand
 
     def discard(self, cand: CandidateProcess) -> None:
