@@ -64,6 +64,24 @@ CPU = {
     "check_max_calls": 4,
     "kernel_launch_check": False,
 }
+# Honest on the correctness calls, it returns its first timed output on every later timed call with a steady tiny
+# time (a native hook could tell timed calls apart).
+STALE_TIMED = """
+        import sys
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real = drv.op_timed
+        memo = {}
+        def stale(self, msg):
+            if "out" in memo and not msg.get("warm"):
+                self.held = memo["out"]
+                from pipeline.evaluate import tensorio
+                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+            rep = real(self, msg)
+            if self.held is not None:
+                memo["out"] = self.held
+            return rep
+        drv.op_timed = stale
+"""
 BUILT = CompileResult(True, 0.0, "", True, "", "single_file")  # nothing to build: a pure-Python candidate
 
 
@@ -118,23 +136,7 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
     assert sol["trials"] in early.timing["checked_calls"]
     full = _eval(tmp_path, HONEST, timing_precision=0.0, **many)
     assert full.timing["solution"]["trials"] == full.timing["solution"]["planned"] >= 40
-    cheat = """
-        import sys
-        drv = sys.modules["pipeline.evaluate.candidate"].Driver
-        real = drv.op_timed
-        memo = {}
-        def steady(self, msg):
-            if "out" in memo and not msg.get("warm"):
-                self.held = memo["out"]
-                from pipeline.evaluate import tensorio
-                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
-            rep = real(self, msg)
-            if self.held is not None:
-                memo["out"] = self.held
-            return rep
-        drv.op_timed = steady
-    """
-    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6, timing_precision=0.005, **many)
+    res = _eval(tmp_path, HONEST, prefix=STALE_TIMED, clock_slack_ms=1e6, timing_precision=0.005, **many)
     assert res.timing["solution"]["trials"] <= 2 * judge.STOP_EVERY  # its steady times stopped the run
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
@@ -331,23 +333,7 @@ def test_work_hidden_outside_the_timed_region_is_caught(tmp_path):
 def test_reused_output_in_timed_calls_is_caught(tmp_path):
     """Honest on the correctness calls, it returns its first timed output on every later timed call (a native
     hook could tell timed calls apart): the outputs the judge keeps after the fact do not match."""
-    cheat = """
-        import sys
-        drv = sys.modules["pipeline.evaluate.candidate"].Driver
-        real = drv.op_timed
-        memo = {}
-        def lazy(self, msg):
-            if "out" in memo and not msg.get("warm"):
-                self.held = memo["out"]
-                from pipeline.evaluate import tensorio
-                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
-            rep = real(self, msg)
-            if self.held is not None:
-                memo["out"] = self.held
-            return rep
-        drv.op_timed = lazy
-    """
-    res = _eval(tmp_path, HONEST, prefix=cheat, clock_slack_ms=1e6)  # only the output check may catch it here
+    res = _eval(tmp_path, HONEST, prefix=STALE_TIMED, clock_slack_ms=1e6)  # only the output check may catch it here
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 

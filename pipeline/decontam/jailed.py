@@ -2318,12 +2318,13 @@ def _folded(ref_code, scales):
     """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
     weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
     another model (or one packed otherwise, which the canonical probe cannot tie either)."""
-    if scales is None or _model_of(ref_code) is None:
+    model = _model_of(ref_code) if scales is not None else None
+    if model is None:
         return False
     natural = _natural_of(ref_code)
     if natural is None:
         return False
-    mine = _scale_list(_model_of(ref_code), natural)
+    mine = _scale_list(model, natural)
     if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
         return False
     return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))

@@ -35,7 +35,7 @@ import torch
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.timing import check_positions, median_halfwidth
+from pipeline.evaluate.timing import TIMING_METHOD, check_positions, median_halfwidth, stats
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
@@ -1196,8 +1196,6 @@ class Judge:
                 and median_halfwidth(times) <= precision
             ):
                 stopping, end = True, min(planned, i + 1 + self._rng.randrange(STOP_EVERY))
-        from pipeline.evaluate.timing import TIMING_METHOD, stats
-
         live = [c for c in live if c is not None]
         source = "live" if len(live) >= 10 else "pre_load"
         ok, detail, fig = check_clock(

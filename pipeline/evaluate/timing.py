@@ -61,7 +61,7 @@ def log_positions(rng, n: int, k: int) -> set[int]:
     out: set[int] = set()
     top = math.log(n + 1)
     while len(out) < k:
-        out.add(min(n, int(math.exp(rng.uniform(0.0, top)))) or 1)
+        out.add(min(n, int(math.exp(rng.uniform(0.0, top)))))  # exp(u) >= 1: never 0
     return out
 
 
