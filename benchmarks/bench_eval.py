@@ -465,16 +465,16 @@ def bench_first_verdict(
 def replay_stop(path: str, precision: float) -> None:
     """Where the judge's stop rule (timing_precision) would have ended each full timed run of a repeatability report
     made with `--raw` and timing_precision 0, and the median there against the whole run's (the rule's other
-    condition, 20 of the calibrator's null calls made, is not replayed: it can only stop a run later)."""
-    from pipeline.evaluate.judge import STOP_EVERY
-    from pipeline.evaluate.timing import median_halfwidth
+    condition, 20 of the calibrator's null calls made, is not replayed: it can only stop a run later; nor the random
+    tail: the run is cut right after the call where the stop is decided)."""
+    from pipeline.evaluate.options import resolve
+    from pipeline.evaluate.timing import known_within
 
+    least = int(resolve({})["timing_trials"])
     for key, rep in json.load(open(path)).items():
         for raw in (rep.get("raw") or []) if isinstance(rep, dict) else []:
             t = raw["solution"]["times_ms"]
-            n = next(
-                (i + 1 for i in range(STOP_EVERY, len(t), STOP_EVERY) if median_halfwidth(t[:i]) <= precision), len(t)
-            )
+            n = next((i + 1 for i in range(1, len(t)) if known_within(t[:i], precision, least) is not None), len(t))
             whole, there = statistics.median(t), statistics.median(t[:n])
             print(
                 f"{key}: {len(t)} calls, median {whole:.5f} ms; "

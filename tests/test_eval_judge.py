@@ -132,10 +132,11 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
     sol = early.timing["solution"]
     assert early.correct and early.reward == 1, (early.reason, early.details)
     assert sol["planned"] >= 100 and judge.STOP_EVERY < sol["trials"] <= 2 * judge.STOP_EVERY
-    assert sol["trials"] == len(sol["times_ms"]) and sol["median_halfwidth"] <= 1.0
+    assert sol["trials"] == len(sol["times_ms"]) and sol["stop_median_halfwidth"] <= 1.0
     assert sol["trials"] in early.timing["checked_calls"]
     full = _eval(tmp_path, HONEST, timing_precision=0.0, **many)
     assert full.timing["solution"]["trials"] == full.timing["solution"]["planned"] >= 40
+    assert full.timing["solution"]["stop_median_halfwidth"] is None
     res = _eval(tmp_path, HONEST, prefix=STALE_TIMED, clock_slack_ms=1e6, timing_precision=0.005, **many)
     assert res.timing["solution"]["trials"] <= 2 * judge.STOP_EVERY  # its steady times stopped the run
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
@@ -153,6 +154,22 @@ def test_checked_positions_are_spread_in_log_position():
     early = sum(sum(p <= 100 for p in d) for d in draws) / len(draws)
     assert early >= 8  # uniform positions would put 0.75 of 15 in 1..100
     assert log_positions(rng, 10, 15) == set(range(1, 11)) and log_positions(rng, 5, 0) == set()
+
+
+def test_stop_rule_looks_every_stop_every_calls_after_the_least_count():
+    """`timing.known_within`, the judge's stop condition (also replayed by benchmarks/bench_eval.py): steady times
+    stop at the first look at or after the least count, scattered ones never; off at precision 0."""
+    import random
+
+    from pipeline.evaluate.timing import STOP_EVERY, known_within
+
+    steady = [1.0 + 1e-4 * (i % 3) for i in range(4 * STOP_EVERY)]
+    looks = [n for n in range(1, len(steady) + 1) if known_within(steady[:n], 0.005, 40) is not None]
+    assert looks == [2 * STOP_EVERY, 3 * STOP_EVERY, 4 * STOP_EVERY]
+    assert known_within(steady, 0.0, 1) is None
+    rng = random.Random(3)
+    scattered = [rng.uniform(0.5, 1.5) for _ in range(4 * STOP_EVERY)]
+    assert all(known_within(scattered[:n], 0.005, 1) is None for n in range(1, len(scattered) + 1))
 
 
 # A run of timing_max_trials = 300 planned calls, all made (no early stop needed), the clock's slack out of the way:

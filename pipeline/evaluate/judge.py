@@ -35,7 +35,7 @@ import torch
 
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
-from pipeline.evaluate.timing import TIMING_METHOD, check_positions, median_halfwidth, stats
+from pipeline.evaluate.timing import STOP_EVERY, TIMING_METHOD, check_positions, known_within, median_halfwidth, stats
 from pipeline.evaluate.tolerance import compare, compare_device, degenerate
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
@@ -203,7 +203,6 @@ def run_reference(task_code: str, jobs: list[dict], dirs: EvalDirs, s: dict, arc
 # --------------------------------------------------------------------------- the candidate process
 
 LIVE_MIN = 20  # the fewest null calls of the calibrator during timing (the clock check wants at least 10)
-STOP_EVERY = 32  # timed calls between looks at the median's precision (timing_precision)
 FREEZE_S = 5.0  # the longest the trusted side tries to stop a jail's processes before it keeps the GPU's lock instead
 FINISH_GRACE_S = 15.0  # an honest candidate exits within about a second of its last reply (CUDA teardown)
 
@@ -1150,7 +1149,7 @@ class Judge:
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
         precision = float(s["timing_precision"])
-        end, i, stopping = planned, -1, False
+        end, i, stopping, stop_width = planned, -1, False, None
         while i < end:
             i += 1
             null_at = self._rng.choice(("before", "after")) if i in live_at else ""
@@ -1188,14 +1187,12 @@ class Judge:
             # checked). A candidate that reports steady times only ends its run sooner; its figure is still never
             # below the trusted clock's.
             if (
-                precision > 0
-                and i % STOP_EVERY == 0
-                and not stopping
-                and len(times) >= int(s["timing_trials"])
+                not stopping
                 and (calibrator is None or len(live) >= LIVE_MIN)
-                and median_halfwidth(times) <= precision
+                and (width := known_within(times, precision, int(s["timing_trials"]))) is not None
             ):
                 stopping, end = True, min(planned, i + 1 + self._rng.randrange(STOP_EVERY))
+                stop_width = round(width, 6)
         live = [c for c in live if c is not None]
         source = "live" if len(live) >= 10 else "pre_load"
         ok, detail, fig = check_clock(
@@ -1228,7 +1225,10 @@ class Judge:
                 "warmup_wall_ms": round(warm_wall, 4),
                 "trials": end,
                 "planned": planned,
-                "median_halfwidth": round(median_halfwidth(times), 6),  # relative; where the run stopped
+                "median_halfwidth": round(median_halfwidth(times), 6),  # relative, over every timed call
+                # where the stop was decided (None: the planned run, never known precisely enough); the calls of
+                # the random tail after it may widen the final figure a little
+                "stop_median_halfwidth": stop_width,
                 "discarded": 1,
             },
             "clock_check": fig,

@@ -50,6 +50,20 @@ def median_halfwidth(times: list[float], z: float = 1.96) -> float:
     return (s[hi] - s[lo]) / 2 / med
 
 
+STOP_EVERY = 32  # timed calls between looks at the median's precision (timing_precision)
+
+
+def known_within(times: list[float], precision: float, min_calls: int) -> float | None:
+    """The median's relative half-width where the timed calls may stop early (the judge's rule, `timing_precision`:
+    looked at every STOP_EVERY calls, after at least `min_calls`, and within `precision`); None where they go on.
+    The judge also waits for enough of the calibrator's null calls, and then ends the run at a secret random one of
+    the next STOP_EVERY calls."""
+    if precision <= 0 or len(times) < max(1, min_calls) or len(times) % STOP_EVERY:
+        return None
+    width = median_halfwidth(times)
+    return width if width <= precision else None
+
+
 def log_positions(rng, n: int, k: int) -> set[int]:
     """min(k, n) distinct positions in 1..n, uniform in log position: as many in 1-10 as in 10-100, so that a run
     stopped early (timing_precision) has had most of them; drawn with the caller's secret `rng`."""
