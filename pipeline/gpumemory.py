@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -25,6 +26,40 @@ from typing import Iterator
 
 SLOTS = 64
 POLL_MAX_S = 0.05  # the longest pause of a claim waiting for slots (a job runs for seconds)
+
+
+_GIB = {"B": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
+
+
+def oom_figures(message: str) -> dict[str, float | None]:
+    """GiB figures of torch's out-of-memory message: `asked` (the failed request), `in_use` (the process's, with
+    non-PyTorch memory), `allocated` (by PyTorch), `total` (the GPU's capacity); None where the message lacks one.
+    The message is the failing process's own: a lie changes only how its own retry is placed."""
+
+    def gib(pattern: str) -> float | None:
+        m = re.search(pattern + r"\s*([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)", message or "")
+        try:
+            return float(m.group(1)) * _GIB[m.group(2)] if m else None
+        except ValueError:
+            return None
+
+    return {
+        "asked": gib(r"Tried to allocate"),
+        "in_use": gib(r"this process has"),
+        "allocated": gib(r"Of the allocated memory"),
+        "total": gib(r"total capacity of"),
+    }
+
+
+def free_gib() -> float | None:
+    """The GPU's free memory now (this process's first visible GPU), GiB; None where it cannot be read. Asked only
+    after a failure: the query makes this process a CUDA context if it has none."""
+    try:
+        import torch
+
+        return torch.cuda.mem_get_info()[0] / 2**30 if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001 - a broken driver: unknown
+        return None
 
 
 def memory_dir(gpu_ids: str | None = None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -545,6 +546,45 @@ def test_a_candidate_out_of_memory_is_judged_again_only_beside_others(tmp_path):
     # an honest kernel is judged once
     ok = _eval(tmp_path, HONEST, mode="verify")
     assert ok.reward == 1 and "judged_alone" not in ok.details and "judged_again_after" not in ok.details
+
+
+# torch's words for a process that ran out of GPU memory (torch 2.x, CUDACachingAllocator)
+TORCH_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
+    "of which 3.12 GiB is free. Including non-PyTorch memory, this process has 12.50 GiB memory in use. Of the "
+    "allocated memory 12.00 GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_out_of_memory_figures_are_read_from_torchs_message():
+    from pipeline.gpumemory import oom_figures
+
+    f = oom_figures(TORCH_OOM)
+    assert f == {"asked": 8.0, "in_use": 12.5, "allocated": 12.0, "total": 79.19}
+    assert oom_figures("CUDA out of memory.") == dict.fromkeys(f)
+
+
+def test_a_second_judgement_beside_others_waits_for_room_for_what_failed(tmp_path, monkeypatch):
+    """After an out-of-memory failure beside other evaluations, the judgement is tried again beside them once the
+    GPU's free memory is 1.25x what the failed process held plus asked for (the figures of torch's message); where
+    that cannot be told, or no other evaluation holds memory, or after the wait's limit: alone (None)."""
+    from pipeline import gpumemory
+    from pipeline.evaluate.harness import _room_beside_others
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a memory-slot directory of this test's own
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    rep = {"reason": "reference_error: OutOfMemoryError", "error": TORCH_OOM}
+    need = 1.25 * (12.5 + 8.0)
+    readings = iter([3.0, 10.0, need + 1])
+    with gpumemory.claimed(1, judge.Judge.memory_dir_of("cuda")):  # another evaluation's slot
+        room = _room_beside_others(rep, 600.0, free=lambda: next(readings))
+    assert room["needed_gib"] == round(need, 2) and room["free_gib"] == round(need + 1, 2)
+    assert next(readings, None) is None  # it read until the room was there
+    assert _room_beside_others(rep, 600.0, free=lambda: 1.0) is None  # nobody beside: alone is as soon, and sure
+    with gpumemory.claimed(1, judge.Judge.memory_dir_of("cuda")):
+        assert _room_beside_others(rep, 0.0, free=lambda: 1.0) is None  # the wait's limit
+        assert _room_beside_others({**rep, "error": "CUDA out of memory."}, 600.0, free=lambda: 1e9) is None
+        assert _room_beside_others(rep, 600.0, free=lambda: None) is None  # no reading (no GPU here)
 
 
 def test_tampered_artifact_is_refused_before_load(tmp_path):

@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pipeline.evaluate import artifacts, options
 from pipeline.evaluate.build import CompileResult, resolve_arch_list
@@ -352,11 +352,25 @@ def evaluate(
         rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
         rep.setdefault("details", {})["judged_again_after"] = first
     elif _short_of_memory(rep):
-        # Out of GPU memory beside other evaluations says nothing about the task or the candidate: judged again once
-        # with the GPU's memory to itself. A second failure is the failing side's own (the reference's: a task
-        # defect, reward 0; the candidate's: -1).
+        # Out of GPU memory beside other evaluations says nothing about the task or the candidate: judged again. First
+        # beside the others, once the GPU has room for what the failed process needed (others ending is sooner
+        # than all of them); short of memory again, or no room in sight, with the GPU's memory to itself. A failure
+        # alone is the failing side's own (the reference's: a task defect, reward 0; the candidate's: -1).
         first = rep.get("reason", "")
-        rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", alone=True)
+        again = None
+        room = _room_beside_others(rep, MEMORY_ROOM_WAIT_S)
+        if room is not None:
+            again = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
+            again.setdefault("details", {})["judged_again_beside"] = room
+        if again is None or _short_of_memory(again):
+            rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", alone=True)
+            if again is not None:
+                rep.setdefault("details", {})["judged_again_beside"] = {
+                    **again["details"]["judged_again_beside"],
+                    "reason": again.get("reason", ""),
+                }
+        else:
+            rep = again
         rep.setdefault("details", {})["judged_again_after"] = first
     # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
     base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}
@@ -388,6 +402,46 @@ def _short_of_memory(rep: dict) -> bool:
         return said_out_of_memory(reason, rep.get("error"))
     beside = details.get("slots_beside")
     return bool(beside) and not rep.get("violations") and said_out_of_memory(rep.get("error"))
+
+
+MEMORY_ROOM_FACTOR = 1.25  # free GPU memory, against what the failed process needed, for a second try beside others
+# The longest wait for that room: new evaluations keep starting beside a busy GPU's, and the claim of a judgement
+# alone (the turnstile of pipeline.gpumemory) is the one that they queue behind.
+MEMORY_ROOM_WAIT_S = 60.0
+
+
+def _room_beside_others(rep: dict, limit_s: float, free: Callable[[], float | None] | None = None) -> dict | None:
+    """Waits until the GPU's free memory is MEMORY_ROOM_FACTOR x what the judgement's failed process needed (its
+    out-of-memory message: what it held plus what it asked for) and returns what was seen then; None where that
+    cannot be told (no figures in the message, no free-memory reading), where every memory slot fell free first (a
+    judgement alone then waits no longer, and is sure), or after `limit_s`."""
+    from pipeline.evaluate.judge import Judge
+    from pipeline.gpumemory import free_gib, oom_figures, slots_held
+
+    free = free or free_gib
+
+    f = oom_figures(str(rep.get("error") or ""))
+    held = f["in_use"] if f["in_use"] is not None else f["allocated"]
+    if f["asked"] is None or held is None or limit_s <= 0:
+        return None
+    want = MEMORY_ROOM_FACTOR * (held + f["asked"])
+    directory = Judge.memory_dir_of("cuda")
+    t0 = time.monotonic()
+    pause = 0.05
+    while True:
+        free = free_gib()
+        if free is None:
+            return None
+        if free >= want:
+            return {
+                "needed_gib": round(want, 2),
+                "free_gib": round(free, 2),
+                "waited_s": round(time.monotonic() - t0, 3),
+            }
+        if slots_held(directory) == 0 or time.monotonic() - t0 > limit_s:
+            return None
+        time.sleep(pause)  # other evaluations end in seconds; a reading costs a driver call
+        pause = min(1.0, pause * 2)
 
 
 def _wait_for_room(path: str, limit_s: float) -> None:

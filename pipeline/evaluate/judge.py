@@ -667,7 +667,11 @@ class Judge:
                 self.dirs.remove()
 
     def memory_dir(self) -> str:
-        return memory_dir() if self.s["device"] != "cpu" else memory_dir(f"cpu-{os.getpid()}")
+        return self.memory_dir_of(self.s["device"])
+
+    @staticmethod
+    def memory_dir_of(device: str) -> str:
+        return memory_dir() if device != "cpu" else memory_dir(f"cpu-{os.getpid()}")
 
     def memory_claim(self) -> None:
         """A share of the GPU's memory slots (pipeline.gpumemory, the pool validation jobs claim from) for the

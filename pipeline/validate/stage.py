@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -309,7 +308,6 @@ def _on_gpu(
 
 
 GPU_HEADROOM = 0.1
-_GIB = {"B": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
 
 
 def next_share(slots: int, oom_message: str) -> int:
@@ -317,21 +315,13 @@ def next_share(slots: int, oom_message: str) -> int:
     it needed (allocated plus the failed request, of the GPU's total capacity), and at least 1.5x as many slots, so
     that a task reaches the whole GPU in a few runs whatever its message says (the message is the task's own: a
     lie only changes its own share)."""
-    from pipeline.gpumemory import SLOTS, slots_for
-
-    def gib(pattern: str) -> float | None:
-        m = re.search(pattern + r"\s*([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)", oom_message or "")
-        try:
-            return float(m.group(1)) * _GIB[m.group(2)] if m else None
-        except ValueError:
-            return None
+    from pipeline.gpumemory import SLOTS, oom_figures, slots_for
 
     floor = min(SLOTS, slots + max(1, slots // 2))
-    total = gib(r"total capacity of")
-    asked, allocated = gib(r"Tried to allocate"), gib(r"Of the allocated memory")
-    if not total or asked is None:
+    f = oom_figures(oom_message)
+    if not f["total"] or f["asked"] is None:
         return floor
-    return max(floor, min(SLOTS, slots_for(1.5 * (asked + (allocated or 0.0)) / total)))
+    return max(floor, min(SLOTS, slots_for(1.5 * (f["asked"] + (f["allocated"] or 0.0)) / f["total"])))
 
 
 def _jailed(payload: dict[str, Any], s: dict[str, Any], device: str) -> tuple[Any, dict[str, Any] | None]:
