@@ -430,6 +430,7 @@ def bench_first_verdict(
             "reference": res.details.get("reference"),
             "judged_again_after": res.details.get("judged_again_after"),
             "judged_alone": res.details.get("judged_alone"),
+            "judged_again_beside": res.details.get("judged_again_beside"),
             "baseline_runs": [
                 {k: r.get(k) for k in ("eager_ms", "reason", "alone")}
                 for r in ((res.timing or {}).get("baseline") or {}).get("runs") or []
