@@ -432,7 +432,7 @@ def bench_first_verdict(
             "judged_alone": res.details.get("judged_alone"),
             "judged_again_beside": res.details.get("judged_again_beside"),
             "baseline_runs": [
-                {k: r.get(k) for k in ("eager_ms", "reason", "alone")}
+                {k: r.get(k) for k in ("eager_ms", "reason", "alone", "again_beside")}
                 for r in ((res.timing or {}).get("baseline") or {}).get("runs") or []
             ],
         }

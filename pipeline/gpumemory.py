@@ -22,10 +22,14 @@ import re
 import tempfile
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 SLOTS = 64
 POLL_MAX_S = 0.05  # the longest pause of a claim waiting for slots (a job runs for seconds)
+ROOM_FACTOR = 1.25  # free GPU memory, against what a failed process needed, for a second try beside others
+# The longest wait for that room: new jobs keep starting beside a busy GPU's, and a claim of every slot (the
+# turnstile) is the one that they queue behind.
+ROOM_WAIT_S = 60.0
 
 
 _GIB = {"B": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
@@ -153,3 +157,35 @@ def slots_held(directory: str | None = None) -> int:
         return sum(any(not ln.startswith("->") for ln in recs) for recs in records_of(inodes))
     except OSError:  # no /proc/locks
         return 0
+
+
+def room_beside_others(
+    message: str, limit_s: float, directory: str | None = None, free: Callable[[], float | None] | None = None
+) -> dict | None:
+    """After a process ran out of GPU memory beside other jobs: waits until the GPU's free memory is ROOM_FACTOR x
+    what it needed (its out-of-memory `message`: what it held plus what it asked for) and returns what was seen then;
+    None where that cannot be told (no figures in the message, no free-memory reading), where every memory slot fell
+    free first (a run with every slot then waits no longer, and is sure), or after `limit_s`. Others ending one by
+    one comes sooner than all of them."""
+    free = free or free_gib
+    f = oom_figures(message)
+    held = f["in_use"] if f["in_use"] is not None else f["allocated"]
+    if f["asked"] is None or held is None or limit_s <= 0:
+        return None
+    want = ROOM_FACTOR * (held + f["asked"])
+    t0 = time.monotonic()
+    pause = 0.05
+    while True:
+        now = free()
+        if now is None:
+            return None
+        if now >= want:
+            return {
+                "needed_gib": round(want, 2),
+                "free_gib": round(now, 2),
+                "waited_s": round(time.monotonic() - t0, 3),
+            }
+        if slots_held(directory) == 0 or time.monotonic() - t0 > limit_s:
+            return None
+        time.sleep(pause)  # jobs end in seconds; a reading costs a driver call
+        pause = min(1.0, pause * 2)

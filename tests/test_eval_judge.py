@@ -569,22 +569,25 @@ def test_a_second_judgement_beside_others_waits_for_room_for_what_failed(tmp_pat
     GPU's free memory is 1.25x what the failed process held plus asked for (the figures of torch's message); where
     that cannot be told, or no other evaluation holds memory, or after the wait's limit: alone (None)."""
     from pipeline import gpumemory
-    from pipeline.evaluate.harness import _room_beside_others
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # a memory-slot directory of this test's own
     monkeypatch.setattr(tempfile, "tempdir", None)
-    rep = {"reason": "reference_error: OutOfMemoryError", "error": TORCH_OOM}
+    d = judge.Judge.memory_dir_of("cuda")
+
+    def room(message, limit_s, free):
+        return gpumemory.room_beside_others(message, limit_s, d, free)
+
     need = 1.25 * (12.5 + 8.0)
     readings = iter([3.0, 10.0, need + 1])
-    with gpumemory.claimed(1, judge.Judge.memory_dir_of("cuda")):  # another evaluation's slot
-        room = _room_beside_others(rep, 600.0, free=lambda: next(readings))
-    assert room["needed_gib"] == round(need, 2) and room["free_gib"] == round(need + 1, 2)
+    with gpumemory.claimed(1, d):  # another evaluation's slot
+        seen = room(TORCH_OOM, 600.0, lambda: next(readings))
+    assert seen["needed_gib"] == round(need, 2) and seen["free_gib"] == round(need + 1, 2)
     assert next(readings, None) is None  # it read until the room was there
-    assert _room_beside_others(rep, 600.0, free=lambda: 1.0) is None  # nobody beside: alone is as soon, and sure
-    with gpumemory.claimed(1, judge.Judge.memory_dir_of("cuda")):
-        assert _room_beside_others(rep, 0.0, free=lambda: 1.0) is None  # the wait's limit
-        assert _room_beside_others({**rep, "error": "CUDA out of memory."}, 600.0, free=lambda: 1e9) is None
-        assert _room_beside_others(rep, 600.0, free=lambda: None) is None  # no reading (no GPU here)
+    assert room(TORCH_OOM, 600.0, lambda: 1.0) is None  # nobody beside: alone is as soon, and sure
+    with gpumemory.claimed(1, d):
+        assert room(TORCH_OOM, 0.0, lambda: 1.0) is None  # the wait's limit
+        assert room("CUDA out of memory.", 600.0, lambda: 1e9) is None
+        assert room(TORCH_OOM, 600.0, lambda: None) is None  # no reading (no GPU here)
 
 
 def test_tampered_artifact_is_refused_before_load(tmp_path):

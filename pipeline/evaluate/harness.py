@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pipeline.evaluate import artifacts, options
 from pipeline.evaluate.build import CompileResult, resolve_arch_list
@@ -103,6 +103,7 @@ def combine_baseline_runs(reports: list[dict[str, Any]]) -> dict[str, Any]:
                 "compile_error": (r.get("compile_error") or "")[-300:],
                 "started_at": ((r.get("timing") or {}).get("eager") or {}).get("started_at"),
                 "alone": bool(r.get("alone")),
+                "again_beside": r.get("again_beside"),
             }
             for r in reports
         ],
@@ -131,24 +132,37 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
 
     from pipeline.evaluate.judge import said_out_of_memory
     from pipeline.evaluate.runner import run_job
-    from pipeline.gpumemory import SLOTS, claimed
+    from pipeline.gpumemory import ROOM_WAIT_S, SLOTS, claimed, room_beside_others
 
     n = max(1, int(settings["baseline_runs"]))
     job = {"kind": "baseline", "task_code": task_code, "mode": mode}
 
+    def run(slots: int) -> dict[str, Any]:
+        with claimed(slots):
+            return {**run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)}
+
+    def short_of_memory(r: dict[str, Any]) -> str | None:
+        """The run's words where it ran out of GPU memory, else None."""
+        sb = r.get("sandbox") or {}
+        said = [r.get("reason"), r.get("error"), sb.get("error"), sb.get("stderr_tail")]
+        return None if _complete(r) or not said_out_of_memory(*said) else " ".join(str(t) for t in said if t)
+
     def one(_: int = 0) -> dict[str, Any]:
         # A slot of the GPU's memory, like every judgement's (Judge.memory_claim); a run out of memory beside others
-        # runs again with the GPU's memory to itself: a baseline short of memory would cost correct kernels their
-        # speedup reward.
-        with claimed(1):
-            r = run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)
-        sb = r.get("sandbox") or {}
-        if not _complete(r) and said_out_of_memory(
-            r.get("reason"), r.get("error"), sb.get("error"), sb.get("stderr_tail")
-        ):
-            with claimed(SLOTS):
-                r = {**run_job(job, settings, timeout_s=float(settings["baseline_timeout_s"]), arch_list=arch_list)}
-            r["alone"] = True
+        # runs again beside them once the GPU has room for what it needed, else (or short again) with the GPU's
+        # memory to itself: a baseline short of memory would cost correct kernels their speedup reward.
+        r = run(1)
+        words = short_of_memory(r)
+        if words is None:
+            return r
+        room = room_beside_others(words, ROOM_WAIT_S)
+        if room is not None:
+            again = run(1)
+            again["again_beside"] = room
+            if short_of_memory(again) is None:
+                return again
+        r = run(SLOTS)
+        r["alone"] = True
         return r
 
     reports = [one()]
@@ -279,6 +293,7 @@ def evaluate(
 
     # ---- the judge's reference process (the task's inputs and outputs) starts now: it runs while the solution builds
     from pipeline.evaluate.judge import Judge, judge_candidate
+    from pipeline.gpumemory import ROOM_WAIT_S, room_beside_others
 
     device = cuda_device() if s["device"] == "cuda" else "cpu"
     judge = Judge(task_code, {}, mode, s, arch, "") if device is not None else None
@@ -358,7 +373,7 @@ def evaluate(
         # alone is the failing side's own (the reference's: a task defect, reward 0; the candidate's: -1).
         first = rep.get("reason", "")
         again = None
-        room = _room_beside_others(rep, MEMORY_ROOM_WAIT_S)
+        room = room_beside_others(str(rep.get("error") or ""), ROOM_WAIT_S)
         if room is not None:
             again = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
             again.setdefault("details", {})["judged_again_beside"] = room
@@ -402,46 +417,6 @@ def _short_of_memory(rep: dict) -> bool:
         return said_out_of_memory(reason, rep.get("error"))
     beside = details.get("slots_beside")
     return bool(beside) and not rep.get("violations") and said_out_of_memory(rep.get("error"))
-
-
-MEMORY_ROOM_FACTOR = 1.25  # free GPU memory, against what the failed process needed, for a second try beside others
-# The longest wait for that room: new evaluations keep starting beside a busy GPU's, and the claim of a judgement
-# alone (the turnstile of pipeline.gpumemory) is the one that they queue behind.
-MEMORY_ROOM_WAIT_S = 60.0
-
-
-def _room_beside_others(rep: dict, limit_s: float, free: Callable[[], float | None] | None = None) -> dict | None:
-    """Waits until the GPU's free memory is MEMORY_ROOM_FACTOR x what the judgement's failed process needed (its
-    out-of-memory message: what it held plus what it asked for) and returns what was seen then; None where that
-    cannot be told (no figures in the message, no free-memory reading), where every memory slot fell free first (a
-    judgement alone then waits no longer, and is sure), or after `limit_s`."""
-    from pipeline.evaluate.judge import Judge
-    from pipeline.gpumemory import free_gib, oom_figures, slots_held
-
-    free = free or free_gib
-
-    f = oom_figures(str(rep.get("error") or ""))
-    held = f["in_use"] if f["in_use"] is not None else f["allocated"]
-    if f["asked"] is None or held is None or limit_s <= 0:
-        return None
-    want = MEMORY_ROOM_FACTOR * (held + f["asked"])
-    directory = Judge.memory_dir_of("cuda")
-    t0 = time.monotonic()
-    pause = 0.05
-    while True:
-        free = free_gib()
-        if free is None:
-            return None
-        if free >= want:
-            return {
-                "needed_gib": round(want, 2),
-                "free_gib": round(free, 2),
-                "waited_s": round(time.monotonic() - t0, 3),
-            }
-        if slots_held(directory) == 0 or time.monotonic() - t0 > limit_s:
-            return None
-        time.sleep(pause)  # other evaluations end in seconds; a reading costs a driver call
-        pause = min(1.0, pause * 2)
 
 
 def _wait_for_room(path: str, limit_s: float) -> None:
