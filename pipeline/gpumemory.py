@@ -163,16 +163,18 @@ def room_beside_others(
     message: str, limit_s: float, directory: str | None = None, free: Callable[[], float | None] | None = None
 ) -> dict | None:
     """After a process ran out of GPU memory beside other jobs: waits until the GPU's free memory is ROOM_FACTOR x
-    what it needed (its out-of-memory `message`: what it held plus what it asked for) and returns what was seen then;
-    None where that cannot be told (no figures in the message, no free-memory reading), where every memory slot fell
-    free first (a run with every slot then waits no longer, and is sure), or after `limit_s`. Others ending one by
-    one comes sooner than all of them."""
+    what it needed (its out-of-memory `message`: what it held plus what it asked for) and returns what was seen then.
+    None where that cannot be told (no figures in the message, no free-memory reading) or cannot come (more than the
+    GPU's capacity), where every memory slot fell free first (a run with every slot then waits no longer, and is
+    sure), or after `limit_s`. Others ending one by one comes sooner than all of them."""
     free = free or free_gib
     f = oom_figures(message)
     held = f["in_use"] if f["in_use"] is not None else f["allocated"]
     if f["asked"] is None or held is None or limit_s <= 0:
         return None
     want = ROOM_FACTOR * (held + f["asked"])
+    if f["total"] and want > f["total"]:
+        return None  # more than the GPU has: no room comes beside anyone
     t0 = time.monotonic()
     pause = 0.05
     while True:

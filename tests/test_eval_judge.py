@@ -588,6 +588,8 @@ def test_a_second_judgement_beside_others_waits_for_room_for_what_failed(tmp_pat
         assert room(TORCH_OOM, 0.0, lambda: 1.0) is None  # the wait's limit
         assert room("CUDA out of memory.", 600.0, lambda: 1e9) is None
         assert room(TORCH_OOM, 600.0, lambda: None) is None  # no reading (no GPU here)
+        huge = TORCH_OOM.replace("Tried to allocate 8.00 GiB", "Tried to allocate 80.00 GiB")
+        assert room(huge, 600.0, lambda: 1e9) is None  # more than the GPU's 79.19 GiB: only alone can tell
 
 
 def test_tampered_artifact_is_refused_before_load(tmp_path):
