@@ -143,6 +143,93 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 
+# A stale-output cheat that knows when it is caught: it is sent `keep` for a checked call. It then feigns running out
+# of GPU memory (`at` "timed": on the next timed call; "keep": at the keep itself), which beside other evaluations
+# would buy it a second judgement with fresh checks.
+CAUGHT_THEN_OOM = """
+        import sys
+        import torch
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_timed, real_keep = drv.op_timed, drv.op_keep
+        memo = {}
+        def oom():
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                "capacity of 79.19 GiB of which 1.00 GiB is free. Including non-PyTorch memory, this process has "
+                "3.00 GiB memory in use. Of the allocated memory 2.50 GiB is allocated by PyTorch")
+        def timed(self, msg):
+            if memo.get("caught"):
+                oom()
+            if "out" in memo and not msg.get("warm"):
+                self.held = memo["out"]
+                from pipeline.evaluate import tensorio
+                memo["stale"] = True
+                return {"t": 0.001, "ts": 0.001, "digest": tensorio.digest(self.held)}
+            rep = real_timed(self, msg)
+            if self.held is not None:
+                memo["out"] = self.held
+            return rep
+        def keep(self, msg):
+            if memo.get("stale"):
+                memo["caught"] = True
+                if AT == "keep":
+                    oom()
+            return real_keep(self, msg)
+        drv.op_timed, drv.op_keep = timed, keep
+"""
+
+
+@pytest.mark.parametrize("at", ["timed", "keep"])
+def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_path, monkeypatch, at):
+    """Beside other evaluations (a memory slot held here), a candidate out of GPU memory is judged again; one that
+    learned at a `keep` that a stale output of its own is checked cannot buy that by failing next: its kept outputs
+    are saved and checked at once (caught: -1, result_caching), or, where the keep itself failed, nothing is judged
+    again. An honest candidate truly out of memory after its keeps still gets its second judgement (its kept
+    outputs check out)."""
+    import threading
+
+    from pipeline import gpumemory
+    from pipeline.evaluate.harness import _short_of_memory
+
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 100, "timing_precision": 0.0, "clock_slack_ms": 1e6}
+    # Another evaluation's memory slot, held until a judgement alone asks for every slot (so that a second judgement,
+    # were one made, would not wait for this test forever) or the evaluation ends.
+    asked_alone, release, held = [], threading.Event(), threading.Event()
+    claim = judge.Judge.memory_claim
+
+    def memory_claim(self):
+        if self.alone:
+            asked_alone.append(True)
+            release.set()
+        return claim(self)
+
+    monkeypatch.setattr(judge.Judge, "memory_claim", memory_claim)
+
+    def other():
+        with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
+            held.set()
+            release.wait()
+
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    held.wait()
+    try:
+        res = _eval(tmp_path, HONEST, prefix=CAUGHT_THEN_OOM.replace("AT", repr(at)), **many)
+    finally:
+        release.set()
+        t.join()
+    assert not asked_alone, ("judged again alone", res.details.get("judged_again_after"))
+    assert res.details["slots_beside"] == 1  # the first judgement's failure was beside another evaluation
+    assert res.reward == -1 and "judged_again_after" not in res.details, (res.reason, res.details)
+    if at == "timed":
+        assert "result_caching" in res.violations and res.reason.startswith("timed_output_mismatch"), res.reason
+    else:
+        assert res.details["checks_unverified"] >= 1 and res.reason.startswith("runtime_error (timing)")
+    # the decision on an honest run out of memory after its keeps: the kept outputs matched, so judged again
+    honest = {"reason": "runtime_error (timing)", "error": "torch.OutOfMemoryError: CUDA out of memory"}
+    assert _short_of_memory({**honest, "details": {"slots_beside": 1, "timed_outputs_checked": 3}})
+    assert not _short_of_memory({**honest, "details": {"slots_beside": 1, "checks_unverified": 2}})
+
+
 def test_checked_positions_are_spread_in_log_position():
     """Drawn with the judge's secret generator: distinct, within 1..n, as many early as the run's length allows."""
     import random

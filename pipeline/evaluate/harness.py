@@ -411,7 +411,7 @@ def _short_of_memory(rep: dict) -> bool:
 
     reason = str(rep.get("reason") or "")
     details = rep.get("details") or {}
-    if rep.get("correct") or details.get("judged_alone"):
+    if rep.get("correct") or details.get("judged_alone") or details.get("checks_unverified"):
         return False
     if reason.startswith("reference_error"):
         return said_out_of_memory(reason, rep.get("error"))
@@ -449,7 +449,10 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "timed_outputs_checked",
         "timed_leaves_checked",
         "judged_again_after",
+        "judged_again_beside",
         "judged_alone",
+        "slots_beside",
+        "checks_unverified",
         "io_budget",
         "own_inputs",
     ):

@@ -1095,16 +1095,26 @@ class Judge:
         finally:
             self.gpu_wait(self.gpu.downgrade())
             self.end_calibrator()
-        if ok and getattr(self, "_checked", None):
-            # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
-            k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
-            if k is None or not k.get("ok"):
-                self.fail(
-                    f"{self.failed_call(k or {})} (timing)",
-                    f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
-                )
-                return False
-        return ok
+        sent = getattr(self, "_keeps_sent", 0)
+        if not sent:
+            return ok
+        # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
+        k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
+        saved = k is not None and bool(k.get("ok"))
+        if ok and not saved:
+            self.fail(
+                f"{self.failed_call(k or {})} (timing)",
+                f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
+            )
+        if not (ok and saved):
+            # The candidate knew which of its outputs are checked (it was sent `keep`s): a run that fails after that
+            # (a stale output it knows will be caught, then "out of memory") earns no second judgement unless those
+            # outputs are shown right here; one that cannot be shown (a keep or the save failed) stays its own.
+            if saved and sent == len(self._checked):
+                self.verify_timed_outputs()
+            else:
+                self.rep["details"]["checks_unverified"] = sent
+        return ok and saved
 
     def _timed_calls(self, cand, calibrator, calib, t_call, meta) -> bool:
         s = self.s
@@ -1150,6 +1160,7 @@ class Judge:
         # (call 0 is discarded from the timing: a check there would guard nothing that counts)
         check_at = {i: pool.pop() for i in sorted(check_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
+        self._checked, self._keeps_sent = checked, 0  # as far as it got, should the run fail (timing)
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
         precision = float(s["timing_precision"])
@@ -1173,6 +1184,7 @@ class Judge:
                 # with a seed the candidate never sees).
                 ref = self._check_refs.get(name)
                 picks = tensorio.check_picks(ref, int(s["check_leaves"])) if ref else None
+                self._keeps_sent += 1
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
                     self.fail(
@@ -1247,7 +1259,6 @@ class Judge:
         by_wall = fig.get("median_wall_ms", 0.0) - fig.get("overhead_ms", 0.0)
         self.rep["solution_ms"] = max(dev_ms, by_wall)
         self.rep["timing"]["solution_ms_from"] = "reported" if dev_ms >= by_wall else "wall_clock"
-        self._checked = checked
         sync_ms = statistics.median(self._null_gaps) if self._null_gaps else 0.0
         self.rep["timing"]["sync_gap_ms"] = round(sync_ms, 5)
         why = off_stream(dev_ms, stream_ms, sync_ms, float(s["offstream_ratio"]), float(s["offstream_min_ms"]))
