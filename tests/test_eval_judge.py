@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import gpumemory
 from pipeline.evaluate import artifacts, judge
 from pipeline.evaluate.build import CompileResult
-from pipeline.evaluate.harness import evaluate
+from pipeline.evaluate.harness import _no_room, evaluate
 
 TASK = textwrap.dedent("""
     import torch
@@ -143,6 +144,38 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 
+def _beside_another(monkeypatch, run):
+    """run() while another evaluation holds a memory slot; the slot goes when a judgement alone asks for every slot
+    (so that a second judgement, were one made, would not wait for this test forever) or run() ends. Returns run()'s
+    result and whether a judgement alone was asked for."""
+    import threading
+
+    asked_alone, release, held = [], threading.Event(), threading.Event()
+    claim = judge.Judge.memory_claim
+
+    def memory_claim(self):
+        if self.alone:
+            asked_alone.append(True)
+            release.set()
+        return claim(self)
+
+    monkeypatch.setattr(judge.Judge, "memory_claim", memory_claim)
+
+    def other():
+        with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
+            held.set()
+            release.wait()
+
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    held.wait()
+    try:
+        return run(), bool(asked_alone)
+    finally:
+        release.set()
+        t.join()
+
+
 # A stale-output cheat that knows when it is caught: it is sent `keep` for a checked call. It then feigns running out
 # of GPU memory (`at` "timed": on the next timed call; "keep": at the keep itself), which beside other evaluations
 # would buy it a second judgement with fresh checks.
@@ -185,38 +218,11 @@ def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_p
     are saved and checked at once (caught: -1, result_caching), or, where the keep itself failed, nothing is judged
     again. An honest candidate truly out of memory after its keeps still gets its second judgement (its kept
     outputs check out)."""
-    import threading
-
-    from pipeline import gpumemory
     from pipeline.evaluate.harness import _short_of_memory
 
     many = {"timing_min_ms": 1e6, "timing_max_trials": 100, "timing_precision": 0.0, "clock_slack_ms": 1e6}
-    # Another evaluation's memory slot, held until a judgement alone asks for every slot (so that a second judgement,
-    # were one made, would not wait for this test forever) or the evaluation ends.
-    asked_alone, release, held = [], threading.Event(), threading.Event()
-    claim = judge.Judge.memory_claim
-
-    def memory_claim(self):
-        if self.alone:
-            asked_alone.append(True)
-            release.set()
-        return claim(self)
-
-    monkeypatch.setattr(judge.Judge, "memory_claim", memory_claim)
-
-    def other():
-        with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
-            held.set()
-            release.wait()
-
-    t = threading.Thread(target=other, daemon=True)
-    t.start()
-    held.wait()
-    try:
-        res = _eval(tmp_path, HONEST, prefix=CAUGHT_THEN_OOM.replace("AT", repr(at)), **many)
-    finally:
-        release.set()
-        t.join()
+    prefix = CAUGHT_THEN_OOM.replace("AT", repr(at))
+    res, asked_alone = _beside_another(monkeypatch, lambda: _eval(tmp_path, HONEST, prefix=prefix, **many))
     assert not asked_alone, ("judged again alone", res.details.get("judged_again_after"))
     assert res.details["slots_beside"] == 1  # the first judgement's failure was beside another evaluation
     assert res.reward == -1 and "judged_again_after" not in res.details, (res.reason, res.details)
@@ -226,8 +232,84 @@ def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_p
         assert res.details["checks_unverified"] >= 1 and res.reason.startswith("runtime_error (timing)")
     # the decision on an honest run out of memory after its keeps: the kept outputs matched, so judged again
     honest = {"reason": "runtime_error (timing)", "error": "torch.OutOfMemoryError: CUDA out of memory"}
-    assert _short_of_memory({**honest, "details": {"slots_beside": 1, "timed_outputs_checked": 3}})
-    assert not _short_of_memory({**honest, "details": {"slots_beside": 1, "checks_unverified": 2}})
+    said = {"slots_beside": 1, "failed_out_of_memory": True}
+    assert _short_of_memory({**honest, "details": {**said, "timed_outputs_checked": 3}})
+    assert not _short_of_memory({**honest, "details": {**said, "checks_unverified": 2}})
+    # nor a full disk it claims once it knows (it can fill the disk itself)
+    full = {"reason": "host_error: no space left for the output (timing)", "error": "", "details": {}}
+    assert _no_room(full) and not _no_room({**full, "details": {"checks_unverified": 1}})
+
+
+# Wrong in a trial (a gamble lost); it learns so when `finish` comes instead of the determinism repeat (`..._b`) or
+# the next trial, then dies with torch's out-of-memory words on stderr.
+WRONG_THEN_CRASH_AT_FINISH = """
+        import os, sys
+        import torch
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_call = drv.op_call
+        seen = []
+        def call(self, msg):
+            seen.append(msg["out"])
+            if msg["out"] == WRONG + "_a":
+                from pipeline.evaluate import tensorio
+                args = tensorio.make_inputs(self.task, int(msg["seed"]), self.dev, str(msg.get("variant", "base")))
+                tensorio.save(torch.zeros_like(args[0]), os.path.join(self.out_dir, WRONG + "_a.pt"))
+                return {"ok": True}
+            return real_call(self, msg)
+        def finish(self, msg):
+            if seen and seen[-1].endswith("_a"):  # no repeat came: judged wrong
+                os.write(2, b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+                os._exit(1)
+            return {"violations": [], "warnings": []}
+        drv.op_call, drv.op_finish = call, finish
+"""
+
+
+@pytest.mark.parametrize("wrong", ["cor_0", "post_0"])
+def test_a_wrong_output_then_a_crash_keeps_its_verdict(tmp_path, monkeypatch, wrong):
+    """Judged wrong in a trial (or a post-timing trial), the candidate crashes at `finish` with out-of-memory words
+    beside another evaluation: the first failure stays the verdict's reason, and it is not judged again."""
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 60, "timing_precision": 0.0, "clock_slack_ms": 1e6}
+    prefix = WRONG_THEN_CRASH_AT_FINISH.replace("WRONG", repr(wrong))
+    mode = "verify" if wrong == "cor_0" else "full"
+    res, asked_alone = _beside_another(monkeypatch, lambda: _eval(tmp_path, HONEST, mode=mode, prefix=prefix, **many))
+    assert not asked_alone and "judged_again_after" not in res.details, (res.reason, res.details)
+    assert res.reward == -1 and "output_mismatch" in res.reason, res.reason
+    assert res.details["crash_after"].startswith("crash:") and res.details["slots_beside"] == 1
+
+
+def test_others_beside_are_counted_when_the_candidate_fails(tmp_path, monkeypatch):
+    """An honest candidate out of memory beside another evaluation that ends right after the failure, before the
+    judgement is over (the candidate's exit takes seconds on a GPU): still judged again, since the memory slots
+    others held are read when the failure happens too."""
+    import threading
+
+    code = HONEST.replace(
+        "return torch.softmax(x, dim=-1)",
+        "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB.')",
+    )
+    release, held = threading.Event(), threading.Event()
+    fail = judge.Judge.fail
+
+    def failed(self, reason, error=""):
+        out = fail(self, reason, error)
+        release.set()  # the other evaluation ends right after this one's failure
+        t.join()
+        return out
+
+    monkeypatch.setattr(judge.Judge, "fail", failed)
+
+    def other():
+        with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
+            held.set()
+            release.wait()
+
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    held.wait()
+    res = _eval(tmp_path, code, mode="verify")
+    assert res.details["judged_again_after"].startswith("runtime_error"), res.details
+    assert res.reward == -1 and res.details["judged_alone"] is True  # out of memory alone: its own
 
 
 def test_checked_positions_are_spread_in_log_position():
@@ -620,13 +702,17 @@ def test_a_candidate_out_of_memory_is_judged_again_only_beside_others(tmp_path):
     assert res.reward == -1 and not res.task_defect and res.reason.startswith("runtime_error"), res.reason
     assert "judged_alone" not in res.details and "judged_again_after" not in res.details
     # the decision, on the reports such judgements make
+    # (`failed_out_of_memory`: the judge's record of whether the judgement's first failure said so, Judge.fail)
     oom = {"reason": "runtime_error (trial 0)", "error": "torch.OutOfMemoryError: CUDA out of memory", "details": {}}
-    assert not _short_of_memory({**oom, "details": {"slots_beside": 0}})
-    assert _short_of_memory({**oom, "details": {"slots_beside": 3}})
-    assert not _short_of_memory({**oom, "details": {"slots_beside": 3, "judged_alone": True}})
-    assert not _short_of_memory({**oom, "violations": ["io_access"], "details": {"slots_beside": 3}})
-    cublas = {**oom, "error": "RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"}
-    assert _short_of_memory({**cublas, "details": {"slots_beside": 1}})
+    said = {"failed_out_of_memory": True}
+    assert not _short_of_memory({**oom, "details": {**said, "slots_beside": 0}})
+    assert _short_of_memory({**oom, "details": {**said, "slots_beside": 3}})
+    assert not _short_of_memory({**oom, "details": {**said, "slots_beside": 3, "judged_alone": True}})
+    assert not _short_of_memory({**oom, "violations": ["io_access"], "details": {**said, "slots_beside": 3}})
+    # the words came after another failure (the first was not out of memory): not judged again
+    assert not _short_of_memory({**oom, "details": {"slots_beside": 3, "failed_out_of_memory": False}})
+    cublas = "RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"
+    assert judge.said_out_of_memory("runtime_error (trial 0)", cublas)
     assert _short_of_memory({"reason": "reference_error: OutOfMemoryError", "error": "", "details": {}})
     assert not _short_of_memory({"reason": "reference_error: OSError", "error": "No space left", "details": {}})
     assert not _short_of_memory({"reason": "reference_error: process timeout", "error": "", "details": {}})
@@ -655,8 +741,6 @@ def test_a_second_judgement_beside_others_waits_for_room_for_what_failed(tmp_pat
     """After an out-of-memory failure beside other evaluations, the judgement is tried again beside them once the
     GPU's free memory is 1.25x what the failed process held plus asked for (the figures of torch's message); where
     that cannot be told, or no other evaluation holds memory, or after the wait's limit: alone (None)."""
-    from pipeline import gpumemory
-
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # a memory-slot directory of this test's own
     monkeypatch.setattr(tempfile, "tempdir", None)
     d = judge.Judge.memory_dir_of("cuda")

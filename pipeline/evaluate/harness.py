@@ -399,7 +399,11 @@ NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at
 
 
 def _no_room(rep: dict) -> bool:
+    """A full file system stopped the judgement (not after the candidate learned which outputs are checked: it can
+    fill the disk itself, `checks_unverified`)."""
     reason = str(rep.get("reason") or "")
+    if (rep.get("details") or {}).get("checks_unverified"):
+        return False
     return reason.startswith("host_error") or reason.startswith("reference_error: NoRoom")
 
 
@@ -415,8 +419,10 @@ def _short_of_memory(rep: dict) -> bool:
         return False
     if reason.startswith("reference_error"):
         return said_out_of_memory(reason, rep.get("error"))
+    # the judge's record of the judgement's first failure (Judge.fail): what fails after it, a candidate may have
+    # caused knowing the verdict (a wrong output, then "out of memory" at `finish`)
     beside = details.get("slots_beside")
-    return bool(beside) and not rep.get("violations") and said_out_of_memory(rep.get("error"))
+    return bool(beside) and not rep.get("violations") and bool(details.get("failed_out_of_memory"))
 
 
 def _wait_for_room(path: str, limit_s: float) -> None:
@@ -453,6 +459,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "judged_alone",
         "slots_beside",
         "checks_unverified",
+        "crash_after",
         "io_budget",
         "own_inputs",
     ):

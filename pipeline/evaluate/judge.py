@@ -495,11 +495,24 @@ class Judge:
         self.rep["details"].setdefault("violation_details", []).append(f"{name}: {detail}"[:300])
 
     def fail(self, reason: str, error: str = "") -> dict:
+        """The judgement's failure: the first one decides (its reason and error stay; what fails after it, the
+        candidate may have caused knowing the verdict). What a second judgement reads is recorded as it happens:
+        whether that failure said the GPU's memory ran out, and how many memory slots others held then (harness)."""
         self.rep["correct"] = False
-        self.rep["reason"] = self.rep.get("reason") or reason
+        if self.rep.get("reason"):
+            return self.rep
+        self.rep["reason"] = reason
         if error:
             self.rep["error"] = error[-3000:]
+        cand = getattr(self, "_cand", None)
+        self._failed_no_reply = cand is not None and cand.gave_up  # the process's end is this failure's account
+        self.rep["details"]["failed_out_of_memory"] = said_out_of_memory(reason, error)
+        self.rep["details"]["slots_beside"] = self.slots_beside()
         return self.rep
+
+    def slots_beside(self) -> int:
+        """Memory slots other jobs hold now (this judgement's own taken off)."""
+        return max(0, slots_held(self.memory_dir()) - (SLOTS if self.alone else 1))
 
     # steps -------------------------------------------------------------
     def plan_inputs(self) -> tuple[list[dict], list[str], list[str]]:
@@ -827,14 +840,18 @@ class Judge:
             self.end_candidate(cand)  # where drive() did not (it returned before taking the lock)
         self.rep["waiting_for"] = cand.waiting_for
         if cand.gave_up:
-            # It stopped answering: died (segfault, abort, its own exit) or hung (killed by us, or by the jail).
+            # It stopped answering: died (segfault, abort, its own exit) or hung (killed by us, or by the jail). After
+            # an earlier failure (a wrong output, then a crash at `finish`) that failure stays the verdict's reason.
             why = self.rep["sandbox"].get("reason") or "no_reply"
             why = "timeout" if why == "killed" else why
-            self.rep["correct"] = False
-            self.rep["reason"] = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
-            self.rep["error"] = (
-                self.rep.get("error") or self.rep["sandbox"].get("error") or self.rep["sandbox"].get("stderr_tail", "")
-            )[-3000:]
+            crash = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
+            if self.rep.get("reason") and not getattr(self, "_failed_no_reply", False):
+                self.rep["correct"] = False
+                self.rep["details"]["crash_after"] = crash
+            else:  # the crash is the failure (its no-reply recorded first): told as the crash it was
+                sb = self.rep["sandbox"]
+                self.rep["reason"] = ""
+                self.fail(crash, self.rep.get("error") or sb.get("error") or sb.get("stderr_tail", ""))
         for v in self.rep["sandbox"].get("violations") or []:
             name = {
                 "process_blocked": "threads_or_processes",
@@ -845,9 +862,11 @@ class Judge:
         if self.rep.get("stage") == "profiled":
             self.verify_timed_outputs()
         if not self.rep.get("correct"):
-            # memory slots others held as it failed (a candidate out of memory is judged again alone only beside
-            # others: alone, the failure is its own)
-            self.rep["details"]["slots_beside"] = max(0, slots_held(self.memory_dir()) - (SLOTS if self.alone else 1))
+            # memory slots others held as it failed, or now (a candidate out of memory is judged again only beside
+            # others: alone, the failure is its own); at the failure too, since the job that took the memory may end
+            # while the candidate exits
+            at_failure = self.rep["details"].get("slots_beside") or 0
+            self.rep["details"]["slots_beside"] = max(at_failure, self.slots_beside())
         self.phase("done")
         return self.rep
 
@@ -877,6 +896,7 @@ class Judge:
     ) -> None:
         s = self.s
         t_call = float(s["call_timeout_s"])
+        self._cand = cand
         hello = cand.recv(float(s["start_timeout_s"]))
         if hello is None:
             cand.gave_up = True
@@ -885,7 +905,6 @@ class Judge:
         # The GPU's lock (pipeline.gpulock), held from here by this trusted process (released when it dies): shared
         # for untimed work, exclusive for the timed calls.
         self.gpu = GpuLock(self.s.get("gpu_lock") if self.s["device"] != "cpu" else None)
-        self._cand = cand
         try:
             self.gpu_wait(self.gpu.shared())
             self._drive(cand, refs, cor, post, meta, init_seed, t_call)
@@ -1039,10 +1058,7 @@ class Judge:
         for k, name in enumerate(post):
             cmp = self.check_call(cand, name, refs[name], f"post-timing {k}", sentinel=False, meta=meta)
             if not cmp["ok"]:
-                self.rep["correct"] = False
-                self.rep["reason"] = "post_timing_" + cmp["reason"]
-                if cmp.get("error"):
-                    self.rep["error"] = cmp["error"]
+                self.fail("post_timing_" + cmp["reason"], cmp.get("error", ""))
                 break
         self.finish(cand)
         self.phase("profiled")
