@@ -235,6 +235,16 @@ def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_p
     said = {"slots_beside": 1, "failed_out_of_memory": True}
     assert _short_of_memory({**honest, "details": {**said, "timed_outputs_checked": 3}})
     assert not _short_of_memory({**honest, "details": {**said, "checks_unverified": 2}})
+    # a second judgement's figure is never below the first's where the first's timed run was over (a re-roll)
+    from pipeline.evaluate.harness import _timing_floor
+
+    second = {"solution_ms": 0.8, "details": {}}
+    _timing_floor(second, 1.0)
+    assert second["solution_ms"] == 1.0 and second["details"]["timing_floor_from"] == "first judgement"
+    slower = {"solution_ms": 1.2, "details": {}}
+    _timing_floor(slower, 1.0)
+    _timing_floor(second := {"solution_ms": 0.8, "details": {}}, None)  # the first never finished its timing
+    assert slower["solution_ms"] == 1.2 and second["solution_ms"] == 0.8 and not second["details"]
     # nor a full disk it claims once it knows (it can fill the disk itself)
     full = {"reason": "host_error: no space left for the output (timing)", "error": "", "details": {}}
     assert _no_room(full) and not _no_room({**full, "details": {"checks_unverified": 1}})
@@ -278,16 +288,48 @@ def test_a_wrong_output_then_a_crash_keeps_its_verdict(tmp_path, monkeypatch, wr
     assert res.details["crash_after"].startswith("crash:") and res.details["slots_beside"] == 1
 
 
-def test_others_beside_are_counted_when_the_candidate_fails(tmp_path, monkeypatch):
+# Honest outputs throughout; out of GPU memory (truly, say) on the first timed call after its first `keep`.
+HONEST_OOM_AFTER_KEEP = """
+        import sys
+        import torch
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_timed, real_keep = drv.op_timed, drv.op_keep
+        memo = {}
+        def timed(self, msg):
+            if memo.get("kept") and not msg.get("warm"):
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+            return real_timed(self, msg)
+        def keep(self, msg):
+            memo["kept"] = True
+            return real_keep(self, msg)
+        drv.op_timed, drv.op_keep = timed, keep
+"""
+
+
+def test_an_honest_candidate_out_of_memory_after_its_keeps_is_judged_again(tmp_path, monkeypatch):
+    """Beside another evaluation, an honest candidate out of memory on a timed call after a `keep`: its kept outputs
+    are saved and check out, so it is judged again (here alone, on the CPU; out of memory there too: its own, -1)."""
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 100, "timing_precision": 0.0, "clock_slack_ms": 1e6}
+    run = lambda: _eval(tmp_path, HONEST, prefix=HONEST_OOM_AFTER_KEEP, **many)  # noqa: E731
+    res, asked_alone = _beside_another(monkeypatch, run)
+    assert asked_alone and res.details["judged_again_after"].startswith("runtime_error (timing)"), res.details
+    assert res.violations == [] and "checks_unverified" not in res.details and res.details["judged_alone"] is True
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_others_beside_are_counted_when_the_candidate_fails(tmp_path, monkeypatch, how):
     """An honest candidate out of memory beside another evaluation that ends right after the failure, before the
     judgement is over (the candidate's exit takes seconds on a GPU): still judged again, since the memory slots
-    others held are read when the failure happens too."""
+    others held are read when the failure happens too; also where the process dies with the words on stderr (its
+    no-reply is the failure, told as the crash it was)."""
     import threading
 
-    code = HONEST.replace(
-        "return torch.softmax(x, dim=-1)",
-        "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB.')",
-    )
+    words = "CUDA out of memory. Tried to allocate 2.00 GiB."
+    failure = {
+        "raises": f"raise torch.OutOfMemoryError({words!r})",
+        "dies": f"__import__('os').write(2, b'torch.OutOfMemoryError: {words}'); __import__('os')._exit(1)",
+    }[how]
+    code = HONEST.replace("return torch.softmax(x, dim=-1)", failure)
     release, held = threading.Event(), threading.Event()
     fail = judge.Judge.fail
 
@@ -308,7 +350,8 @@ def test_others_beside_are_counted_when_the_candidate_fails(tmp_path, monkeypatc
     t.start()
     held.wait()
     res = _eval(tmp_path, code, mode="verify")
-    assert res.details["judged_again_after"].startswith("runtime_error"), res.details
+    first = res.details["judged_again_after"]
+    assert first.startswith("runtime_error" if how == "raises" else "crash:"), res.details
     assert res.reward == -1 and res.details["judged_alone"] is True  # out of memory alone: its own
 
 
@@ -756,7 +799,8 @@ def test_a_second_judgement_beside_others_waits_for_room_for_what_failed(tmp_pat
     assert next(readings, None) is None  # it read until the room was there
     assert room(TORCH_OOM, 600.0, lambda: 1.0) is None  # nobody beside: alone is as soon, and sure
     with gpumemory.claimed(1, d):
-        assert room(TORCH_OOM, 0.0, lambda: 1.0) is None  # the wait's limit
+        assert room(TORCH_OOM, 0.0, lambda: 1.0) is None  # no wait at all
+        assert room(TORCH_OOM, 0.2, lambda: 1.0) is None  # the wait's limit, reached with no room
         assert room("CUDA out of memory.", 600.0, lambda: 1e9) is None
         assert room(TORCH_OOM, 600.0, lambda: None) is None  # no reading (no GPU here)
         huge = TORCH_OOM.replace("Tried to allocate 8.00 GiB", "Tried to allocate 80.00 GiB")

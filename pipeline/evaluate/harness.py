@@ -163,6 +163,8 @@ def measure_baselines(task_code: str, settings: dict[str, Any], arch_list: str, 
                 return again
         r = run(SLOTS)
         r["alone"] = True
+        if room is not None:
+            r["again_beside"] = {**room, "short_again": True}
         return r
 
     reports = [one()]
@@ -372,8 +374,10 @@ def evaluate(
         # than all of them); short of memory again, or no room in sight, with the GPU's memory to itself. A failure
         # alone is the failing side's own (the reference's: a task defect, reward 0; the candidate's: -1).
         first = rep.get("reason", "")
+        first_ms = rep.get("solution_ms")
         again = None
-        room = room_beside_others(str(rep.get("error") or ""), ROOM_WAIT_S)
+        # (device "cpu": the protocol on the host, no GPU memory to wait for)
+        room = room_beside_others(str(rep.get("error") or ""), ROOM_WAIT_S) if s["device"] != "cpu" else None
         if room is not None:
             again = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
             again.setdefault("details", {})["judged_again_beside"] = room
@@ -387,6 +391,7 @@ def evaluate(
         else:
             rep = again
         rep.setdefault("details", {})["judged_again_after"] = first
+        _timing_floor(rep, first_ms)
     # An incorrect candidate's verdict does not wait for the baselines (they finish and are cached in the background).
     base: dict[str, Any] = baselines.result() if baselines is not None and rep.get("correct") else {}
     res.eager_ms, res.compile_ms = base.get("eager_ms"), base.get("compile_ms")
@@ -396,6 +401,16 @@ def evaluate(
 
 NO_ROOM_WAIT_S = 120.0  # the longest a judgement that ran out of disk waits for room before its second try
 NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at the failure
+
+
+def _timing_floor(rep: dict, first_ms: float | None) -> None:
+    """A second judgement's figure is never below the first's where the first's timed run was over before it failed:
+    a candidate that disliked its times could feign running out of memory (in a post-timing trial, at `finish`) for
+    a fresh run."""
+    ms = rep.get("solution_ms")
+    if first_ms is not None and ms is not None and ms < first_ms:
+        rep["solution_ms"] = first_ms
+        rep.setdefault("details", {})["timing_floor_from"] = "first judgement"
 
 
 def _no_room(rep: dict) -> bool:
@@ -459,7 +474,10 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "judged_alone",
         "slots_beside",
         "checks_unverified",
+        "failed_out_of_memory",
         "crash_after",
+        "crash_error",
+        "timing_floor_from",
         "io_budget",
         "own_inputs",
     ):

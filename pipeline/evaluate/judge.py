@@ -848,10 +848,14 @@ class Judge:
             if self.rep.get("reason") and not getattr(self, "_failed_no_reply", False):
                 self.rep["correct"] = False
                 self.rep["details"]["crash_after"] = crash
+                sb = self.rep["sandbox"]
+                self.rep["details"]["crash_error"] = str(sb.get("error") or sb.get("stderr_tail") or "")[-1000:]
             else:  # the crash is the failure (its no-reply recorded first): told as the crash it was
                 sb = self.rep["sandbox"]
+                at_failure = self.rep["details"].get("slots_beside") or 0  # read as it stopped answering
                 self.rep["reason"] = ""
                 self.fail(crash, self.rep.get("error") or sb.get("error") or sb.get("stderr_tail", ""))
+                self.rep["details"]["slots_beside"] = max(at_failure, self.rep["details"]["slots_beside"])
         for v in self.rep["sandbox"].get("violations") or []:
             name = {
                 "process_blocked": "threads_or_processes",
