@@ -7,10 +7,12 @@ The GPU twin of these tests (native code, CUDA timing) is tests/test_eval_gpu.py
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -144,22 +146,11 @@ def test_timing_stops_once_the_median_is_known_and_checks_its_last_call(tmp_path
     assert "result_caching" in res.violations and res.reward == -1 and "timed_output_mismatch" in res.reason
 
 
-def _beside_another(monkeypatch, run):
-    """run() while another evaluation holds a memory slot; the slot goes when a judgement alone asks for every slot
-    (so that a second judgement, were one made, would not wait for this test forever) or run() ends. Returns run()'s
-    result and whether a judgement alone was asked for."""
-    import threading
-
-    asked_alone, release, held = [], threading.Event(), threading.Event()
-    claim = judge.Judge.memory_claim
-
-    def memory_claim(self):
-        if self.alone:
-            asked_alone.append(True)
-            release.set()
-        return claim(self)
-
-    monkeypatch.setattr(judge.Judge, "memory_claim", memory_claim)
+@contextlib.contextmanager
+def _another_evaluation(release: threading.Event):
+    """Another evaluation's GPU memory slot, held from entry until `release` is set (at the block's end at the
+    latest); yields its thread, which ends once the slot is given back."""
+    held = threading.Event()
 
     def other():
         with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
@@ -170,10 +161,28 @@ def _beside_another(monkeypatch, run):
     t.start()
     held.wait()
     try:
-        return run(), bool(asked_alone)
+        yield t
     finally:
         release.set()
         t.join()
+
+
+def _beside_another(monkeypatch, run):
+    """run() while another evaluation holds a memory slot; the slot goes when a judgement alone asks for every slot
+    (so that a second judgement, were one made, would not wait for this test forever) or run() ends. Returns run()'s
+    result and whether a judgement alone was asked for."""
+    asked_alone, release = [], threading.Event()
+    claim = judge.Judge.memory_claim
+
+    def memory_claim(self):
+        if self.alone:
+            asked_alone.append(True)
+            release.set()
+        return claim(self)
+
+    monkeypatch.setattr(judge.Judge, "memory_claim", memory_claim)
+    with _another_evaluation(release):
+        return run(), bool(asked_alone)
 
 
 # A stale-output cheat that knows when it is caught: it is sent `keep` for a checked call. It then feigns running out
@@ -322,34 +331,25 @@ def test_others_beside_are_counted_when_the_candidate_fails(tmp_path, monkeypatc
     judgement is over (the candidate's exit takes seconds on a GPU): still judged again, since the memory slots
     others held are read when the failure happens too; also where the process dies with the words on stderr (its
     no-reply is the failure, told as the crash it was)."""
-    import threading
-
     words = "CUDA out of memory. Tried to allocate 2.00 GiB."
     failure = {
         "raises": f"raise torch.OutOfMemoryError({words!r})",
         "dies": f"__import__('os').write(2, b'torch.OutOfMemoryError: {words}'); __import__('os')._exit(1)",
     }[how]
     code = HONEST.replace("return torch.softmax(x, dim=-1)", failure)
-    release, held = threading.Event(), threading.Event()
+    release, other = threading.Event(), []
     fail = judge.Judge.fail
 
     def failed(self, reason, error=""):
         out = fail(self, reason, error)
         release.set()  # the other evaluation ends right after this one's failure
-        t.join()
+        other[0].join()
         return out
 
     monkeypatch.setattr(judge.Judge, "fail", failed)
-
-    def other():
-        with gpumemory.claimed(1, judge.Judge.memory_dir_of("cpu")):
-            held.set()
-            release.wait()
-
-    t = threading.Thread(target=other, daemon=True)
-    t.start()
-    held.wait()
-    res = _eval(tmp_path, code, mode="verify")
+    with _another_evaluation(release) as t:
+        other.append(t)
+        res = _eval(tmp_path, code, mode="verify")
     first = res.details["judged_again_after"]
     assert first.startswith("runtime_error" if how == "raises" else "crash:"), res.details
     assert res.reward == -1 and res.details["judged_alone"] is True  # out of memory alone: its own
@@ -1188,8 +1188,6 @@ def test_a_waiting_timing_gets_the_gpu_lock_while_the_judge_works_and_the_candid
     jail is frozen (every process and thread stopped, a native child and a spinning thread included) and the lock let
     go: the timing takes it meanwhile; afterwards the lock is held again and the candidate answers. A timing that
     begins to wait during the work gets the lock before the work's block ends."""
-    import threading
-
     from pipeline import gpulock
     from pipeline.evaluate import options
 

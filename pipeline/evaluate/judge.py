@@ -507,12 +507,14 @@ class Judge:
         cand = getattr(self, "_cand", None)
         self._failed_no_reply = cand is not None and cand.gave_up  # the process's end is this failure's account
         self.rep["details"]["failed_out_of_memory"] = said_out_of_memory(reason, error)
-        self.rep["details"]["slots_beside"] = self.slots_beside()
+        self.note_slots_beside()
         return self.rep
 
-    def slots_beside(self) -> int:
-        """Memory slots other jobs hold now (this judgement's own taken off)."""
-        return max(0, slots_held(self.memory_dir()) - (SLOTS if self.alone else 1))
+    def note_slots_beside(self) -> None:
+        """Memory slots other jobs hold now (this judgement's own taken off), kept in `slots_beside` where more than
+        an earlier reading: the job that took the memory may end while the candidate exits."""
+        now = max(0, slots_held(self.memory_dir()) - (SLOTS if self.alone else 1))
+        self.rep["details"]["slots_beside"] = max(self.rep["details"].get("slots_beside") or 0, now)
 
     # steps -------------------------------------------------------------
     def plan_inputs(self) -> tuple[list[dict], list[str], list[str]]:
@@ -845,17 +847,14 @@ class Judge:
             why = self.rep["sandbox"].get("reason") or "no_reply"
             why = "timeout" if why == "killed" else why
             crash = f"crash:{why} (during {self.rep.get('waiting_for', '?')})"
+            sb = self.rep["sandbox"]
             if self.rep.get("reason") and not getattr(self, "_failed_no_reply", False):
                 self.rep["correct"] = False
                 self.rep["details"]["crash_after"] = crash
-                sb = self.rep["sandbox"]
                 self.rep["details"]["crash_error"] = str(sb.get("error") or sb.get("stderr_tail") or "")[-1000:]
             else:  # the crash is the failure (its no-reply recorded first): told as the crash it was
-                sb = self.rep["sandbox"]
-                at_failure = self.rep["details"].get("slots_beside") or 0  # read as it stopped answering
                 self.rep["reason"] = ""
                 self.fail(crash, self.rep.get("error") or sb.get("error") or sb.get("stderr_tail", ""))
-                self.rep["details"]["slots_beside"] = max(at_failure, self.rep["details"]["slots_beside"])
         for v in self.rep["sandbox"].get("violations") or []:
             name = {
                 "process_blocked": "threads_or_processes",
@@ -867,10 +866,8 @@ class Judge:
             self.verify_timed_outputs()
         if not self.rep.get("correct"):
             # memory slots others held as it failed, or now (a candidate out of memory is judged again only beside
-            # others: alone, the failure is its own); at the failure too, since the job that took the memory may end
-            # while the candidate exits
-            at_failure = self.rep["details"].get("slots_beside") or 0
-            self.rep["details"]["slots_beside"] = max(at_failure, self.slots_beside())
+            # others: alone, the failure is its own)
+            self.note_slots_beside()
         self.phase("done")
         return self.rep
 
@@ -1184,7 +1181,7 @@ class Judge:
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
         precision = float(s["timing_precision"])
-        end, i, stopping, stop_width = planned, -1, False, None
+        end, i, stop_width = planned, -1, None
         while i < end:
             i += 1
             null_at = self._rng.choice(("before", "after")) if i in live_at else ""
@@ -1223,11 +1220,11 @@ class Judge:
             # checked). A candidate that reports steady times only ends its run sooner; its figure is still never
             # below the trusted clock's.
             if (
-                not stopping
+                stop_width is None
                 and (calibrator is None or len(live) >= LIVE_MIN)
                 and (width := known_within(times, precision, int(s["timing_trials"]))) is not None
             ):
-                stopping, end = True, min(planned, i + 1 + self._rng.randrange(STOP_EVERY))
+                end = min(planned, i + 1 + self._rng.randrange(STOP_EVERY))
                 stop_width = round(width, 6)
         live = [c for c in live if c is not None]
         source = "live" if len(live) >= 10 else "pre_load"
