@@ -1,6 +1,7 @@
 """What a worker's screen reads of a problem's model (the layouts tried, whether it has filters) is the same in a
-fresh worker and in one that dropped the model (it keeps a few, while their probe outputs stay cached): a screen's
-decision never depends on what the worker ran before."""
+fresh worker and in one that dropped the model (it keeps those read last up to a weight budget, while their probe
+outputs stay cached): a screen's decision never depends on what the worker ran before. And a large model read once
+does not push out the small ones most pairs read again."""
 
 from __future__ import annotations
 
@@ -37,9 +38,33 @@ def test_a_dropped_model_is_read_as_a_fresh_worker_reads_it():
     fresh = {code: (g["_layouts"](code), g["_filters"](code)) for code in (CONV, LINEAR)}
     assert fresh[CONV] == (["flat", "t", "hwio"], True)  # a filter: its layouts, and the constant probe
     assert fresh[LINEAR] == (["flat", "t2"], False)
-    g["_CANON_MODEL"].clear()  # as the worker does past 32 models
+    g["_CANON_MODEL"].clear()  # as if the worker had dropped them
+    g["_CANON_WEIGHTS"].clear()
     assert {code: (g["_layouts"](code), g["_filters"](code)) for code in (CONV, LINEAR)} == fresh
-    # past 32 other models, the first ones are built again when read
+    # past the budget of weights, the least recently read are dropped, and built again when read
+    g["MODELS_KEEP"] = 2_000
     for k in range(40):
         g["_model_of"](LINEAR.replace("nn.Linear(16, 8)", f"nn.Linear(16, {k + 1})"))
+    assert CONV not in g["_CANON_MODEL"]
+    assert sum(g["_CANON_WEIGHTS"].values()) <= 2_000
     assert (g["_layouts"](CONV), g["_filters"](CONV)) == fresh[CONV]
+
+
+def test_large_models_read_once_do_not_push_out_the_small_ones():
+    g = _worker()
+    g["MODELS_KEEP"], g["LARGE_MODEL"] = 1_000, 500  # the tiers' sizes scaled down (8 small ones: 612 weights)
+    small = [LINEAR.replace("nn.Linear(16, 8)", f"nn.Linear(16, {k + 1})") for k in range(8)]
+    for code in small:
+        g["_model_of"](code)
+    built = []
+    for k in range(20):  # one-off large problems (rebuilt at candidates' arguments), the small ones read between
+        g["_model_of"](LINEAR.replace("nn.Linear(16, 8)", f"nn.Linear(16, {30 + k})"))
+        built.append(LINEAR.replace("nn.Linear(16, 8)", f"nn.Linear(16, {30 + k})"))
+        g["_model_of"](small[k % len(small)])
+    assert all(code in g["_CANON_MODEL"] for code in small)
+    large = [c for c in built if c in g["_CANON_MODEL"]]
+    assert large == built[-len(large) :] and 0 < len(large) < len(built)  # the large ones read last kept, in budget
+    assert sum(g["_CANON_WEIGHTS"][c] for c in large) <= 1_000
+    # the small one read least recently goes first when the small tier is full
+    g["_model_of"](LINEAR.replace("nn.Linear(16, 8)", "nn.Linear(16, 25)"))  # 425 weights: small
+    assert small[4] not in g["_CANON_MODEL"] and small[3] in g["_CANON_MODEL"]

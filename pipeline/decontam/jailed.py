@@ -2135,6 +2135,7 @@ def _canon_ok(canon):
 
 _CANON = {}  # (problem's code, probe input shapes, layout, natural) -> its canonical outputs (None: no answer)
 _CANON_MODEL = {}  # problem's code -> its model on the CPU (None: it does not build)
+_CANON_WEIGHTS = {}  # the same codes -> their model's weight count (MODELS_KEEP), least recently read first
 _NATURAL = {}  # problem's code -> its parameters' scales as its constructor makes them (_natural_scales)
 
 
@@ -2142,17 +2143,29 @@ def _model_of(ref_code):
     """The problem's model on the CPU (None: it does not build here), built again where the worker dropped it (a few
     kept, while their outputs stay cached): what a screen reads of it (_layouts, _filters, _pieces_of, _folded)
     never depends on what the worker ran before."""
-    if ref_code not in _CANON_MODEL:
-        if len(_CANON_MODEL) > 32:  # real models of up to CANON_PARAMS weights each: a few kept
-            _CANON_MODEL.clear()
-            _NATURAL.clear()
-        _CANON_MODEL[ref_code] = None
-        try:
-            with _alarm(REBUILD_S):
-                _CANON_MODEL[ref_code] = _canon_model(_load(ref_code, "reference"))
-        except BaseException:  # a timeout, or the problem that will not build here
-            pass
-    return _CANON_MODEL[ref_code]
+    if ref_code in _CANON_MODEL:
+        _CANON_WEIGHTS[ref_code] = _CANON_WEIGHTS.pop(ref_code)  # the most recently read last
+        return _CANON_MODEL[ref_code]
+    model = None
+    try:
+        with _alarm(REBUILD_S):
+            model = _canon_model(_load(ref_code, "reference"))
+    except BaseException:  # a timeout, or the problem that will not build here
+        pass
+    _CANON_MODEL[ref_code] = model
+    weights = _CANON_WEIGHTS[ref_code] = 0 if model is None else sum(p.numel() for p in model.parameters())
+    # past MODELS_KEEP weights, the least recently read of the same tier dropped (small or large, so that a few
+    # KernelBench-sized layers do not push out the hundreds of small ones): a rebuilt problem is one candidate's,
+    # while the problems most pairs screen against stay (dropping them all every 32 builds rebuilt each ~12 times)
+    tier = [c for c, w in _CANON_WEIGHTS.items() if (w > LARGE_MODEL) == (weights > LARGE_MODEL)]
+    while len(tier) > 1 and (sum(_CANON_WEIGHTS[c] for c in tier) > MODELS_KEEP or len(tier) > 512):
+        gone = tier.pop(0)
+        del _CANON_MODEL[gone], _CANON_WEIGHTS[gone]
+    return model
+
+
+MODELS_KEEP = 1 << 25  # weights of the problems' CPU models a worker keeps per tier (128 MB of float32 each)
+LARGE_MODEL = 1 << 20  # weights from which a model is of the large tier
 
 
 def _canon_of(ref_code, shapes, variant, natural=False):
@@ -2305,6 +2318,8 @@ def _natural_of(ref_code):
     """The problem's weight scales (_natural_scales), made once per worker under the rebuild alarm (its constructor
     may run at a candidate's arguments); None where it does not build."""
     if ref_code not in _NATURAL:
+        if len(_NATURAL) > 4096:  # a few floats each, but rebuilt problems are one candidate's each
+            _NATURAL.clear()
         _NATURAL[ref_code] = None
         try:
             with _alarm(REBUILD_S):
