@@ -245,18 +245,157 @@ def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_p
     assert _short_of_memory({**honest, "details": {**said, "timed_outputs_checked": 3}})
     assert not _short_of_memory({**honest, "details": {**said, "checks_unverified": 2}})
     # a second judgement's figure is never below the first's where the first's timed run was over (a re-roll)
-    from pipeline.evaluate.harness import _timing_floor
+    from pipeline.evaluate.harness import _first_figure, _timing_floor
 
     second = {"solution_ms": 0.8, "details": {}}
-    _timing_floor(second, 1.0)
+    _timing_floor(second, _first_figure({"solution_ms": 1.0}))
     assert second["solution_ms"] == 1.0 and second["details"]["timing_floor_from"] == "first judgement"
     slower = {"solution_ms": 1.2, "details": {}}
-    _timing_floor(slower, 1.0)
-    _timing_floor(second := {"solution_ms": 0.8, "details": {}}, None)  # the first never finished its timing
+    _timing_floor(slower, _first_figure({"solution_ms": 1.0}))
+    _timing_floor(second := {"solution_ms": 0.8, "details": {}}, _first_figure({"details": {}}))  # no timed call
     assert slower["solution_ms"] == 1.2 and second["solution_ms"] == 0.8 and not second["details"]
     # nor a full disk it claims once it knows (it can fill the disk itself)
     full = {"reason": "host_error: no space left for the output (timing)", "error": "", "details": {}}
     assert _no_room(full) and not _no_room({**full, "details": {"checks_unverified": 1}})
+
+
+# Slow on the first judgement's timed calls (the test's trusted side says so in each call: a contended host, say),
+# it feigns running out of GPU memory part way through that timed run, after its keeps, for a fresh run.
+SLOW_THEN_OOM_MID_RUN = """
+        import sys, time
+        import torch
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_timed = drv.op_timed
+        seen = []
+        def timed(self, msg):
+            if msg.get("slow") and not msg.get("warm"):
+                seen.append(1)
+                if len(seen) > 12:
+                    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+                time.sleep(0.02)
+            return real_timed(self, msg)
+        drv.op_timed = timed
+"""
+
+
+def test_a_timed_run_abandoned_part_way_floors_the_second_judgements_figure(tmp_path, monkeypatch):
+    judgements = []
+    real_judge, real_request = judge.judge_candidate, judge.CandidateProcess.request
+
+    def judge_candidate(*a, **k):
+        judgements.append(k.get("alone", False))
+        return real_judge(*a, **k)
+
+    def request(self, msg, timeout):
+        if msg.get("op") == "timed" and len(judgements) == 1:
+            msg = {**msg, "slow": True}  # the first judgement's calls are slow (20 ms in the candidate)
+        return real_request(self, msg, timeout)
+
+    monkeypatch.setattr(judge, "judge_candidate", judge_candidate)
+    monkeypatch.setattr(judge.CandidateProcess, "request", request)
+    many = {"timing_min_ms": 1e6, "timing_max_trials": 60, "timing_precision": 0.0, "clock_slack_ms": 1e6}
+    res, asked_alone = _beside_another(
+        monkeypatch, lambda: _eval(tmp_path, HONEST, prefix=SLOW_THEN_OOM_MID_RUN, **many)
+    )
+    assert asked_alone and res.details["judged_again_after"] == "runtime_error (timing)", res.details
+    # judged again (its keeps checked out), at no less than what its abandoned run measured: 20 ms a call, not the
+    # fraction of a millisecond the fresh run took
+    assert res.correct and res.reward == 1, (res.reason, res.details)
+    assert res.details["timing_floor_from"] == "first judgement's partial timed run"
+    # (20 ms on the trusted clock less the calibrated overhead of a call, which a loaded host moves by a little)
+    assert res.solution_ms >= 15.0 > max(res.timing["solution"]["times_ms"])
+
+
+# An honest candidate whose output cannot be written: the file system is full (the test's trusted side marks the
+# call and reports no free space to the judge, as a neighbour filling the shared disk would make it).
+NO_ROOM_WHEN_MARKED = """
+        import sys
+        from pipeline.evaluate import tensorio
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_call, real_save_kept = drv.op_call, drv.op_save_kept
+        def call(self, msg):
+            if msg.get("full"):
+                raise tensorio.NoRoom("no space left on the device for " + msg["out"])
+            return real_call(self, msg)
+        def save_kept(self, msg):
+            if msg.get("full"):
+                raise tensorio.NoRoom("no space left on the device for the kept outputs")
+            return real_save_kept(self, msg)
+        drv.op_call, drv.op_save_kept = call, save_kept
+"""
+
+
+def _disk_full_in_first_judgement(monkeypatch, at: str, seen: bool = True, stays: bool = False) -> list[dict]:
+    """The file system is full for the first judgement's first command that writes `at` (an output's name, or
+    "save_kept"), or for every one where it `stays` full; `seen`: the judge sees it full for that judgement's life
+    (else a neighbour's files went in between). The judgements' reports, in order."""
+    import types
+
+    from pipeline.evaluate import tensorio
+
+    reports, marked, real_judge, real_request = [], [], judge.judge_candidate, judge.CandidateProcess.request
+
+    def judge_candidate(*a, **k):
+        reports.append({})
+        rep = real_judge(*a, **k)
+        reports[-1] = dict(rep)
+        return rep
+
+    def request(self, msg, timeout):
+        if len(reports) == 1 and at in (msg.get("out"), msg.get("op")) and (stays or not marked):
+            marked.append(msg.get("op"))
+            msg = {**msg, "full": True}
+        return real_request(self, msg, timeout)
+
+    full = types.SimpleNamespace(f_bavail=0, f_frsize=4096)
+    fake_os = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+    fake_os.statvfs = lambda path: full if seen and len(reports) == 1 else os.statvfs(path)
+    monkeypatch.setattr(judge, "os", fake_os)
+    monkeypatch.setattr(judge, "judge_candidate", judge_candidate)
+    monkeypatch.setattr(judge.CandidateProcess, "request", request)
+    monkeypatch.setattr(tensorio, "NO_ROOM_WAIT_S", 0.0)  # no room comes back here: the wait for it, cut short
+    return reports
+
+
+@pytest.mark.parametrize(
+    "at,seen,stays", [("post_0_a", True, True), ("save_kept", True, False), ("cor_1_a", False, False)]
+)
+def test_an_honest_candidate_loses_nothing_to_a_full_disk(tmp_path, monkeypatch, at, seen, stays):
+    """Full at a post-timing trial for the rest of the judgement, or full when its checked outputs are saved after
+    timing (it knows which are checked then, so it would not be judged again: the save is asked again once there is
+    room), or full for an instant only (a neighbour's files filled the disk and went before the judge looked)."""
+    reports = _disk_full_in_first_judgement(monkeypatch, at, seen, stays)
+    res = _eval(tmp_path, HONEST, prefix=NO_ROOM_WHEN_MARKED)
+    assert res.correct and res.reward == 1 and "checks_unverified" not in res.details, (res.reason, reports)
+    if stays:  # judged again; its first timed run was over: the second figure is no lower
+        assert len(reports) == 2 and reports[0]["reason"].startswith("post_timing_host_error: no space left")
+        assert res.details["judged_again_after"] == reports[0]["reason"]
+        assert res.solution_ms >= reports[0]["solution_ms"]
+    else:  # the command asked once more within the judgement
+        assert len(reports) == 1
+
+
+def test_a_full_disk_where_the_judge_writes_is_the_hosts_and_judged_again(tmp_path, monkeypatch):
+    """No room for the judge's own copy of the solution (a neighbour filled the shared disk): not a judge_error (-1),
+    the host's full disk: judged again once there is room."""
+    import errno
+    import shutil
+
+    from pipeline.evaluate import tensorio
+
+    failed, real_copy = [], shutil.copy2
+
+    def copy2(src, dst, *a, **k):
+        if not failed:
+            failed.append(dst)
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real_copy(src, dst, *a, **k)
+
+    monkeypatch.setattr(judge.shutil, "copy2", copy2)
+    monkeypatch.setattr(tensorio, "NO_ROOM_WAIT_S", 0.0)
+    res = _eval(tmp_path, HONEST)
+    assert failed and res.correct and res.reward == 1, (res.reason, res.error)
+    assert res.details["judged_again_after"] == "host_error: no space left for the judge's files"
 
 
 # Wrong in a trial (a gamble lost); it learns so when `finish` comes instead of the determinism repeat (`..._b`) or

@@ -364,17 +364,20 @@ def evaluate(
     if _no_room(rep):
         # A full file system is the host's doing (other evaluations' files), not the task's or the candidate's: once
         # some room comes back, judged again from the start. A second failure keeps its reason (and -1).
-        _wait_for_room(tempfile.gettempdir(), NO_ROOM_WAIT_S)
-        first = rep.get("reason", "")
+        from pipeline.evaluate import tensorio
+
+        tensorio.wait_for_room(tempfile.gettempdir(), tensorio.NO_ROOM_WAIT_S)
+        first, first_ms = rep.get("reason", ""), _first_figure(rep)
         rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
         rep.setdefault("details", {})["judged_again_after"] = first
+        _timing_floor(rep, first_ms)
     elif _short_of_memory(rep):
         # Out of GPU memory beside other evaluations says nothing about the task or the candidate: judged again. First
         # beside the others, once the GPU has room for what the failed process needed (others ending is sooner
         # than all of them); short of memory again, or no room in sight, with the GPU's memory to itself. A failure
         # alone is the failing side's own (the reference's: a task defect, reward 0; the candidate's: -1).
         first = rep.get("reason", "")
-        first_ms = rep.get("solution_ms")
+        first_ms = _first_figure(rep)
         again = None
         # (device "cpu": the protocol on the host, no GPU memory to wait for)
         room = room_beside_others(str(rep.get("error") or ""), ROOM_WAIT_S) if s["device"] != "cpu" else None
@@ -399,24 +402,29 @@ def evaluate(
     return _finish(res, t0, float(s["margin"]))
 
 
-NO_ROOM_WAIT_S = 120.0  # the longest a judgement that ran out of disk waits for room before its second try
-NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at the failure
+def _first_figure(rep: dict) -> tuple[float, str] | None:
+    """The first judgement's figure a second one is never below: its timing where the timed run was over before it
+    failed, else what its timed run had measured when it failed (`partial_timing_ms`), else None."""
+    if rep.get("solution_ms") is not None:
+        return float(rep["solution_ms"]), "first judgement"
+    part = (rep.get("details") or {}).get("partial_timing_ms")
+    return (float(part), "first judgement's partial timed run") if part is not None else None
 
 
-def _timing_floor(rep: dict, first_ms: float | None) -> None:
-    """A second judgement's figure is never below the first's where the first's timed run was over before it failed:
-    a candidate that disliked its times could feign running out of memory (in a post-timing trial, at `finish`) for
-    a fresh run."""
+def _timing_floor(rep: dict, first: tuple[float, str] | None) -> None:
+    """A second judgement's figure is never below the first's (_first_figure): a candidate that disliked its times
+    could feign running out of memory or a full disk (in a timed call, a post-timing trial, at `finish`) for a fresh
+    run."""
     ms = rep.get("solution_ms")
-    if first_ms is not None and ms is not None and ms < first_ms:
-        rep["solution_ms"] = first_ms
-        rep.setdefault("details", {})["timing_floor_from"] = "first judgement"
+    if first is not None and ms is not None and ms < first[0]:
+        rep["solution_ms"] = first[0]
+        rep.setdefault("details", {})["timing_floor_from"] = first[1]
 
 
 def _no_room(rep: dict) -> bool:
     """A full file system stopped the judgement (not after the candidate learned which outputs are checked: it can
     fill the disk itself, `checks_unverified`)."""
-    reason = str(rep.get("reason") or "")
+    reason = str(rep.get("reason") or "").removeprefix("post_timing_")
     if (rep.get("details") or {}).get("checks_unverified"):
         return False
     return reason.startswith("host_error") or reason.startswith("reference_error: NoRoom")
@@ -438,19 +446,6 @@ def _short_of_memory(rep: dict) -> bool:
     # caused knowing the verdict (a wrong output, then "out of memory" at `finish`)
     beside = details.get("slots_beside")
     return bool(beside) and not rep.get("violations") and bool(details.get("failed_out_of_memory"))
-
-
-def _wait_for_room(path: str, limit_s: float) -> None:
-    """Until the file system of `path` has NO_ROOM_SLACK more free bytes than now (other evaluations finished and
-    removed their directories), at most `limit_s`."""
-
-    def free() -> int:
-        st = os.statvfs(path)
-        return st.f_bavail * st.f_frsize
-
-    want, end = free() + NO_ROOM_SLACK, time.monotonic() + limit_s
-    while free() < want and time.monotonic() < end:
-        time.sleep(0.5)  # polled: no event tells a file system's free space
 
 
 def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
@@ -478,6 +473,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "crash_after",
         "crash_error",
         "timing_floor_from",
+        "partial_timing_ms",
         "io_budget",
         "own_inputs",
     ):

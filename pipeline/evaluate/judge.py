@@ -577,12 +577,27 @@ class Judge:
                 return "host_error: no space left for the output"
         return "runtime_error"
 
+    def request_written(self, cand: CandidateProcess, msg: dict, timeout: float) -> tuple[dict | None, float]:
+        """A command whose output the candidate writes to a file. A claim that the file system is full which the
+        trusted side does not see (room now: a neighbour's files went in between) is asked once more at once, one
+        it does see once room came back (at most tensorio.NO_ROOM_WAIT_S): the first outcome was never judged, so a
+        second costs the check nothing, and an honest candidate loses no reward to a neighbour's files."""
+        rep, w = cand.request(msg, timeout)
+        if rep is not None and not rep.get("ok") and rep.get("no_room"):
+            if self.failed_call(rep).startswith("host_error"):
+                gpu = getattr(self, "gpu", None)  # the candidate frozen and the GPU let go meanwhile
+                with self._let_go(cand) if gpu is not None and gpu.path is not None else contextlib.nullcontext():
+                    tensorio.wait_for_room(str(self.dirs.out), tensorio.NO_ROOM_WAIT_S)
+            rep, w = cand.request(msg, timeout)
+        return rep, w
+
     def check_call(
         self, cand: CandidateProcess, name: str, ref: Any, tag: str, sentinel: bool, meta: list[dict]
     ) -> dict:
         """The candidate runs on the inputs of <name>'s seed (twice, for determinism); the outputs are judged here."""
         s = self.s
-        rep, _ = cand.request(
+        rep, _ = self.request_written(
+            cand,
             {"op": "call", **self._draw[name], "out": f"{name}_a", "sentinel": sentinel, "outputs": meta},
             float(s["call_timeout_s"]),
         )
@@ -610,7 +625,9 @@ class Judge:
         if not cmp["ok"] or s["determinism"] == "off":
             self.drop(self.dirs.out / f"{name}_a.pt")
             return cmp
-        rep, _ = cand.request({"op": "call", **self._draw[name], "out": f"{name}_b"}, float(s["call_timeout_s"]))
+        rep, _ = self.request_written(
+            cand, {"op": "call", **self._draw[name], "out": f"{name}_b"}, float(s["call_timeout_s"])
+        )
         if rep is None or not rep.get("ok"):
             return {
                 **cmp,
@@ -652,7 +669,9 @@ class Judge:
                         self.task_code, self._plan[0], self.dirs, self.s, self.arch, self._init_seed
                     )
             except Exception as e:  # noqa: BLE001 - reported as the reference's failure
-                box["rep"] = {"stage": "", "reason": f"judge_error: {type(e).__name__}", "error": str(e)}
+                # a full disk where the trusted side writes is the host's, as in the reference process (judged again)
+                why = "reference_error: NoRoom" if tensorio.out_of_room(e) else f"judge_error: {type(e).__name__}"
+                box["rep"] = {"stage": "", "reason": why, "error": str(e)}
 
         self._ref = (threading.Thread(target=work, daemon=True), box)
         self._ref[0].start()
@@ -1116,7 +1135,7 @@ class Judge:
         if not sent:
             return ok
         # The checked calls' outputs were copied on the GPU at `keep`; written to files now, out of the timing.
-        k, _ = cand.request({"op": "save_kept"}, float(self.s["call_timeout_s"]))
+        k, _ = self.request_written(cand, {"op": "save_kept"}, float(self.s["call_timeout_s"]))
         saved = k is not None and bool(k.get("ok"))
         if ok and not saved:
             self.fail(
@@ -1144,6 +1163,7 @@ class Judge:
             r, w = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
             t = _num((r or {}).get("t"))
             if t is None:
+                self.note_partial_timing(warm_times[1:], warm_walls[1:], calib)
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             warm_times.append(t)
@@ -1194,6 +1214,7 @@ class Judge:
             t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
             dg = (r or {}).get("digest")
             if t is None or ts is None or not isinstance(dg, str):
+                self.note_partial_timing(times, walls, calib)
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             if name:
@@ -1204,6 +1225,7 @@ class Judge:
                 self._keeps_sent += 1
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
+                    self.note_partial_timing(times, walls, calib)
                     self.fail(
                         "runtime_error (timing)",
                         f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
@@ -1282,6 +1304,18 @@ class Judge:
         if why:
             self.violation("work_off_stream", why)
         return True
+
+    def note_partial_timing(self, times: list[float], walls: list[float], calib: list[float]) -> None:
+        """A timed run that fails before its end leaves a figure a second judgement is never below (harness
+        `_timing_floor`): the lower quartile of the times reported so far, and of the trusted clock's walls less the
+        calibrated overhead, whichever is higher. A candidate that dislikes its times part way could otherwise feign
+        running out of memory for a fresh run; the lower quartile keeps a short honest run's noise from raising it."""
+        if not times or not walls:
+            return
+        overhead = statistics.median(calib) if calib else 0.0
+        low = sorted(times)[len(times) // 4]
+        by_wall = sorted(walls)[len(walls) // 4] - overhead
+        self.rep["details"]["partial_timing_ms"] = round(max(low, by_wall), 6)
 
     def finish(self, cand: CandidateProcess) -> None:
         r, _ = cand.request({"op": "finish"}, float(self.s["call_timeout_s"]))
@@ -1406,7 +1440,10 @@ def judge_candidate(
     except Exception as e:  # noqa: BLE001 - a judge bug must not take the actor down; the row keeps the reason
         import traceback
 
-        j.rep["reason"] = j.rep.get("reason") or f"judge_error: {type(e).__name__}"
+        # a full disk where the trusted side writes (the solution's copy, the jail's files) is the host's: judged
+        # again once there is room, as a candidate's full disk is (harness)
+        why = "host_error: no space left for the judge's files" if tensorio.out_of_room(e) else ""
+        j.rep["reason"] = j.rep.get("reason") or why or f"judge_error: {type(e).__name__}"
         j.rep["error"] = traceback.format_exc()[-3000:]
         j.rep["correct"] = False
         return j.rep

@@ -204,6 +204,29 @@ def save(obj: Any, path: str) -> None:
         raise
 
 
+NO_ROOM_WAIT_S = 120.0  # the longest an evaluation that ran out of disk waits for room before it tries again
+NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at the failure
+
+
+def wait_for_room(path: str, limit_s: float = NO_ROOM_WAIT_S) -> None:
+    """Until the file system of `path` has NO_ROOM_SLACK more free bytes than now (other evaluations finished and
+    removed their files), at most `limit_s`."""
+    import time
+
+    def free() -> int:
+        st = os.statvfs(path)
+        return st.f_bavail * st.f_frsize
+
+    want, end = free() + NO_ROOM_SLACK, time.monotonic() + limit_s
+    while free() < want and time.monotonic() < end:
+        time.sleep(0.5)  # polled: no event tells a file system's free space
+
+
+def out_of_room(e: BaseException) -> bool:
+    """An OSError that says the file system is full (NoRoom, or ENOSPC raised by the trusted side's own writes)."""
+    return isinstance(e, NoRoom) or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
+
+
 class BadFile(ValueError):
     pass
 
