@@ -476,6 +476,7 @@ class Judge:
         self._t = time.perf_counter()
         self._null_gaps: list[float] = []  # device-synchronised minus stream-ordered ms of null calls
         self.out_limit = tensorio.MAX_FILE_BYTES  # set from the reference outputs' size (load_out)
+        self._waited_for_room = False  # request_written's one wait for a full disk
         self._check_pool: list[tuple[str, int]] = []
         self._fingerprint_seed = self.seed()
 
@@ -580,11 +581,15 @@ class Judge:
     def request_written(self, cand: CandidateProcess, msg: dict, timeout: float) -> tuple[dict | None, float]:
         """A command whose output the candidate writes to a file. A claim that the file system is full which the
         trusted side does not see (room now: a neighbour's files went in between) is asked once more at once, one
-        it does see once room came back (at most tensorio.NO_ROOM_WAIT_S): the first outcome was never judged, so a
-        second costs the check nothing, and an honest candidate loses no reward to a neighbour's files."""
+        it does see once room came back (at most tensorio.NO_ROOM_WAIT_S, once per judgement): the first outcome
+        was never judged, so a second costs the check nothing, and an honest candidate loses no reward to a
+        neighbour's files."""
         rep, w = cand.request(msg, timeout)
         if rep is not None and not rep.get("ok") and rep.get("no_room"):
             if self.failed_call(rep).startswith("host_error"):
+                if self._waited_for_room:
+                    return rep, w  # one wait per judgement: a candidate that fills the disk itself stalls no more
+                self._waited_for_room = True
                 gpu = getattr(self, "gpu", None)  # the candidate frozen and the GPU let go meanwhile
                 with self._let_go(cand) if gpu is not None and gpu.path is not None else contextlib.nullcontext():
                     tensorio.wait_for_room(str(self.dirs.out), tensorio.NO_ROOM_WAIT_S)
