@@ -254,31 +254,55 @@ def test_a_caught_cheat_buys_no_second_judgement_by_feigning_out_of_memory(tmp_p
     _timing_floor(slower, _first_figure({"solution_ms": 1.0}))
     _timing_floor(second := {"solution_ms": 0.8, "details": {}}, _first_figure({"details": {}}))  # no timed call
     assert slower["solution_ms"] == 1.2 and second["solution_ms"] == 0.8 and not second["details"]
+    assert slower["details"] == {"timing_floor_ms": 1.0}
     # nor a full disk it claims once it knows (it can fill the disk itself)
     full = {"reason": "host_error: no space left for the output (timing)", "error": "", "details": {}}
     assert _no_room(full) and not _no_room({**full, "details": {"checks_unverified": 1}})
 
 
-# Slow on the first judgement's timed calls (the test's trusted side says so in each call: a contended host, say),
-# it feigns running out of GPU memory part way through that timed run, after its keeps, for a fresh run.
-SLOW_THEN_OOM_MID_RUN = """
+# Slow on the first judgement's calls (the test's trusted side says so in each: a contended host, say), it feigns
+# running out of GPU memory, for a fresh run: part way through its timed run after its keeps ("timed13"), at its
+# first timed call ("timed0": no timed call kept yet), or in its warm-up ("warm").
+SLOW_THEN_OOM = """
         import sys, time
         import torch
         drv = sys.modules["pipeline.evaluate.candidate"].Driver
         real_timed = drv.op_timed
-        seen = []
+        seen = {"warm": 0, "timed": 0}
         def timed(self, msg):
-            if msg.get("slow") and not msg.get("warm"):
-                seen.append(1)
-                if len(seen) > 12:
+            if msg.get("slow"):
+                kind = "warm" if msg.get("warm") else "timed"
+                seen[kind] += 1
+                at = msg["slow"]
+                if (at == "warm" and kind == "warm" and seen["warm"] > 2) or (at == "timed0" and kind == "timed") or (
+                    at == "timed13" and kind == "timed" and seen["timed"] > 12
+                ):
                     raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
                 time.sleep(0.02)
             return real_timed(self, msg)
         drv.op_timed = timed
 """
+# Honest, out of GPU memory for real beside another evaluation in its warm-up (the test's trusted side says when);
+# its first two warm-up calls are slow in every judgement (the GPU's clocks ramping up).
+COLD_THEN_OOM_IN_WARMUP = """
+        import sys, time
+        import torch
+        drv = sys.modules["pipeline.evaluate.candidate"].Driver
+        real_timed = drv.op_timed
+        warm = []
+        def timed(self, msg):
+            if msg.get("warm"):
+                warm.append(1)
+                if msg.get("slow") and len(warm) == 5:
+                    raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+                if len(warm) <= 2:
+                    time.sleep(0.02)
+            return real_timed(self, msg)
+        drv.op_timed = timed
+"""
 
 
-def test_a_timed_run_abandoned_part_way_floors_the_second_judgements_figure(tmp_path, monkeypatch):
+def _slow_first_judgement(monkeypatch, how: str) -> None:
     judgements = []
     real_judge, real_request = judge.judge_candidate, judge.CandidateProcess.request
 
@@ -288,22 +312,36 @@ def test_a_timed_run_abandoned_part_way_floors_the_second_judgements_figure(tmp_
 
     def request(self, msg, timeout):
         if msg.get("op") == "timed" and len(judgements) == 1:
-            msg = {**msg, "slow": True}  # the first judgement's calls are slow (20 ms in the candidate)
+            msg = {**msg, "slow": how}
         return real_request(self, msg, timeout)
 
     monkeypatch.setattr(judge, "judge_candidate", judge_candidate)
     monkeypatch.setattr(judge.CandidateProcess, "request", request)
+
+
+@pytest.mark.parametrize("how", ["timed13", "timed0", "warm"])
+def test_a_timed_run_abandoned_floors_the_second_judgements_figure(tmp_path, monkeypatch, how):
+    _slow_first_judgement(monkeypatch, how)
     many = {"timing_min_ms": 1e6, "timing_max_trials": 60, "timing_precision": 0.0, "clock_slack_ms": 1e6}
-    res, asked_alone = _beside_another(
-        monkeypatch, lambda: _eval(tmp_path, HONEST, prefix=SLOW_THEN_OOM_MID_RUN, **many)
-    )
+    res, asked_alone = _beside_another(monkeypatch, lambda: _eval(tmp_path, HONEST, prefix=SLOW_THEN_OOM, **many))
     assert asked_alone and res.details["judged_again_after"] == "runtime_error (timing)", res.details
-    # judged again (its keeps checked out), at no less than what its abandoned run measured: 20 ms a call, not the
-    # fraction of a millisecond the fresh run took
+    # judged again (its keeps, if any, checked out), at no less than what its abandoned run measured: 20 ms a call,
+    # not the fraction of a millisecond the fresh run took
     assert res.correct and res.reward == 1, (res.reason, res.details)
     assert res.details["timing_floor_from"] == "first judgement's partial timed run"
     # (20 ms on the trusted clock less the calibrated overhead of a call, which a loaded host moves by a little)
     assert res.solution_ms >= 15.0 > max(res.timing["solution"]["times_ms"])
+
+
+def test_an_honest_kernel_out_of_memory_in_its_warm_up_keeps_its_own_figure(tmp_path, monkeypatch):
+    _slow_first_judgement(monkeypatch, "oom")
+    many = {"timing_warmup": 6, "clock_slack_ms": 1e6}
+    res, asked_alone = _beside_another(
+        monkeypatch, lambda: _eval(tmp_path, HONEST, prefix=COLD_THEN_OOM_IN_WARMUP, **many)
+    )
+    assert asked_alone and res.details["judged_again_after"] == "runtime_error (timing)", res.details
+    # floored by its fastest warm-up call after the first, not by the slow ones while the clocks ramped up
+    assert res.correct and res.details["timing_floor_ms"] < 15.0 and res.solution_ms < 15.0, res.details
 
 
 # An honest candidate whose output cannot be written: the file system is full (the test's trusted side marks the

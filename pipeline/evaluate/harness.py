@@ -385,6 +385,8 @@ def evaluate(
             again = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "")
             again.setdefault("details", {})["judged_again_beside"] = room
         if again is None or _short_of_memory(again):
+            # the judgement beside the others may have timed the candidate too: the higher figure floors the last
+            first_ms = max((f for f in (first_ms, _first_figure(again or {})) if f is not None), default=None)
             rep = judge_candidate(task_code, sol, mode, s, arch, cr.artifact if cr.ok else "", alone=True)
             if again is not None:
                 rep.setdefault("details", {})["judged_again_beside"] = {
@@ -415,10 +417,13 @@ def _timing_floor(rep: dict, first: tuple[float, str] | None) -> None:
     """A second judgement's figure is never below the first's (_first_figure): a candidate that disliked its times
     could feign running out of memory or a full disk (in a timed call, a post-timing trial, at `finish`) for a fresh
     run."""
+    if first is None:
+        return
+    rep.setdefault("details", {})["timing_floor_ms"] = first[0]  # what the figure could not go below
     ms = rep.get("solution_ms")
-    if first is not None and ms is not None and ms < first[0]:
+    if ms is not None and ms < first[0]:
         rep["solution_ms"] = first[0]
-        rep.setdefault("details", {})["timing_floor_from"] = first[1]
+        rep["details"]["timing_floor_from"] = first[1]
 
 
 def _no_room(rep: dict) -> bool:
@@ -473,6 +478,7 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "crash_after",
         "crash_error",
         "timing_floor_from",
+        "timing_floor_ms",
         "partial_timing_ms",
         "io_budget",
         "own_inputs",

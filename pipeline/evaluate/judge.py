@@ -476,7 +476,7 @@ class Judge:
         self._t = time.perf_counter()
         self._null_gaps: list[float] = []  # device-synchronised minus stream-ordered ms of null calls
         self.out_limit = tensorio.MAX_FILE_BYTES  # set from the reference outputs' size (load_out)
-        self._waited_for_room = False  # request_written's one wait for a full disk
+        self._waited_for_room = False  # request_written waited for room in vain once
         self._check_pool: list[tuple[str, int]] = []
         self._fingerprint_seed = self.seed()
 
@@ -581,18 +581,18 @@ class Judge:
     def request_written(self, cand: CandidateProcess, msg: dict, timeout: float) -> tuple[dict | None, float]:
         """A command whose output the candidate writes to a file. A claim that the file system is full which the
         trusted side does not see (room now: a neighbour's files went in between) is asked once more at once, one
-        it does see once room came back (at most tensorio.NO_ROOM_WAIT_S, once per judgement): the first outcome
-        was never judged, so a second costs the check nothing, and an honest candidate loses no reward to a
-        neighbour's files."""
+        it does see once room came back (at most tensorio.NO_ROOM_WAIT_S; no more waits after one in vain): the
+        first outcome was never judged, so a second costs the check nothing, and an honest candidate loses no
+        reward to a neighbour's files."""
         rep, w = cand.request(msg, timeout)
         if rep is not None and not rep.get("ok") and rep.get("no_room"):
             if self.failed_call(rep).startswith("host_error"):
                 if self._waited_for_room:
-                    return rep, w  # one wait per judgement: a candidate that fills the disk itself stalls no more
-                self._waited_for_room = True
+                    return rep, w  # one wait in vain per judgement: a candidate that fills the disk itself (it stays
+                    # full while the candidate is frozen) stalls no more; a neighbour's files go
                 gpu = getattr(self, "gpu", None)  # the candidate frozen and the GPU let go meanwhile
                 with self._let_go(cand) if gpu is not None and gpu.path is not None else contextlib.nullcontext():
-                    tensorio.wait_for_room(str(self.dirs.out), tensorio.NO_ROOM_WAIT_S)
+                    self._waited_for_room = not tensorio.wait_for_room(str(self.dirs.out), tensorio.NO_ROOM_WAIT_S)
             rep, w = cand.request(msg, timeout)
         return rep, w
 
@@ -1168,7 +1168,7 @@ class Judge:
             r, w = cand.request({"op": "timed", "seed": self.seed(), "warm": True}, t_call)
             t = _num((r or {}).get("t"))
             if t is None:
-                self.note_partial_timing(warm_times[1:], warm_walls[1:], calib)
+                self.note_partial_timing([], [], warm_times[1:], warm_walls[1:], calib)
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             warm_times.append(t)
@@ -1202,6 +1202,7 @@ class Judge:
         # (call 0 is discarded from the timing: a check there would guard nothing that counts)
         check_at = {i: pool.pop() for i in sorted(check_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
+        first, first_wall = [], []  # the discarded first timed call
         self._checked, self._keeps_sent = checked, 0  # as far as it got, should the run fail (timing)
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
@@ -1219,7 +1220,7 @@ class Judge:
             t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
             dg = (r or {}).get("digest")
             if t is None or ts is None or not isinstance(dg, str):
-                self.note_partial_timing(times, walls, calib)
+                self.note_partial_timing(first + times, first_wall + walls, warm_times[1:], warm_walls[1:], calib)
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             if name:
@@ -1230,7 +1231,7 @@ class Judge:
                 self._keeps_sent += 1
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
-                    self.note_partial_timing(times, walls, calib)
+                    self.note_partial_timing(first + times, first_wall + walls, warm_times[1:], warm_walls[1:], calib)
                     self.fail(
                         "runtime_error (timing)",
                         f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",
@@ -1238,7 +1239,8 @@ class Judge:
                     return False
                 checked.append({"i": i, "ref": name, "digest": dg[:4096], "picks": picks})
             if i == 0:
-                continue  # the first timed call is discarded
+                first, first_wall = [t], [w]  # discarded from the timing; a partial run's floor reads it
+                continue
             times.append(t)
             stream.append(ts)
             walls.append(w)
@@ -1310,16 +1312,23 @@ class Judge:
             self.violation("work_off_stream", why)
         return True
 
-    def note_partial_timing(self, times: list[float], walls: list[float], calib: list[float]) -> None:
+    def note_partial_timing(
+        self, times: list[float], walls: list[float], warm: list[float], warm_walls: list[float], calib: list[float]
+    ) -> None:
         """A timed run that fails before its end leaves a figure a second judgement is never below (harness
-        `_timing_floor`): the lower quartile of the times reported so far, and of the trusted clock's walls less the
-        calibrated overhead, whichever is higher. A candidate that dislikes its times part way could otherwise feign
-        running out of memory for a fresh run; the lower quartile keeps a short honest run's noise from raising it."""
-        if not times or not walls:
-            return
+        `_timing_floor`): a candidate that dislikes its times, timed or warm-up, could otherwise feign running out of
+        memory for a fresh run. From 4 timed calls made (the discarded first one too): the lower quartile of the
+        times reported and of the trusted clock's walls less the calibrated overhead, the higher of the two (the
+        lower quartile keeps a short honest run's noise from raising it). Before that, the fastest of the warm-up
+        calls after the first and the timed calls made (warm-ups are slower while the GPU's clocks ramp up: only the
+        fastest stands for the kernel's time)."""
         overhead = statistics.median(calib) if calib else 0.0
-        low = sorted(times)[len(times) // 4]
-        by_wall = sorted(walls)[len(walls) // 4] - overhead
+        if len(times) >= 4 and len(walls) >= 4:
+            low, by_wall = sorted(times)[len(times) // 4], sorted(walls)[len(walls) // 4] - overhead
+        elif warm + times and warm_walls + walls:
+            low, by_wall = min(warm + times), min(warm_walls + walls) - overhead
+        else:
+            return
         self.rep["details"]["partial_timing_ms"] = round(max(low, by_wall), 6)
 
     def finish(self, cand: CandidateProcess) -> None:

@@ -208,9 +208,9 @@ NO_ROOM_WAIT_S = 120.0  # the longest an evaluation that ran out of disk waits f
 NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at the failure
 
 
-def wait_for_room(path: str, limit_s: float = NO_ROOM_WAIT_S) -> None:
+def wait_for_room(path: str, limit_s: float = NO_ROOM_WAIT_S) -> bool:
     """Until the file system of `path` has NO_ROOM_SLACK more free bytes than now (other evaluations finished and
-    removed their files), at most `limit_s`."""
+    removed their files), at most `limit_s`; whether that room came."""
     import time
 
     def free() -> int:
@@ -220,6 +220,7 @@ def wait_for_room(path: str, limit_s: float = NO_ROOM_WAIT_S) -> None:
     want, end = free() + NO_ROOM_SLACK, time.monotonic() + limit_s
     while free() < want and time.monotonic() < end:
         time.sleep(0.5)  # polled: no event tells a file system's free space
+    return free() >= want
 
 
 def out_of_room(e: BaseException) -> bool:
