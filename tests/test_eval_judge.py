@@ -365,8 +365,8 @@ NO_ROOM_WHEN_MARKED = """
 
 def _disk_full_in_first_judgement(monkeypatch, at: str, seen: bool = True, stays: bool = False) -> list[dict]:
     """The file system is full for the first judgement's first command that writes `at` (an output's name, or
-    "save_kept"), or for every one where it `stays` full; `seen`: the judge sees it full for that judgement's life
-    (else a neighbour's files went in between). The judgements' reports, in order."""
+    "save_kept"; several joined by "+"), or for every one where it `stays` full; `seen`: the judge sees it full for
+    that judgement's life (else a neighbour's files went in between). The judgements' reports, in order."""
     import types
 
     from pipeline.evaluate import tensorio
@@ -380,8 +380,9 @@ def _disk_full_in_first_judgement(monkeypatch, at: str, seen: bool = True, stays
         return rep
 
     def request(self, msg, timeout):
-        if len(reports) == 1 and at in (msg.get("out"), msg.get("op")) and (stays or not marked):
-            marked.append(msg.get("op"))
+        where = msg.get("out") if msg.get("op") == "call" else msg.get("op")
+        if len(reports) == 1 and where in at.split("+") and (stays or where not in marked):
+            marked.append(where)
             msg = {**msg, "full": True}
         return real_request(self, msg, timeout)
 
@@ -396,13 +397,24 @@ def _disk_full_in_first_judgement(monkeypatch, at: str, seen: bool = True, stays
 
 
 @pytest.mark.parametrize(
-    "at,seen,stays", [("post_0_a", True, True), ("save_kept", True, False), ("cor_1_a", False, False)]
+    "at,seen,stays",
+    [
+        ("post_0_a", True, True),
+        ("save_kept", True, False),
+        ("cor_1_a", False, False),
+        ("cor_1_a+save_kept", True, False),
+    ],
 )
 def test_an_honest_candidate_loses_nothing_to_a_full_disk(tmp_path, monkeypatch, at, seen, stays):
     """Full at a post-timing trial for the rest of the judgement, or full when its checked outputs are saved after
     timing (it knows which are checked then, so it would not be judged again: the save is asked again once there is
-    room), or full for an instant only (a neighbour's files filled the disk and went before the judge looked)."""
+    room), or full for an instant only (a neighbour's files filled the disk and went before the judge looked), or
+    full twice, room coming back in between (a wait that saw room come back does not end the judgement's waits)."""
     reports = _disk_full_in_first_judgement(monkeypatch, at, seen, stays)
+    if "+" in at:
+        from pipeline.evaluate import tensorio
+
+        monkeypatch.setattr(tensorio, "wait_for_room", lambda path, limit_s: True)  # the neighbour's files went
     res = _eval(tmp_path, HONEST, prefix=NO_ROOM_WHEN_MARKED)
     assert res.correct and res.reward == 1 and "checks_unverified" not in res.details, (res.reason, reports)
     if stays:  # judged again; its first timed run was over: the second figure is no lower
