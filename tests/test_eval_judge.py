@@ -117,6 +117,25 @@ def test_honest_candidate_accepted_and_constant_output_rejected(tmp_path):
     assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
 
 
+def test_the_candidate_is_stopped_while_the_calibrator_measures(tmp_path, monkeypatch):
+    """Every live null call of the calibrator runs with each process of the candidate's jail stopped: a candidate
+    that loaded the host in the gaps between its own calls slowed the calibrator alone (a larger overhead and slack,
+    in which under-reported times hid)."""
+    seen, real = [], judge.Judge.null_call
+
+    def null_call(self, c, meta, t_call):
+        cand = getattr(self, "_cand", None)
+        if cand is not None and c is not cand:  # the calibrator's, during timing (not the pre-load calibration)
+            pids = [cand.pgid, *judge._descendants(cand.pgid)]
+            seen.append(all(judge._stopped(p) for p in pids))
+        return real(self, c, meta, t_call)
+
+    monkeypatch.setattr(judge.Judge, "null_call", null_call)
+    res = _eval(tmp_path, HONEST)
+    assert res.correct and res.timing["clock_check"]["calibration"] == "live", res.details
+    assert len(seen) >= 10 and all(seen), seen
+
+
 def test_timing_of_a_short_kernel_is_bounded_by_wall_time(tmp_path):
     """Each timed call is a round trip; a short kernel that would need thousands of them to add up to timing_min_ms
     gets what timing_max_s of wall allows, never fewer than timing_trials."""

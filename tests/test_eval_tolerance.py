@@ -273,6 +273,18 @@ def test_a_tensor_where_the_reference_has_a_number_is_judged_not_raised():
         assert not compare((torch.ones(3), 1.5), (torch.ones(3), other), s)["ok"]
 
 
+def test_a_count_is_exact_whatever_type_carries_it():
+    """A Python int from the reference (a count) is compared exactly: a float or a one-element float tensor off by
+    0.9% passed the 1% rule for numbers before; the same count as a float (a float32 tensor's item) still passes."""
+    s = options.resolve({})
+    assert compare((65603,), (65603,), s)["ok"] and not compare((65603,), (65604,), s)["ok"]
+    for same in (65603.0, torch.tensor(65603.0), torch.tensor(65603)):
+        assert compare((65603,), (same,), s)["ok"], same
+    for off in (65603.0 + 600, torch.tensor(65603.0 + 600), torch.tensor(65604), 65603.5):
+        assert not compare((65603,), (off,), s)["ok"], off
+    assert compare((2**30 + 1,), (float(torch.tensor(2**30 + 1, dtype=torch.float32)),), s)["ok"]  # its rounding
+
+
 def test_the_scale_of_huge_float64_outputs_is_finite_and_a_constant_kernel_still_fails():
     """The root mean square of float64 values past 1e154 (whose squares overflow): an infinite scale made every finite
     output pass. Ordinary values keep their scale to rounding."""

@@ -1122,6 +1122,22 @@ class Judge:
             self._null_gaps.append(t - ts)
         return (None if t is None else w - t), str((r or {}).get("error", ""))
 
+    def null_call_frozen(
+        self, cand: CandidateProcess, calibrator: CandidateProcess, meta: list[dict], t_call: float
+    ) -> float | None:
+        """A null call of the calibrator with the candidate's jail stopped: a candidate that loads the host in the
+        gaps between its own calls (threads that stop when its next command is pending) would slow the calibrator
+        alone, raising the overhead and the slack its under-reported times hide in. None where it cannot be stopped
+        (too few live readings: the calibration made before its code loaded stands). Frozen time is not its own."""
+        t0 = time.monotonic()
+        if not cand.freeze():
+            return None
+        try:
+            return self.null_call(calibrator, meta, t_call)[0]
+        finally:
+            cand.thaw()
+            cand.deadline += time.monotonic() - t0
+
     def timing(self, cand: CandidateProcess, calib: list[float], t_call: float, meta: list[dict]) -> bool:
         calibrator = self.start_calibrator(meta, t_call)
         # Changing from shared to exclusive lets the lock go first (no deadlock): the candidate waits frozen.
@@ -1212,11 +1228,11 @@ class Judge:
             i += 1
             null_at = self._rng.choice(("before", "after")) if i in live_at else ""
             if null_at == "before":
-                live.append(self.null_call(calibrator, meta, t_call)[0])
+                live.append(self.null_call_frozen(cand, calibrator, meta, t_call))
             name, seed = (last if i == end else check_at.get(i)) or ("", self.seed())
             r, w = cand.request({"op": "timed", "seed": seed}, t_call)
             if null_at == "after":
-                live.append(self.null_call(calibrator, meta, t_call)[0])
+                live.append(self.null_call_frozen(cand, calibrator, meta, t_call))
             t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
             dg = (r or {}).get("digest")
             if t is None or ts is None or not isinstance(dg, str):
