@@ -467,6 +467,20 @@ def test_a_full_disk_where_the_judge_writes_is_the_hosts_and_judged_again(tmp_pa
     assert res.details["judged_again_after"] == "host_error: no space left for the judge's files"
 
 
+def test_a_full_disk_under_the_judge_after_the_keeps_buys_no_second_judgement(tmp_path, monkeypatch):
+    """Once the candidate knows which of its outputs are checked (it was sent `keep`s) it could fill the shared disk
+    itself: a full disk under the judge's own writes then is not judged again (`checks_unverified`)."""
+    import errno
+
+    def finish(self, cand):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(judge.Judge, "finish", finish)
+    res = _eval(tmp_path, HONEST)
+    assert res.reward == -1 and res.reason == "host_error: no space left for the judge's files", res.reason
+    assert res.details["checks_unverified"] >= 1 and "judged_again_after" not in res.details
+
+
 # Wrong in a trial (a gamble lost); it learns so when `finish` comes instead of the determinism repeat (`..._b`) or
 # the next trial, then dies with torch's out-of-memory words on stderr.
 WRONG_THEN_CRASH_AT_FINISH = """

@@ -1473,6 +1473,8 @@ def judge_candidate(
         # a full disk where the trusted side writes (the solution's copy, the jail's files) is the host's: judged
         # again once there is room, as a candidate's full disk is (harness)
         why = "host_error: no space left for the judge's files" if tensorio.out_of_room(e) else ""
+        if why and getattr(j, "_keeps_sent", 0):  # not once it knew which outputs are checked (it can fill the disk)
+            j.rep.setdefault("details", {})["checks_unverified"] = j._keeps_sent
         j.rep["reason"] = j.rep.get("reason") or why or f"judge_error: {type(e).__name__}"
         j.rep["error"] = traceback.format_exc()[-3000:]
         j.rep["correct"] = False
