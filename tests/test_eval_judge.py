@@ -321,21 +321,27 @@ COLD_THEN_OOM_IN_WARMUP = """
 """
 
 
-def _slow_first_judgement(monkeypatch, how: str) -> None:
-    judgements = []
-    real_judge, real_request = judge.judge_candidate, judge.CandidateProcess.request
+def _in_first_judgement(monkeypatch, mark) -> list[dict]:
+    """Each command the first judgement sends the candidate passed through mark(msg) (the test's stand-in for what
+    the host does to it then); the judgements' reports, in order (a placeholder while one runs)."""
+    reports, real_judge, real_request = [], judge.judge_candidate, judge.CandidateProcess.request
 
     def judge_candidate(*a, **k):
-        judgements.append(k.get("alone", False))
-        return real_judge(*a, **k)
+        reports.append({})
+        rep = real_judge(*a, **k)
+        reports[-1] = dict(rep)
+        return rep
 
     def request(self, msg, timeout):
-        if msg.get("op") == "timed" and len(judgements) == 1:
-            msg = {**msg, "slow": how}
-        return real_request(self, msg, timeout)
+        return real_request(self, mark(msg) if len(reports) == 1 else msg, timeout)
 
     monkeypatch.setattr(judge, "judge_candidate", judge_candidate)
     monkeypatch.setattr(judge.CandidateProcess, "request", request)
+    return reports
+
+
+def _slow_first_judgement(monkeypatch, how: str) -> None:
+    _in_first_judgement(monkeypatch, lambda msg: {**msg, "slow": how} if msg.get("op") == "timed" else msg)
 
 
 @pytest.mark.parametrize("how", ["timed13", "timed0", "warm"])
@@ -390,27 +396,20 @@ def _disk_full_in_first_judgement(monkeypatch, at: str, seen: bool = True, stays
 
     from pipeline.evaluate import tensorio
 
-    reports, marked, real_judge, real_request = [], [], judge.judge_candidate, judge.CandidateProcess.request
+    marked = []
 
-    def judge_candidate(*a, **k):
-        reports.append({})
-        rep = real_judge(*a, **k)
-        reports[-1] = dict(rep)
-        return rep
-
-    def request(self, msg, timeout):
+    def mark(msg):
         where = msg.get("out") if msg.get("op") == "call" else msg.get("op")
-        if len(reports) == 1 and where in at.split("+") and (stays or where not in marked):
+        if where in at.split("+") and (stays or where not in marked):
             marked.append(where)
-            msg = {**msg, "full": True}
-        return real_request(self, msg, timeout)
+            return {**msg, "full": True}
+        return msg
 
+    reports = _in_first_judgement(monkeypatch, mark)
     full = types.SimpleNamespace(f_bavail=0, f_frsize=4096)
     fake_os = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
     fake_os.statvfs = lambda path: full if seen and len(reports) == 1 else os.statvfs(path)
     monkeypatch.setattr(judge, "os", fake_os)
-    monkeypatch.setattr(judge, "judge_candidate", judge_candidate)
-    monkeypatch.setattr(judge.CandidateProcess, "request", request)
     monkeypatch.setattr(tensorio, "NO_ROOM_WAIT_S", 0.0)  # no room comes back here: the wait for it, cut short
     return reports
 

@@ -1219,6 +1219,10 @@ class Judge:
         check_at = {i: pool.pop() for i in sorted(check_positions(self._rng, planned - 1, len(pool)))}
         times, stream, walls, checked, live = [], [], [], [], []
         first, first_wall = [], []  # the discarded first timed call
+
+        def note_partial() -> None:  # the run fails here: what it measured so far floors a second judgement
+            self.note_partial_timing(first + times, first_wall + walls, warm_times[1:], warm_walls[1:], calib)
+
         self._checked, self._keeps_sent = checked, 0  # as far as it got, should the run fail (timing)
         # The calibrator's null calls: live_n, beside timed calls drawn at random, each randomly before or after.
         live_at = set(self._rng.sample(range(planned + 1), min(live_n, planned + 1))) if calibrator else set()
@@ -1236,7 +1240,7 @@ class Judge:
             t, ts = _num((r or {}).get("t")), _num((r or {}).get("ts"))
             dg = (r or {}).get("digest")
             if t is None or ts is None or not isinstance(dg, str):
-                self.note_partial_timing(first + times, first_wall + walls, warm_times[1:], warm_walls[1:], calib)
+                note_partial()
                 self.fail("runtime_error (timing)", str((r or {}).get("error", "")))
                 return False
             if name:
@@ -1247,7 +1251,7 @@ class Judge:
                 self._keeps_sent += 1
                 k, _ = cand.request({"op": "keep", "out": f"timed_{i}", "picks": picks}, t_call)
                 if k is None or not k.get("ok"):
-                    self.note_partial_timing(first + times, first_wall + walls, warm_times[1:], warm_walls[1:], calib)
+                    note_partial()
                     self.fail(
                         "runtime_error (timing)",
                         f"a timed output could not be kept: {str((k or {}).get('error', ''))[-2000:]}",

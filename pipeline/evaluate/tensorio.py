@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import random
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -211,7 +212,6 @@ NO_ROOM_SLACK = 1 << 30  # room enough to try again: this much more free than at
 def wait_for_room(path: str, limit_s: float = NO_ROOM_WAIT_S) -> bool:
     """Until the file system of `path` has NO_ROOM_SLACK more free bytes than now (other evaluations finished and
     removed their files), at most `limit_s`; whether that room came."""
-    import time
 
     def free() -> int:
         st = os.statvfs(path)
