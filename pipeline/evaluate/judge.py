@@ -356,6 +356,19 @@ class CandidateProcess:
                 pass
         self._frozen = []
 
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[bool]:
+        """Its jail stopped for a block (`freeze`: True where it stopped) and thawed after. Frozen time is not the
+        candidate's: its life limit moves by it."""
+        t0 = time.monotonic()
+        stopped = self.freeze()
+        try:
+            yield stopped
+        finally:
+            if stopped:
+                self.thaw()
+                self.deadline += time.monotonic() - t0
+
     def kill(self) -> None:
         """End the candidate process now: its jail's process group (bwrap's death takes its pid namespace down),
         and every descendant of this process that holds one of its FIFOs open (a jail without `started`), so a hung
@@ -590,8 +603,7 @@ class Judge:
                 if self._waited_for_room:
                     return rep, w  # one wait in vain per judgement: a candidate that fills the disk itself (it stays
                     # full while the candidate is frozen) stalls no more; a neighbour's files go
-                gpu = getattr(self, "gpu", None)  # the candidate frozen and the GPU let go meanwhile
-                with self._let_go(cand) if gpu is not None and gpu.path is not None else contextlib.nullcontext():
+                with self._let_go(cand):  # the candidate frozen and the GPU let go meanwhile
                     self._waited_for_room = not tensorio.wait_for_room(str(self.dirs.out), tensorio.NO_ROOM_WAIT_S)
             rep, w = cand.request(msg, timeout)
         return rep, w
@@ -974,25 +986,25 @@ class Judge:
     @contextlib.contextmanager
     def _let_go(self, cand: CandidateProcess) -> Iterator[None]:
         """The candidate's jail frozen and the GPU's lock let go for a block; the lock taken back (shared) and the
-        candidate thawed at the end. Where the jail cannot be frozen the lock stays held. Frozen time is not the
-        candidate's: its life limit moves by it."""
-        if not cand.freeze():
+        candidate thawed at the end. Where there is no GPU lock, or the jail cannot be frozen, nothing changes."""
+        gpu = getattr(self, "gpu", None)
+        if gpu is None or gpu.path is None:
             yield
             return
-        t0 = time.monotonic()
-        self.gpu.release()
-        waited = 0.0
-        try:
-            yield
-        finally:
+        with cand.frozen() as stopped:
+            if not stopped:
+                yield
+                return
+            t0 = time.monotonic()
+            gpu.release()
+            waited = 0.0
             try:
-                waited = self.gpu.shared()
+                yield
             finally:
-                cand.thaw()
-            ph = self.rep["phase_s"]
-            ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + waited, 4)
-            ph["frozen"] = round(ph.get("frozen", 0.0) + time.monotonic() - t0, 4)
-            cand.deadline += time.monotonic() - t0
+                waited = gpu.shared()
+                ph = self.rep["phase_s"]
+                ph["gpu_wait"] = round(ph.get("gpu_wait", 0.0) + waited, 4)
+                ph["frozen"] = round(ph.get("frozen", 0.0) + time.monotonic() - t0, 4)
 
     @contextlib.contextmanager
     def gpu_work(self, outputs: Any) -> Iterator[None]:
@@ -1129,24 +1141,14 @@ class Judge:
         gaps between its own calls (threads that stop when its next command is pending) would slow the calibrator
         alone, raising the overhead and the slack its under-reported times hide in. None where it cannot be stopped
         (too few live readings: the calibration made before its code loaded stands). Frozen time is not its own."""
-        t0 = time.monotonic()
-        if not cand.freeze():
-            return None
-        try:
-            return self.null_call(calibrator, meta, t_call)[0]
-        finally:
-            cand.thaw()
-            cand.deadline += time.monotonic() - t0
+        with cand.frozen() as stopped:
+            return self.null_call(calibrator, meta, t_call)[0] if stopped else None
 
     def timing(self, cand: CandidateProcess, calib: list[float], t_call: float, meta: list[dict]) -> bool:
         calibrator = self.start_calibrator(meta, t_call)
         # Changing from shared to exclusive lets the lock go first (no deadlock): the candidate waits frozen.
-        frozen = cand.freeze()
-        try:
+        with cand.frozen():
             self.gpu_wait(self.gpu.exclusive())
-        finally:
-            if frozen:
-                cand.thaw()
         try:
             ok = self._timed_calls(cand, calibrator, calib, t_call, meta)
         finally:
