@@ -37,6 +37,49 @@ VARIANTS = [
     ("variant:softmax_dim", "level1/23_Softmax", "move_dim", "_softmax"),
     ("variant:l1norm_dim", "level1/38_L1Norm_", "move_dim", "mean"),
 ]
+HAND_SOFTMAX_DIM0 = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        e = torch.exp(x - x.max(dim=0, keepdim=True).values)
+        return e / e.sum(dim=0, keepdim=True)
+
+def get_inputs():
+    return [torch.rand(4096, 393216)]
+
+def get_init_inputs():
+    return []
+"""
+# Near-variants the token views read as copies, or written out by hand: (task id, source, edits of the source's
+# code, or None for HAND_SOFTMAX_DIM0; the evidence status of the run that showed another function)
+SUM_AXIS = "level1/47_Sum_reduction_over_a_dimension"
+BN_SOFTMAX = "level2/84_Gemm_BatchNorm_Scaling_Softmax"
+NEAR_COPIES = [
+    # the sum over another axis: outputs of other shapes
+    ("nearcopy:sum_axis", SUM_AXIS, [("reduce_dim = 1", "reduce_dim = 2")], "output_shapes_differ; other axes"),
+    # resized (the problem cannot take its inputs) with its softmax over the batch: the axes differ
+    (
+        "nearcopy:softmax_batch_resized",
+        BN_SOFTMAX,
+        [
+            ("Softmax(dim=1)", "Softmax(dim=0)"),
+            ("batch_size = 1024", "batch_size = 24"),
+            ("features = 8192", "features = 72"),
+        ],
+        "not run: the problem does not take its inputs; other axes",
+    ),
+    # softmax written out over the batch axis: its max and its sum over another axis, one change of meaning
+    ("nearcopy:hand_softmax_dim0", "level1/23_Softmax", None, "ran"),
+]
+# A copy with its window changed (kernel size, padding): outputs of other shapes, the same axes: scale, not meaning
+MAXPOOL = "level1/41_Max_Pooling_1D"
+RESIZED_COPY = (
+    "copy:maxpool_window",
+    MAXPOOL,
+    [("kernel_size = 8", "kernel_size = 5"), ("padding     = 4", "padding = 2")],
+)
 # A one-op problem with its op swapped is another problem (softmax -> log-softmax is KernelBench's LogSoftmax):
 # not a near-variant of the first (near_variant_min_kept).
 SWAPPED = ("swapped:softmax_log", "level1/23_Softmax", "swap_op")
@@ -112,8 +155,20 @@ def semantic_run(kernelbench_path, tmp_path_factory):
     sources["hand:level1/23_Softmax"] = "level1/23_Softmax"
     cands += [(tid, mutate(by_id[src].code, mode, 0)) for tid, src, mode, _ in VARIANTS]
     cands.append((SWAPPED[0], mutate(by_id[SWAPPED[1]].code, SWAPPED[2], 0)))
+    for tid, src, edits, _ in NEAR_COPIES:
+        code = by_id[src].code if edits else HAND_SOFTMAX_DIM0
+        for a, b in edits or []:
+            assert a in code, (src, a)
+            code = code.replace(a, b)
+        cands.append((tid, code))
+    tid, src, edits = RESIZED_COPY
+    code = by_id[src].code
+    for a, b in edits:
+        assert a in code, (src, a)
+        code = code.replace(a, b)
+    cands.append((tid, code))
     cands += [("different", DIFFERENT), ("hostile", HOSTILE)]
-    refs = sorted({*sources.values(), *OTHERS})
+    refs = sorted({*sources.values(), *OTHERS, SUM_AXIS, BN_SOFTMAX, MAXPOOL})
     reference = [by_id[r] for r in refs]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
     table = decontaminate(cands, reference, settings)
@@ -174,6 +229,29 @@ def test_near_variant_is_its_own_decision_with_the_difference(semantic_run, tid,
     assert not any(t["equivalent"] for t in ev["tried"]) and ev["graph_candidate"] and ev["graph_reference"]
 
 
+@pytest.mark.parametrize("tid,src,edits,status", NEAR_COPIES)
+def test_a_near_variant_read_as_a_copy_or_written_out_is_a_near_variant(semantic_run, tid, src, edits, status):
+    r, kept = semantic_run["rows"][tid], semantic_run["keep"][tid]
+    assert r["reason"] == "near_variant" and r["near_variant"] and r["contaminated"], (r["reason"], r["evidence"])
+    assert r["nearest_ref"] == src and r["view"] == "semantic"
+    assert kept["reason"] == "near_variant" and not kept["contaminated"]  # the auditor's policy decides
+    ev = json.loads(r["evidence"])
+    assert ev["difference"]["n_changes"] == 1 and ev["difference"]["substitution"], ev["difference"]
+    assert next(t for t in ev["tried"] if t["ref"] == src)["status"] == status, ev["tried"]
+    if edits is None:  # one change of meaning: the axis of its max and of its sum
+        assert {x.split("[")[0] for x in ev["difference"]["added"]} == {"amax", "sum"}, ev["difference"]
+
+
+def test_a_copy_with_another_window_stays_a_copy(semantic_run):
+    r = semantic_run["rows"][RESIZED_COPY[0]]
+    assert r["contaminated"] and r["reason"] in ("canonical_and_ops", "same_ops_signature"), (
+        r["reason"],
+        r["evidence"],
+    )
+    assert r["nearest_ref"] == MAXPOOL and not r["near_variant"]
+    assert semantic_run["keep"][RESIZED_COPY[0]]["contaminated"]  # a copy, whatever the near-variant policy
+
+
 def test_an_op_swapped_in_a_one_op_problem_is_not_a_near_variant(semantic_run):
     r = semantic_run["rows"][SWAPPED[0]]
     assert r["reason"] != "near_variant" and not r["near_variant"] and not r["contaminated"], r
@@ -181,7 +259,7 @@ def test_an_op_swapped_in_a_one_op_problem_is_not_a_near_variant(semantic_run):
 
 
 def test_near_variant_policy_keep_reports_without_removing(semantic_run):
-    variants = {tid for tid, *_ in VARIANTS}
+    variants = {tid for tid, *_ in VARIANTS + NEAR_COPIES}
     for tid in variants:
         kept = semantic_run["keep"][tid]
         assert kept["reason"] == "near_variant" and kept["near_variant"] and not kept["contaminated"], kept

@@ -80,7 +80,7 @@ _ACI = {"add", "mul", "maximum", "minimum"}  # associative, commutative: flatten
 _COMMUTATIVE = _ACI | {"eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or"}
 WL_DEPTH = 3
 MAX_NODES = 4000
-FP_VERSION = "1"  # bump when normalize, wl_features or fingerprint change: stored fingerprints are made again
+FP_VERSION = "2"  # bump when normalize, wl_features or fingerprint change: stored fingerprints are made again
 
 
 def _base(target: str) -> str:
@@ -145,11 +145,22 @@ def _plain(a) -> str:
     return str(a)[:40]
 
 
+def _label(op: str, args: list) -> str:
+    """An op with its non-tensor arguments, for counting changes. `max`/`min` over a dim (their values are amax /
+    amin) read as amax / amin over a list of dims, keepdim spelled out: a softmax written with either differs from
+    another only where its axes do."""
+    if op in ("max", "min") and args and type(args[0]) is int:
+        op, args = "a" + op, [[args[0]], *args[1:2]]
+    if op in ("amax", "amin") and len(args) == 1:
+        args = [*args, False]
+    return f"{op}{_plain(args)}"[:120]
+
+
 def _top_labels(top) -> Counter:
     out: Counter = Counter()
     for t in (top if isinstance(top, list) else [])[:MAX_NODES]:
         if isinstance(t, list) and len(t) == 2 and _base(t[0]) not in _PASS and _base(t[0]) != "getitem":
-            out[f"{_base(t[0])}{_plain(t[1])}"[:120]] += 1
+            out[_label(_base(t[0]), t[1] if isinstance(t[1], list) else [t[1]])] += 1
     return out
 
 
@@ -203,7 +214,7 @@ def normalize(nodes: list, top: list | None = None) -> SemGraph:
         args = n[1] if len(n) > 1 and isinstance(n[1], list) else []
         ids[i] = _lower(b, _base(kind), kind, args, ref, operand)
         if _base(kind) not in _PASS and _base(kind) != "getitem":  # layouts and sizes are no change of meaning
-            b.g.detail[f"{_base(kind)}{_plain([a for a in args if ref(a) is None])}"[:120]] += 1
+            b.g.detail[_label(_base(kind), [a for a in args if ref(a) is None])] += 1
     return b.g
 
 
@@ -389,18 +400,30 @@ def difference(cand: SemGraph, ref: SemGraph, limit: int = 6) -> dict:
         plus, minus = a - b, b - a
         n_plus, n_minus = sum(plus.values()), sum(minus.values())
         bases = [Counter({op_of(k): v for k, v in c.items()}) for c in (plus, minus)]
+        same_ops = bases[0] == bases[1]
         got = {
             "added": [f"{k} x{v}" for k, v in plus.most_common(limit)],
             "removed": [f"{k} x{v}" for k, v in minus.most_common(limit)],
-            "n_changes": max(n_plus, n_minus),
+            "n_changes": _argument_changes(plus, minus) if same_ops and n_plus else max(n_plus, n_minus),
             "substitution": n_plus == n_minus,
-            "same_ops": bases[0] == bases[1],
+            "same_ops": same_ops,
             "kept": sum((a & b).values()),
             "level": level,
         }
         if best is None or (got["substitution"], -got["n_changes"]) > (best["substitution"], -best["n_changes"]):
             best = got
     return best
+
+
+def _argument_changes(plus: Counter, minus: Counter) -> int:
+    """Where the same ops changed only their arguments: the distinct changes, each op's removed labels paired with
+    its added ones in order. One change made in several ops counts once: a softmax written out over another axis
+    changes the axis of its max and of its sum, one change of meaning."""
+    pairs: dict[str, tuple[list, list]] = {}
+    for side, counts in enumerate((minus, plus)):
+        for k, v in sorted(counts.items()):
+            pairs.setdefault(op_of(k), ([], []))[side].extend([k[len(op_of(k)) :]] * v)
+    return len({change for old, new in pairs.values() for change in zip(old, new)})
 
 
 def op_of(label: str) -> str:

@@ -1004,8 +1004,14 @@ def _reduced_dims(summary) -> set[str]:
         op = op_of(label)
         if op in _REDUCING:
             m = _DIMS.match(label[len(op) :])
-            out.add(m.group(1).replace(" ", "") if m else "?")
+            out.add(_axes(m.group(1)) if m else "?")
     return out
+
+
+def _axes(text: str) -> str:
+    """Axes as a label: a list of them in order (`[4,3,2]` is `[2,3,4]`, and a single `1` is `[1]`: the same
+    reduction written otherwise)."""
+    return "[" + ",".join(str(d) for d in sorted(int(d) for d in re.findall(r"-?\d+", text))) + "]"
 
 
 def _near_variant_difference(
@@ -1076,10 +1082,14 @@ def _recheck_apply(
     ref: SemanticReference,
     settings: DecontamSettings,
 ) -> None:
-    """Outputs that differ from the problem's on the same inputs make a re-checked copy a near_variant (removed or
-    kept per near_variant_policy); equal outputs, or a run that failed, keep the copy's reason."""
+    """A re-checked copy shown to compute another function than the problem's is a near_variant (removed or kept per
+    near_variant_policy): its outputs differ from the problem's on the same inputs; or, where no values could be
+    compared (outputs of other shapes, or the problem cannot take its inputs: the copy resized) and only arguments
+    of the same ops changed, the axes its reductions run over differ (a sum over another axis), as rule 6 reads a
+    graph no run can compare. Equal outputs, or a run that failed otherwise, keep the copy's reason."""
     for (i, v, j, sim, diff), rep in zip(cand, reps):
-        if not rep.get("ok") or rep.get("max_abs_diff") is None or rep["equivalent"]:
+        status = _recheck_differs(rep, diff, v, ref.views[j])
+        if status is None:
             continue
         out["near_variant"][i], out["view"][i] = True, "semantic"
         cols["reason"][i] = "near_variant"
@@ -1097,13 +1107,33 @@ def _recheck_apply(
                         "semantic": round(sim, 4),
                         "equivalent": False,
                         "max_abs_diff": rep.get("max_abs_diff"),
-                        "status": "ran",
+                        "status": status,
+                        "shapes": [rep.get("ref_shapes"), rep.get("cand_shapes")],
+                        "error": str(rep.get("error", ""))[:200],
                     }
                 ],
                 "graph_candidate": graph_text(v),
                 "graph_reference": graph_text(ref.views[j]),
             }
         )
+
+
+def _recheck_differs(rep: dict, diff: dict, view: SemView, ref_view: SemView) -> str | None:
+    """How a re-checked copy's run showed another function than the problem's (its evidence status), or None."""
+    if rep.get("ok"):
+        return None if rep.get("max_abs_diff") is None or rep.get("equivalent") else "ran"
+    # No values compared: only axes tell another function from the problem resized (a kernel size, a stride, a
+    # pool's window changed the shapes as much as the axes do: scale, not meaning)
+    ranks = [len(s) for s in view.summary.inputs], [len(s) for s in ref_view.summary.inputs]
+    if not diff.get("same_ops") or ranks[0] != ranks[1]:
+        return None
+    if _reduced_dims(view.summary) == _reduced_dims(ref_view.summary):
+        return None
+    if rep.get("reason") == "output_shapes_differ":
+        return "output_shapes_differ; other axes"
+    if rep.get("reason") == "exception":
+        return "not run: the problem does not take its inputs; other axes"
+    return None
 
 
 def graph_text(v: SemView, limit: int = 60) -> list[str]:
