@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from pipeline import gpumemory
 from pipeline.evaluate import artifacts, judge
@@ -115,6 +116,102 @@ def test_honest_candidate_accepted_and_constant_output_rejected(tmp_path):
     assert res.details["kernelbench_ok"] is True
     zero = _eval(tmp_path, HONEST.replace("torch.softmax(x, dim=-1)", "torch.zeros_like(x)"))
     assert not zero.correct and zero.reward == -1 and zero.reason.startswith("output_mismatch")
+
+
+CROSS_ENTROPY = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, predictions, targets):
+            return F.cross_entropy(predictions, targets)
+
+    def get_inputs():
+        return [torch.randn(4096, 10), torch.randint(0, 10, (4096,))]
+
+    def get_init_inputs():
+        return []
+""")
+
+
+def test_a_constant_loss_fails_a_loss_task_and_an_honest_one_passes(tmp_path):
+    """KernelBench's 95_CrossEntropyLoss moves by ~0.6% of its value from one input to the next: a constant near its
+    mean sat inside the plain rule's 2% band for every draw (reward 2 on the real jail). Judged within the loss's
+    spread across the inputs drawn (`tolerance.spread_caps`), the constant fails and the honest loss passes."""
+    ops = {"allow_torch_ops": ["cross_entropy", "log_softmax", "_log_softmax", "nll_loss", "nll_loss_forward", "full"]}
+    honest = _eval(
+        tmp_path,
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, predictions, targets):\n        return F.cross_entropy(predictions, targets)\n",
+        task=CROSS_ENTROPY,
+        **ops,
+    )
+    assert honest.correct and honest.reward >= 1, (honest.reason, honest.details.get("spread_caps"))
+    assert honest.details["spread_caps"][0] < 1e-2 and not honest.details.get("task_defect")
+    const = _eval(
+        tmp_path,
+        "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, predictions, targets):\n        return torch.full((), 2.7247)\n",
+        task=CROSS_ENTROPY,
+        **ops,
+    )
+    assert not const.correct and const.reward == -1 and const.reason.startswith("output_mismatch"), const.reason
+
+
+def test_an_input_changed_in_place_is_a_violation_only_where_the_task_does_not_change_it(tmp_path):
+    """A task whose reference changes its input in place (its own `ReLU(inplace=True)`): a candidate doing the same
+    is judged on its outputs, not called a cheat; where the task leaves its inputs alone, changing them stays
+    `input_mutation`."""
+    inplace_task = TASK.replace("torch.softmax(x, dim=-1)", "torch.relu_(x)")
+    same = HONEST.replace("torch.softmax(x, dim=-1)", "torch.relu_(x)")
+    ops = {"allow_torch_ops": ["relu_", "relu", "clamp_min_", "threshold_", "_softmax", "softmax", "mul_"]}
+    res = _eval(tmp_path, same, task=inplace_task, **ops)
+    assert res.correct and res.reward >= 1 and "input_mutation" not in res.violations, (res.reason, res.violations)
+    assert res.details["reference_mutates_inputs"] == [0]
+    sneaky = HONEST.replace(
+        "return torch.softmax(x, dim=-1)", "y = torch.softmax(x, dim=-1)\n        x.mul_(0)\n        return y"
+    )
+    res = _eval(tmp_path, sneaky, **ops)
+    assert "input_mutation" in res.violations and res.reward == -1, (res.reason, res.violations)
+    assert "reference_mutates_inputs" not in res.details
+
+
+def test_torchs_own_ops_outside_aten_are_refused_and_the_candidates_own_namespace_is_not(tmp_path):
+    """The op guard refuses every operator namespace torch registered before the candidate's code loaded
+    (`guard.torch_namespaces`): `mkldnn::_linear_pointwise` computed a Linear and a ReLU past a guard that knew
+    only aten's and a few others. An operator the candidate registers itself, in a namespace of its own, runs."""
+    from pipeline.evaluate.guard import ForbiddenTorchOp, OpGuard, torch_namespaces
+
+    names = torch_namespaces()
+    assert {"aten", "prims", "mkldnn"} <= names and "profiler" not in names
+    x, w, b = torch.randn(4, 8), torch.randn(16, 8), torch.randn(16)
+    with pytest.raises(ForbiddenTorchOp, match="mkldnn::_linear_pointwise"):
+        with OpGuard(namespaces=names):
+            torch.ops.mkldnn._linear_pointwise(x, w, b, "relu", [], "")
+    lib = torch.library.Library("opforge_test_ns", "DEF")  # the candidate's own extension, registered after
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda t: t * 2, "CompositeExplicitAutograd")
+    with OpGuard(namespaces=names):
+        y = torch.ops.opforge_test_ns.twice(x)
+    assert torch.equal(y, x * 2)
+    # through the real jail: the candidate's forward calling the mkldnn op is refused at the correctness calls
+    task = TASK.replace("torch.softmax(x, dim=-1)", "torch.relu(self.lin(x))").replace(
+        "super().__init__()", "super().__init__()\n        self.lin = nn.Linear(32768, 16)"
+    )
+    cand = HONEST.replace(
+        "def forward",
+        "def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(32768, 16)\n\n    def forward",
+    ).replace(
+        "torch.softmax(x, dim=-1)",
+        'torch.ops.mkldnn._linear_pointwise(x, self.lin.weight, self.lin.bias, "relu", [], "")',
+    )
+    res = _eval(tmp_path, cand, task=task, allow_torch_ops=["relu", "linear", "addmm", "mm", "t"])
+    assert res.reward == -1 and "torch_op_in_forward" in res.violations, (res.reason, res.violations)
+    assert any("mkldnn" in d for d in res.details.get("violation_details", [])), res.details.get("violation_details")
 
 
 def test_the_candidate_is_stopped_while_the_calibrator_measures(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import torch
 
 from pipeline.evaluate import artifacts, options, tensorio
 from pipeline.evaluate.clock import check_clock
-from pipeline.evaluate.tolerance import compare, degenerate
+from pipeline.evaluate.tolerance import compare, degenerate, spread_caps
 
 S = options.resolve({})
 
@@ -91,6 +91,31 @@ def test_degenerate_is_across_inputs_never_within_one_output():
     same_elements = [torch.full((4,), float(k)) for k in range(3)]  # every element equal WITHIN an output
     assert degenerate(same_elements, S) == ""
     assert degenerate([const[0]], S) == ""  # one input says nothing
+
+
+def test_a_small_output_is_judged_within_its_spread_across_inputs():
+    """A loss moves little from one input to the next (a cross-entropy over 10 classes: ~0.6% of its value): at the
+    plain rule (1% + 1%) one constant fits every draw; capped by the spread, it fits few, while an honest loss
+    computed in another precision still passes. An output that does not move at all is still degenerate."""
+    g = torch.Generator().manual_seed(0)
+    refs = [
+        torch.nn.functional.cross_entropy(
+            torch.randn(4096, 10, generator=g), torch.randint(0, 10, (4096,), generator=g)
+        )
+        for _ in range(7)
+    ]
+    caps = spread_caps(refs)
+    assert caps and caps[0] is not None and caps[0] < 1e-2
+    const = torch.tensor(sum(float(r) for r in refs) / len(refs))
+    assert all(compare(r, const, S)["ok"] for r in refs)  # the plain rule alone
+    assert sum(compare(r, const, S, caps=caps)["ok"] for r in refs) <= 4
+    assert all(compare(r, (r.double() * (1 + 2e-4)).float(), S, caps=caps)["ok"] for r in refs)
+    assert degenerate(refs, S) == ""
+    assert degenerate([torch.tensor(0.9995 + 1e-7 * k) for k in range(5)], S)  # a cosine similarity of ~1
+    # large, integer or mixed outputs get no cap; fewer than three outputs say nothing of a spread
+    big = [torch.randn(64, generator=g) for _ in range(3)]
+    assert spread_caps(big) == [None] and spread_caps(refs[:2]) == []
+    assert spread_caps([(torch.tensor(k), 1.0 * k) for k in range(1, 4)]) == [None, spread_caps([1.0, 2.0, 3.0])[0]]
 
 
 # ---------------------------------------------------------------- clock cross-check

@@ -55,6 +55,8 @@ def _same_data(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 class Driver:
+    namespaces: frozenset[str] | None = None  # guard.torch_namespaces(), taken at setup
+
     def __init__(self, payload: dict) -> None:
         self.p = dict(payload)
         payload.clear()
@@ -90,6 +92,7 @@ class Driver:
         # the GPU's leaf hasher for the output commitment, before any candidate code
         tensorio.use_device_hasher(self.p.get("leaf_hasher") if self.dev.type == "cuda" else None)
         files = {os.path.realpath(f) for f in self.p.get("solution_files", [])}
+        self.namespaces = _guard.torch_namespaces()  # before any candidate code: torch's own, not its extension's
         self.watch = _guard.AuditWatch(files)
         self.integrity = _guard.snapshot_integrity()
         self.null_out = None
@@ -150,7 +153,11 @@ class Driver:
 
     @contextlib.contextmanager
     def scope(self, guarded: bool):
-        og = _guard.OpGuard(self.p.get("allow_libraries"), self.p.get("allow_torch_ops")) if guarded else None
+        og = (
+            _guard.OpGuard(self.p.get("allow_libraries"), self.p.get("allow_torch_ops"), self.namespaces)
+            if guarded
+            else None
+        )
         self.watch.active = True
         try:
             if og is not None:

@@ -147,6 +147,21 @@ LIBRARY_OPS = {
     },
 }
 _COMPUTE_NAMESPACES = {"aten", "prims", "prim", "quantized", "_quantized", "rngprims", "inductor", "triton"}
+# libraries whose ops compute and that may be importable beside torch (their namespaces appear only once imported)
+_LIBRARY_NAMESPACES = {"torchvision", "torchaudio", "xformers", "flash_attn", "fbgemm", "mmcv", "apex", "deepspeed"}
+_HARMLESS_NAMESPACES = {"profiler"}  # record_function's ops
+
+
+def torch_namespaces() -> frozenset[str]:
+    """The operator namespaces registered now: called before any candidate code loads, torch's own (aten, prims,
+    mkldnn, onednn, quantized, c10d, ...). Their ops are torch's kernels, not the candidate's, whatever the
+    namespace: `mkldnn::_linear_pointwise` computed a Linear and a ReLU past a guard that knew only aten's. The
+    candidate's own extension registers a namespace of its own, after this."""
+    try:
+        names = {s.name.partition("::")[0] for s in torch._C._jit_get_all_schemas()}
+    except Exception:  # noqa: BLE001 - an older torch: the fixed list alone
+        names = set()
+    return frozenset((names | _COMPUTE_NAMESPACES | _LIBRARY_NAMESPACES) - _HARMLESS_NAMESPACES)
 
 
 class ForbiddenTorchOp(RuntimeError):
@@ -160,8 +175,15 @@ class OpGuard(TorchDispatchMode):
         # process); this mode never runs under torch.compile, so it needs no wrapper.
         return False
 
-    def __init__(self, allow_libraries: list[str] | None = None, allow_ops: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        allow_libraries: list[str] | None = None,
+        allow_ops: list[str] | None = None,
+        namespaces: frozenset[str] | None = None,
+    ) -> None:
         super().__init__()
+        # torch_namespaces() as taken before the candidate's code loaded (the fixed list where not given)
+        self.namespaces = namespaces or frozenset(_COMPUTE_NAMESPACES | _LIBRARY_NAMESPACES)
         self.allowed = set(ALLOWED_OPS) | set(allow_ops or [])
         for lib in allow_libraries or []:
             self.allowed |= LIBRARY_OPS.get(lib, set())
@@ -170,7 +192,7 @@ class OpGuard(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func._schema.name  # e.g. "aten::relu"
         ns, _, base = name.partition("::")
-        if ns in _COMPUTE_NAMESPACES and base not in self.allowed and base.rstrip("_") not in self.allowed:
+        if ns in self.namespaces and base not in self.allowed and base.rstrip("_") not in self.allowed:
             if name not in self.blocked:
                 self.blocked.append(name)
             raise ForbiddenTorchOp(

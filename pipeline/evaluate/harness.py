@@ -482,6 +482,8 @@ def _merge(res: EvalResult, rep: dict, base: dict, s: dict) -> None:
         "partial_timing_ms",
         "io_budget",
         "own_inputs",
+        "spread_caps",
+        "reference_mutates_inputs",
     ):
         if k in rep.get("details", {}):
             res.details[k] = rep["details"][k]

@@ -36,7 +36,7 @@ import torch
 from pipeline.evaluate import artifacts, leafhash, tensorio
 from pipeline.evaluate.clock import check_clock, off_stream
 from pipeline.evaluate.timing import STOP_EVERY, TIMING_METHOD, check_positions, known_within, median_halfwidth, stats
-from pipeline.evaluate.tolerance import compare, compare_device, degenerate
+from pipeline.evaluate.tolerance import compare, compare_device, degenerate, spread_caps
 from pipeline.gpulock import GpuLock, ensure, held
 from pipeline.gpumemory import SLOTS, claimed, memory_dir, slots_held
 from pipeline.sandbox import run_sandboxed
@@ -468,6 +468,9 @@ def _num(x: Any) -> float | None:
 
 
 class Judge:
+    _caps: list[float | None] = []  # tolerance.spread_caps of the task's reference outputs, once they are read
+    _ref_mutates: list[int] = []  # the inputs the task's own code changes in place
+
     def __init__(
         self, task_code: str, solution: dict, mode: str, s: dict, arch: str, artifact: str, alone: bool = False
     ) -> None:
@@ -632,7 +635,7 @@ class Judge:
             except tensorio.BadFile as e:
                 return {"ok": False, "reason": f"bad_output ({tag}): {e}"}
             with self.gpu_work([ref]):
-                cmp = compare(ref, out, s)
+                cmp = compare(ref, out, s, caps=self._caps)
             cmp["fingerprint"] = tensorio.fingerprint(out, self._fingerprint_seed)
         if cmp.get("violation"):
             self.violation(cmp["violation"], cmp["reason"])
@@ -829,6 +832,11 @@ class Judge:
             if reason.startswith("bad_task") or (self.alone and gpu_memory):
                 self.rep["task_defect"] = "reference_failed"
             return self.fail(reason, error)
+        # inputs the task's own code changes in place: a candidate that does the same is not changing them behind
+        # the judge's back (its outputs are judged as any other's)
+        self._ref_mutates = ref_rep.get("mutates_inputs") or []
+        if self._ref_mutates:
+            self.rep["details"]["reference_mutates_inputs"] = self._ref_mutates
         own = [n for n in ref_rep.get("own_inputs") or [] if n in self._draw]
         for n in own:  # trials the task refused perturbed inputs for: its own distribution, for the candidate too
             self._draw[n]["variant"] = "base"
@@ -857,6 +865,10 @@ class Judge:
             if cor
             else []
         )
+        # small outputs (a loss) judged within their spread across the inputs drawn too: one constant must not fit
+        self._caps = spread_caps([refs[n] for n in cor + post])
+        if any(c is not None for c in self._caps):
+            self.rep["details"]["spread_caps"] = self._caps
         if s["degenerate_check"]:
             with self.gpu_work(refs.values()):
                 why = degenerate([refs[n] for n in cor + post], s)
@@ -1357,6 +1369,8 @@ class Judge:
         r, _ = cand.request({"op": "finish"}, float(self.s["call_timeout_s"]))
         for item in (r or {}).get("violations") or []:
             if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
+                if item[0] == "input_mutation" and self._ref_mutates:
+                    continue  # as the task's own code does
                 self.violation(item[0][:40], item[1])
         for item in (r or {}).get("warnings") or []:
             if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
@@ -1410,7 +1424,7 @@ class Judge:
                 mismatches.append(f"timed call {c['i']}: saved output differs from its commitment")
                 continue
             with self.gpu_work([ref]):  # outputs too large for the host are compared on this GPU, under its lock
-                cmp = compare(ref, out, self.s)
+                cmp = compare(ref, out, self.s, caps=self._caps)
             if not cmp["ok"]:
                 mismatches.append(f"timed call {c['i']}: {cmp['reason']}")
         self.rep["details"]["timed_outputs_checked"] = len(checked)
@@ -1439,7 +1453,7 @@ class Judge:
         why = _sampled_shapes(ref["sample"], ref["shapes"], out, shapes)
         if why:
             return why
-        cmp = compare(ref["sample"], out, self.s, scales=ref["scales"])
+        cmp = compare(ref["sample"], out, self.s, scales=ref["scales"], caps=self._caps)
         return "" if cmp["ok"] else cmp["reason"]
 
 

@@ -53,10 +53,27 @@ def build_model(task: types.ModuleType, init_seed: int, dev: torch.device) -> to
     return task.Model(*init).to(dev).eval()
 
 
-def _output(task: types.ModuleType, model: torch.nn.Module, seed: int, dev: torch.device, variant: str) -> Any:
+def _output(
+    task: types.ModuleType, model: torch.nn.Module, seed: int, dev: torch.device, variant: str, rep: dict
+) -> Any:
+    """The reference's output on the inputs of `seed`; the inputs it changes in place (its own `ReLU(inplace=True)`)
+    added to rep["mutates_inputs"], so that a candidate doing as the task does is not called a cheat."""
     xs = tensorio.make_inputs(task, seed, dev, variant)
+    before = [_strided(x) for x in xs]
     with torch.no_grad():
-        return tensorio.unwrapped(model(*xs))
+        out = tensorio.unwrapped(model(*xs))
+    changed = [i for i, (x, b) in enumerate(zip(xs, before)) if b is not None and not torch.equal(_strided(x), b)]
+    if changed:
+        rep["mutates_inputs"] = sorted({*rep.get("mutates_inputs", []), *changed})
+    return out
+
+
+def _strided(x: Any) -> torch.Tensor | None:
+    """A copy of at most ~1M evenly spaced elements of an input tensor: an in-place op changes many."""
+    if not isinstance(x, torch.Tensor) or x.numel() == 0 or not x.is_contiguous():
+        return None  # (a view of a non-contiguous one would be a copy of all of it)
+    flat = x.detach().reshape(-1)
+    return flat[:: max(1, flat.numel() >> 20)].clone()
 
 
 def _blame(e: BaseException) -> str:
@@ -106,13 +123,13 @@ def main(payload: dict, emit: Callable[[Any], None]) -> None:
                 alarm()
             variant = job.get("variant", "base")
             try:
-                out = _output(task, model, int(job["seed"]), dev, variant)
+                out = _output(task, model, int(job["seed"]), dev, variant, rep)
             except Exception as e:  # noqa: BLE001
                 if variant == "base" or _blame(e) != "bad_task":
                     raise
                 # the task refuses the perturbed inputs (a precondition they broke): this trial on its own
                 # distribution, the candidate told so (Judge._run); raises again where the task fails on those too
-                out = _output(task, model, int(job["seed"]), dev, "base")
+                out = _output(task, model, int(job["seed"]), dev, "base", rep)
                 rep.setdefault("own_inputs", []).append(job["name"])
             name, sample = job["name"], job.get("sample")
             if isinstance(sample, dict):

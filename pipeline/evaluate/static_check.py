@@ -21,7 +21,11 @@ WARN = "warn"
 VIOLATIONS: dict[str, tuple[str, str]] = {
     "syntax_error": (STRICT, "the solution does not parse"),
     "no_model_new": (STRICT, "no class ModelNew in the solution"),
-    "try_except_fallback": (STRICT, "try/except (a fallback to PyTorch when the kernel fails)"),
+    "try_except_fallback": (
+        STRICT,
+        "try/except, or a context manager whose __exit__ swallows the error (a fallback to PyTorch when the kernel "
+        "fails)",
+    ),
     "pass_body": (STRICT, "a function or method whose body does nothing (pass / ...)"),
     "threads_or_processes": (STRICT, "threads, processes or async work (threading, multiprocessing, std::thread)"),
     "timer_patching": (STRICT, "assigning to or patching timers, events or synchronize"),
@@ -29,11 +33,14 @@ VIOLATIONS: dict[str, tuple[str, str]] = {
     "cuda_graph": (STRICT, "CUDA graph capture/replay (replays stale memory addresses)"),
     "lazy_tensor": (STRICT, "tensor subclasses or dispatch overrides (lazy or deferred results)"),
     "inherits_reference": (STRICT, "subclassing, importing or calling the reference Model"),
-    "caller_introspection": (STRICT, "inspect, gc, frames, sys.modules: reading the harness's memory"),
+    "caller_introspection": (STRICT, "inspect, gc, frames, tracebacks, sys.modules: reading the harness's memory"),
     "raw_memory_access": (STRICT, "ctypes / raw pointers read from Python"),
     "dynamic_code": (STRICT, "exec/eval/compile/__import__/importlib/getattr with computed names"),
     "io_access": (STRICT, "files, pickles or the network (precomputed results)"),
-    "torch_compute_op": (STRICT, "a torch / torch.nn.functional compute op inside ModelNew.forward"),
+    "torch_compute_op": (
+        STRICT,
+        "a torch / torch.nn.functional compute op inside ModelNew.forward, or one kept as a value to call there",
+    ),
     "torch_compile": (STRICT, "torch.compile / dynamo / inductor / triton instead of a CUDA kernel"),
     "host_compute": (STRICT, "moving data to the host (.cpu(), .numpy(), .tolist(), numpy) inside ModelNew.forward"),
     "internals_access": (
@@ -73,6 +80,9 @@ _INTROSPECTION_ATTRS = {
     "f_globals",
     "f_builtins",
     "tb_frame",
+    "tb_next",
+    "tb_lasti",
+    "tb_lineno",
     "gi_frame",
     "cr_frame",
     "ag_frame",
@@ -686,6 +696,14 @@ class _PyChecker(ast.NodeVisitor):
         # loaded by the trusted side, so overridden result semantics decide nothing)
         if node.name in {"__del__", "__getattribute__"}:
             self.add("lazy_tensor", node, f"def {node.name} (deferred / overridden result semantics)")
+        if node.name in {"__exit__", "__aexit__"} and any(
+            isinstance(r, ast.Return)
+            and r.value is not None
+            and not (isinstance(r.value, ast.Constant) and r.value.value in (None, False))
+            for r in ast.walk(node)
+        ):
+            # a context manager that may swallow its block's exception: try/except by another name
+            self.add("try_except_fallback", node, f"def {node.name} returning a value (an exception swallowed)")
         is_forward = node.name == "forward"
         if is_forward:
             self.forward_args = {a.arg for a in node.args.args + node.args.kwonlyargs} - {"self"}
@@ -874,9 +892,28 @@ class _PyChecker(ast.NodeVisitor):
         if parts[0] == "operator" and parts[-1] in {"attrgetter", "methodcaller"}:
             self.add("dynamic_code", node, ".".join(parts) + " (names looked up by string)")
 
+    def _torch_op_held(self, parts: list[str], node: ast.AST) -> None:
+        """A torch compute function taken as a value (`self.fast = torch.softmax`, called later through self): the
+        forward's calls through self are trusted to be kernels, so the op is named where it is taken."""
+        if len(parts) < 2 or parts[0] != "torch":
+            return
+        name = parts[-1]
+        functional = parts[1] == "nn" and "functional" in parts[:-1]
+        if (
+            functional
+            or parts[1] in {"linalg", "fft", "special", "sparse"}
+            and len(parts) == 3
+            or len(parts) == 2
+            and name in COMPUTE_METHODS
+            and name not in ALLOWED_TORCH_FUNCS
+        ):
+            self.add("torch_compute_op", node, ".".join(parts) + " taken as a value (called later)")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         parts = self.resolve(_chain(node))
         attr = node.attr
+        if id(node) not in self.called and isinstance(node.ctx, ast.Load):
+            self._torch_op_held(parts, node)
         if attr in _INTROSPECTION_ATTRS:
             root = parts[:1]
             benign = (
@@ -945,6 +982,7 @@ class _PyChecker(ast.NodeVisitor):
                     # getattr(torch, "_C") is torch._C
                     self._check_path(target + [node.args[1].value], node)
                     self._check_reach(target + [node.args[1].value], node)
+                    self._torch_op_held(target + [node.args[1].value], node)
         if parts and parts[0] == "torch":
             if name in {"Stream", "stream", "ExternalStream", "set_stream"}:
                 self.add("stream_creation", node, ".".join(parts) + "()")

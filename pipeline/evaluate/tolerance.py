@@ -12,6 +12,12 @@ atol = rtol = 1e-2) is computed too and kept in the record (`kernelbench_ok`), f
 
 `degenerate(ref_outputs)` compares reference outputs ACROSS inputs (never elements within one output), with the same
 rule: a task whose every output is within tolerance of the first input's output does not depend on its input.
+
+Small outputs (at most SPREAD_NUMEL elements: a loss, a norm) have no spread of their own, so the tolerances above are
+also capped by their spread ACROSS the inputs drawn (`spread_caps`): rtol and scale_atol at most SPREAD_K times the
+relative standard deviation of each element over the reference outputs, never below SPREAD_FLOOR: an output within
+half a standard deviation of the reference. A cross-entropy over 10 classes moves by ~0.6% of its value from one
+input to the next; at 1% + 1% one constant fitted every draw, at its spread's cap about 4 in 10.
 """
 
 from __future__ import annotations
@@ -27,6 +33,42 @@ from pipeline.evaluate.tensorio import (
 )
 
 KB_ATOL = KB_RTOL = 1e-2  # KernelBench's verdict (settings `atol`, `rtol`), recorded beside ours
+SPREAD_NUMEL = 16  # outputs this small are judged within their spread across inputs too
+SPREAD_K = 0.25  # rtol and scale_atol (which add) each at most this share of the relative spread: half a sigma
+SPREAD_FLOOR = 5e-4  # so never under 1e-3 of the value (float32 sums in other orders, TF32 products: ~1e-4 of a loss)
+
+
+def spread_caps(ref_outputs: list[Any]) -> list[float | None]:
+    """Per output (flatten order), the cap on rtol and scale_atol from its spread across the reference outputs of
+    the inputs drawn (module doc); None for an output that is larger, not float, not the same shape in every
+    output, or not finite. [] with fewer than three outputs (no spread to read)."""
+    items = [flatten(r) for r in ref_outputs]
+    if len(items) < 3 or any(len(x) != len(items[0]) for x in items):
+        return []
+    caps: list[float | None] = []
+    for col in zip(*items):
+        rows = []
+        for v in col:
+            if type(v) is float:
+                v = torch.tensor(v)
+            if not (isinstance(v, torch.Tensor) and v.is_floating_point() and 0 < v.numel() <= SPREAD_NUMEL):
+                break
+            if v.shape != (col[0].shape if isinstance(col[0], torch.Tensor) else ()):
+                break
+            rows.append(v.detach().to("cpu", torch.float64).reshape(-1))
+        if len(rows) != len(col) or not all(bool(torch.isfinite(r).all()) for r in rows):
+            caps.append(None)
+            continue
+        st = torch.stack(rows)
+        rel = st.std(dim=0) / st.abs().mean(dim=0).clamp_min(1e-30)
+        caps.append(max(SPREAD_FLOOR, SPREAD_K * float(rel.min())))
+    return caps
+
+
+def _capped(tol: dict[str, float], cap: float | None) -> dict[str, float]:
+    if cap is None:
+        return tol
+    return {**tol, "rtol": min(tol["rtol"], cap), "scale_atol": min(tol["scale_atol"], cap)}
 
 
 def _real(t: torch.Tensor) -> torch.Tensor:
@@ -187,11 +229,14 @@ def _on_device_or_host(fn, *args, device: str | None, **kw):
     return fn(*args, device=None, **kw)
 
 
-def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = None) -> dict[str, Any]:
+def compare(
+    ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = None, caps: list[float | None] | None = None
+) -> dict[str, Any]:
     """Structure, type, shape, dtype, then the scale-aware rule; max errors over all tensors. Both sides are
     host tensors loaded by the trusted side. `scales`: each reference tensor's scale where `ref` holds only some of
-    its elements (a sampled check), else each tensor's own."""
-    tol = tolerances(s)
+    its elements (a sampled check), else each tensor's own. `caps`: `spread_caps` of the task's reference outputs
+    (per output, flatten order)."""
+    base = tolerances(s)
     ti = 0  # the tensor's index, for `scales`
     r_items, o_items = flatten(ref), flatten(out)
     res: dict[str, Any] = {
@@ -211,6 +256,7 @@ def compare(ref: Any, out: Any, s: dict[str, Any], scales: list[float] | None = 
             "reason": f"output_structure: expected {len(r_items)} outputs, got {len(o_items)}",
         }
     for i, (r, o) in enumerate(zip(r_items, o_items)):
+        tol = _capped(base, caps[i] if caps and i < len(caps) else None)
         if isinstance(r, torch.Tensor):
             if not isinstance(o, torch.Tensor):
                 return {
@@ -281,13 +327,14 @@ def degenerate(ref_outputs: list[Any], s: dict[str, Any]) -> str:
     RMS, so an output near zero is not judged at its own tiny scale against a larger one)."""
     if len(ref_outputs) < 2:
         return ""
-    tol = tolerances(s)
+    base, caps = tolerances(s), spread_caps(ref_outputs)
     first = flatten(ref_outputs[0])
     for other in ref_outputs[1:]:
         items = flatten(other)
         if len(items) != len(first):
             return ""
-        for a, b in zip(first, items):
+        for i, (a, b) in enumerate(zip(first, items)):
+            tol = _capped(base, caps[i] if caps else None)
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
                 if a.shape != b.shape or a.dtype != b.dtype:
                     return ""
