@@ -52,6 +52,11 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+# Outputs under the absolute tolerance: x * softmax(x) is not softmax(x) (apart by ~37% of outputs ~1e-5)
+TINY_OTHER = HAND_SOFTMAX_DIM0.replace(
+    "e = torch.exp(x - x.max(dim=0, keepdim=True).values)\n        return e / e.sum(dim=0, keepdim=True)",
+    "return x * torch.softmax(x, dim=1)",
+).replace("torch.rand(4096, 393216)", "torch.rand(256, 8192)")
 # Near-variants the token views read as copies, or written out by hand: (task id, source, edits of the source's
 # code, or None for HAND_SOFTMAX_DIM0; the evidence status of the run that showed another function)
 SUM_AXIS = "level1/47_Sum_reduction_over_a_dimension"
@@ -167,7 +172,7 @@ def semantic_run(kernelbench_path, tmp_path_factory):
         assert a in code, (src, a)
         code = code.replace(a, b)
     cands.append((tid, code))
-    cands += [("different", DIFFERENT), ("hostile", HOSTILE)]
+    cands += [("different", DIFFERENT), ("hostile", HOSTILE), ("different:tiny_outputs", TINY_OTHER)]
     refs = sorted({*sources.values(), *OTHERS, SUM_AXIS, BN_SOFTMAX, MAXPOOL})
     reference = [by_id[r] for r in refs]
     settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path_factory.mktemp("semcache")))
@@ -267,6 +272,14 @@ def test_near_variant_policy_keep_reports_without_removing(semantic_run):
     for tid, row in semantic_run["rows"].items():
         if tid not in variants:
             assert semantic_run["keep"][tid]["contaminated"] == row["contaminated"], tid
+
+
+def test_outputs_under_the_absolute_tolerance_are_not_a_match(semantic_run):
+    assert "x * torch.softmax" in TINY_OTHER and "8192" in TINY_OTHER
+    r = semantic_run["rows"]["different:tiny_outputs"]
+    assert not r["contaminated"] and r["reason"] != "functional_match", (r["reason"], r["evidence"][:400])
+    tried = json.loads(r["evidence"])["tried"] if r["evidence"] else []
+    assert any(t["ref"] == "level1/23_Softmax" and not t["equivalent"] for t in tried), tried  # it ran beside it
 
 
 def test_different_and_hostile_tasks_are_not_flagged(semantic_run):

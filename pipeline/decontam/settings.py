@@ -141,7 +141,9 @@ class DecontamSettings(BaseModel):
         "CUDA Agent's AST-similarity rule would) or keep (reported, not removed).",
     )
     confirm_atol: float = Field(
-        1e-4, description="Functional confirmation: outputs equal within atol + rtol * max|reference output|."
+        1e-4,
+        description="Functional confirmation: outputs equal within atol * min(1, s) + rtol * s, s = max|reference "
+        "output| (the absolute term shrinks with outputs under 1: two functions of tiny outputs are not one).",
     )
     confirm_rtol: float = Field(1e-4, description="See confirm_atol.")
     confirm_max_numel: int = Field(
