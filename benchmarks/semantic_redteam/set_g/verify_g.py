@@ -8,27 +8,14 @@ vector-like parameters perturbed, the file's parameters set from the source's by
 included), both run on the file's get_inputs() in float64 and float32. Paraphrases pass when both relative
 differences are <= 1e-4 of max(1, max|ref|); negatives when the float64 one is > 1e-3.
 """
-import copy, importlib.util, json, os, sys
+import copy, json, os, sys
 import torch
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # manifest keys are relative to this
 sys.path.insert(0, ROOT)
-from verify_common import KB  # noqa: E402
-
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
-def cp(dst, src):
-    with torch.no_grad():
-        assert dst.shape == src.shape, (tuple(dst.shape), tuple(src.shape))
-        dst.copy_(src)
+from verify_common import KB, cp, load  # noqa: E402
 
 
 def perturb(model, gen):
