@@ -1462,6 +1462,119 @@ def test_a_scale_folded_into_weights_at_other_sizes_passes_the_screen_at_the_wei
     assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
 
 
+# level2/73_Conv2d_BatchNorm_Scaling with the batch statistics written out and its output scale folded into the
+# norm's gain (made at the factor) and shift (made zeros); SIZES and AFTER vary per test
+GAIN_FOLDED_AT_73 = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, k, factor):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k)
+        self.gain = nn.Parameter(torch.full((cout,), float(factor)))
+        self.shift = nn.Parameter(torch.zeros(cout))
+
+    def forward(self, x):
+        y = self.conv(x)
+        mu = y.mean(dim=(0, 2, 3), keepdim=True)
+        var = ((y - mu) ** 2).mean(dim=(0, 2, 3), keepdim=True)
+        z = (y - mu) / torch.sqrt(var + 1e-5) * self.gain.view(1, -1, 1, 1) + self.shift.view(1, -1, 1, 1)
+        return AFTER
+
+def get_inputs():
+    return [torch.rand(INPUT)]
+
+def get_init_inputs():
+    return [INIT]
+"""
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [("128, 8, 128, 128", "8, 64, 3, 2.0"), ("5, 4, 14, 14", "4, 12, 3, 2.0")],
+    ids=["own_sizes", "rebuilt"],
+)
+def test_an_output_scale_folded_into_a_norms_gain_and_zero_shift_is_tied_scaled(sizes, kernelbench_path, tmp_path):
+    """The problem's final scale moved into the norm's affine when it is made: the gain at the factor (its scale
+    read against the problem's ones) and the shift made zeros, whose scale neither constructor shows: tied as they
+    are, the shift misses the factor; tied with every unread tensor times the one factor read elsewhere, the
+    outputs agree (mapping `shape*2.0` on both). At other sizes the problem is rebuilt at the candidate's arguments
+    and the screen's natural probe lets the pair run only with the problem's zero tensors scaled back by that factor
+    (`jailed._fold_of`). The same weights with a tanh after the norm compute another function and stay apart."""
+    from pipeline.decontam.stage import decontaminate
+
+    inputs, init = sizes
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/73_Conv2d_BatchNorm_Scaling"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    code = GAIN_FOLDED_AT_73.replace("INPUT", inputs).replace("INIT", init)
+    cands = [("folded", code.replace("AFTER", "z")), ("tanh", code.replace("AFTER", "torch.tanh(z)"))]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/73_Conv2d_BatchNorm_Scaling", ev
+    assert (ev["rebuilt_at"] is not None) == (init != "8, 64, 3, 2.0"), ev["rebuilt_at"]
+    scaled = {m[0]: m[2] for m in ev["mapping"] if "*" in m[2]}
+    assert set(scaled) == {"gain", "shift"} and all(abs(float(h.split("*")[1]) - 2.0) < 1e-9 for h in scaled.values())
+    assert ev["shifted_params"]["max_abs_diff"] <= 1e-4  # the weights moved, the outputs still agree
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level2/71_Conv2d_Divide_LeakyReLU at other sizes: the filter stored channels-last (out, kh, kw, in), the divisor
+# folded into the filter and the bias when they are made; ACT is the activation
+DIVISOR_FOLDED_CHANNELS_LAST_AT_71 = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, k, divisor):
+        super().__init__()
+        r = 1.0 / math.sqrt(cin * k * k)
+        self.filt = nn.Parameter(torch.empty(cout, k, k, cin).uniform_(-r, r) / divisor)
+        self.bias = nn.Parameter(torch.empty(cout).uniform_(-r, r) / divisor)
+
+    def forward(self, x):
+        y = F.conv2d(x, self.filt.permute(0, 3, 1, 2), self.bias)
+        return ACT
+
+def get_inputs():
+    return [torch.rand(3, 7, 12, 12)]
+
+def get_init_inputs():
+    return [7, 18, 3, 2]
+"""
+
+
+def test_a_divisor_folded_into_a_channels_last_filter_at_other_sizes_passes_the_constant_probe_scaled(
+    kernelbench_path, tmp_path
+):
+    """No layout the canonical probe lays the problem's filter out in is the candidate's (out, kh, kw, in), and the
+    divisor is in the weights: every probe differs but the constant one, where the problem's weights take the
+    constant over each factor the two constructors' scales read (`jailed._fold_ratios`); the pair runs, tied by a
+    permutation of the filter's dims and scaled by 0.5. The same weights under a tanh are decided by the screen."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/71_Conv2d_Divide_LeakyReLU"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    code = DIVISOR_FOLDED_CHANNELS_LAST_AT_71
+    cands = [("folded", code.replace("ACT", "torch.maximum(y, 0.01 * y)")), ("tanh", code.replace("ACT", "y.tanh()"))]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/71_Conv2d_Divide_LeakyReLU" and ev["rebuilt_at"] == "[7, 18, 3, 2]", ev
+    ties = {m[0]: m[2] for m in ev["mapping"]}
+    assert ties["filt"].startswith("permute:") and all(abs(float(h.split("*")[1]) - 0.5) < 1e-9 for h in ties.values())
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    rebuilt = [t for t in tried if t["ref"] == "level2/71_Conv2d_Divide_LeakyReLU" and t.get("rebuilt_at")]
+    assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
+
+
 # level3/43_MinGPTCausalAttention at its own sizes with separate query, key and value maps stored (in, out), the
 # 1/sqrt(head size) factor folded into the query's, the softmax and its mask by hand; MASK is the mask applied.
 SPLIT_QKV_AT_43 = """

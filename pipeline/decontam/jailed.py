@@ -545,11 +545,13 @@ NATURAL_KEEP = 2  # outputs of the natural probe kept in a trace (its size is bo
 CANON_CONST = 1 / 64  # the constant probe: every weight at this one value, so that any layout or cut of one agrees
 
 
-def _const_fill(model):
+def _const_fill(model, ratios=None):
+    """Every floating parameter at CANON_CONST; `ratios`: each parameter at CANON_CONST over its own factor instead
+    (the problem's side of a constant probe whose candidate made its weights at other scales: _fold_ratios)."""
     with torch.no_grad():
-        for p in model.parameters():
+        for i, p in enumerate(model.parameters()):
             if p.is_floating_point() and p.numel():
-                p.fill_(CANON_CONST)
+                p.fill_(CANON_CONST / (ratios[i] if ratios is not None else 1.0))
 
 
 def _canon_fill(model, variant, scales=None):
@@ -1882,10 +1884,11 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         rnat = dict(_source_order(_natural(gr, max_params), []))
     except Exception:
         return co
-    ratios, shifts = [], []
+    ratios, shifts, unread = [], [], []
     for cn, rn, _ in mapping:
         a, b = _rms(cnat.get(cn)), _rms(rnat.get(rn))
         ratios.append(a / b if a is not None and b is not None and 1e-3 < a / b < 1e3 else 1.0)
+        unread.append(a is None or b is None)
         shifts.append(_offset(cnat.get(cn), rnat.get(rn)))
     scaled = any(abs(math.log(r)) >= 0.01 for r in ratios)
     if not scaled and not any(shifts):
@@ -1893,6 +1896,11 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
     cd, rd = dict(ct), dict(rt)
     largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
     trials = [ratios, [ratios[largest]] * len(ratios)] if scaled else []
+    # a scale of the output folded into a norm's gain and its shift: the gain made at the factor, the shift made
+    # zeros (no scale to read on either side): every unread tie takes the one factor read elsewhere
+    folds = _one_fold(ratios, unread)
+    if folds is not None and any(unread):
+        trials.append([folds if u else r for r, u in zip(ratios, unread)])
     if any(shifts):  # an offset folded into a tensor when it is made (a bias that takes a subtracted constant)
         trials.append([f"+={d!r}" if d else 1.0 for d in shifts])
     for trial in trials:
@@ -1915,6 +1923,15 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         for cn, rn, how in mapping:
             cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
     return co
+
+
+def _one_fold(ratios, unread=None):
+    """The one factor other than 1 among the read ratios (equal within 1e-9), or None where there are none or
+    several."""
+    got = [r for k, r in enumerate(ratios) if not (unread and unread[k]) and abs(math.log(r)) >= 0.01]
+    if not got or any(abs(r - got[0]) > 1e-9 * abs(got[0]) for r in got):
+        return None
+    return got[0]
 
 
 def _tie_folding(how, r):
@@ -2175,13 +2192,18 @@ def _canon_of(ref_code, shapes, variant, natural=False):
             _CANON.clear()
         model = _model_of(ref_code)  # each under its own alarm (alarms do not nest)
         scales = _natural_of(ref_code) if natural else None
+        if scales is not None and model is not None and natural is not True:
+            # a factor folded into the candidate's gain and zero shift (_fold_of): the problem's tensors made zeros
+            # at the canonical fill's scale over the factor, so that the candidate's shift, at the canonical scale
+            # and tied times the factor, is what they hold
+            scales = [s if s else p.numel() ** -0.25 / natural for s, p in zip(scales, model.parameters())]
         try:
             with _alarm(REBUILD_S):
                 if model is None or (natural and scales is None):
                     _CANON[key] = None
                     return None
-                if variant == "const":
-                    _const_fill(model)
+                if variant == "const" or isinstance(variant, tuple):
+                    _const_fill(model, variant if isinstance(variant, tuple) else None)
                 else:
                     _canon_fill(model, variant, scales)
                 _CANON[key] = _canon_outputs(model, shapes)
@@ -2240,10 +2262,12 @@ def _canon_screen(ref_code, canon):
     # at the scales the constructors make the weights (a constant folded into them: _scaled_tie finds it), where
     # the weights are the problem's by element count and some scale differs
     natural = canon.get("natural") is not None and _folded(ref_code, canon.get("scales"))
+    fold = _fold_of(ref_code, canon.get("scales")) if natural else None
     for variant in tried if natural else ():
-        got = _canon_of(ref_code, canon["inputs"], variant, natural=True)
-        if got is not None and _canon_close(got, canon, "natural"):
-            return {}
+        for how in (True, fold) if fold is not None else (True,):
+            got = _canon_of(ref_code, canon["inputs"], variant, natural=how)
+            if got is not None and _canon_close(got, canon, "natural"):
+                return {}
     # every weight at one value: a layout none of the above ties (a filter stored tap-major, a 1x1 convolution as
     # an einsum over (in, out)) or a cut agrees there; the child decides
     constant = canon.get("constant") is not None and _filters(ref_code) and _informative(canon["constant"])
@@ -2251,12 +2275,18 @@ def _canon_screen(ref_code, canon):
         got = _canon_of(ref_code, canon["inputs"], "const")
         if got is not None and _canon_close(got, canon, "constant"):
             return {}
+        # and where the candidate's weights are made at other scales than the problem's (a divisor folded into a
+        # filter stored channels-last): the problem's weights at the constant over each factor
+        ratios = _fold_ratios(ref_code, canon.get("scales")) if natural else None
+        got = _canon_of(ref_code, canon["inputs"], ratios) if ratios is not None else None
+        if got is not None and _canon_close(got, canon, "constant"):
+            return {}
     # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
     # count cannot tie them, so the child decides (_splits)
     if _pieces_of(canon.get("scales"), _model_of(ref_code)):
         return {}
     return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
-            "constant": constant}
+            "fold": fold, "constant": constant}
 
 
 def _filters(ref_code):
@@ -2343,6 +2373,37 @@ def _folded(ref_code, scales):
     if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
         return False
     return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))
+
+
+def _fold_of(ref_code, scales):
+    """The factor of an output scale folded into the candidate's weights, where the problem's weights have a
+    tensor made zeros (a norm's shift, whose scale the candidate's tie must take too: _scaled_tie) and their
+    scales, paired with the candidate's in order of element count and scale, differ by one factor alone; else
+    None."""
+    natural = _natural_of(ref_code)
+    mine = _scale_list(_model_of(ref_code), natural) if natural is not None else None
+    if mine is None or not any(s == 0.0 for _, s in mine) or len(mine) != len(scales):
+        return None
+    ratios = [b[1] / a[1] for a, b in zip(mine, scales) if a[0] == b[0] and a[1] > 0 and b[1] > 0]
+    return _one_fold(ratios) if len(ratios) + sum(s == 0.0 for _, s in mine) == len(mine) else None
+
+
+def _fold_ratios(ref_code, scales):
+    """Per parameter of the problem's model, the factor by which the candidate's weight of it is made (their scales
+    paired in order of element count and scale, as _scale_list lists them; a zero scale takes the one factor read
+    elsewhere, else 1), as a tuple; None where the element counts do not pair or every factor is 1."""
+    model, natural = _model_of(ref_code), _natural_of(ref_code)
+    if model is None or natural is None or scales is None:
+        return None
+    params = list(model.parameters())
+    mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(params, natural))
+                  if p.is_floating_point())
+    if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
+        return None
+    read = {a[2]: b[1] / a[1] for a, b in zip(mine, scales) if a[1] > 0 and b[1] > 0}
+    fold = _one_fold(list(read.values())) or 1.0
+    ratios = tuple(read.get(i, fold) for i in range(len(params)))
+    return ratios if any(abs(math.log(r)) >= 0.01 for r in ratios if r > 0) and all(r > 0 for r in ratios) else None
 
 
 def run_job(job):

@@ -35,8 +35,10 @@ from pipeline.decontam.settings import DecontamSettings
 # packed in one, float64 near misses; 14: ties also in the order the forwards read the tensors, a slice's pieces
 # from one list, every square slice flipped at once: jailed._retie; the screen reads outputs on cut inputs; 15: the
 # screen's constant probe: jailed._const_fill; 18: an alarm never interrupts an import, whose half-made module
-# failed later pairs that were then cached: jailed._pair_alarm)
-CONFIRM_VERSION = "19"
+# failed later pairs that were then cached: jailed._pair_alarm; 21: an output scale folded into a norm's gain and
+# zero shift: jailed._one_fold, jailed._fold_of; the constant probe at the weights' own scales: jailed._fold_ratios;
+# 20 was taken by a version never released, whose reports may be cached)
+CONFIRM_VERSION = "21"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
