@@ -1575,6 +1575,83 @@ def test_a_divisor_folded_into_a_channels_last_filter_at_other_sizes_passes_the_
     assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
 
 
+def test_constructor_arguments_one_or_two_fewer_or_more_are_laid_into_the_problems_by_kind():
+    """An argument the task fixed as a constant keeps the problem's own value; an argument it added is dropped;
+    equal lengths, lengths three apart, or more than two layings give nothing."""
+    from pipeline.decontam.semantic import _aligned
+
+    def lit(*xs):
+        return [
+            ["t", [["i", v] for v in x]] if isinstance(x, tuple) else ["f" if isinstance(x, float) else "i", x]
+            for x in xs
+        ]
+
+    problem = lit(8, 16, (3, 3, 3), 2.0, (2, 2, 2), (16, 1, 1, 1), 1)
+    assert _aligned(lit(4, 8, (3, 3, 3), 2.0, (8, 1, 1, 1)), problem) == [
+        lit(4, 8, (3, 3, 3), 2.0, (2, 2, 2), (8, 1, 1, 1), 1)
+    ]
+    # an added eps: the problem's float laid onto either float
+    assert _aligned(lit(4, 8, 3, 0.5, 1e-5), lit(8, 16, 3, 2.0)) == [lit(4, 8, 3, 0.5), lit(4, 8, 3, 1e-5)]
+    assert _aligned(lit(4, 8, 3, 0.5), lit(8, 16, 3, 2.0)) == []  # same length: _resized's
+    assert _aligned(lit(4, 0.5), lit(8, 16, 3, 2.0)) == []  # three ways to lay the int: none taken
+    assert _aligned(lit(8, 16), lit(8, 16, 3)) == []  # the problem's own arguments: its own pair
+
+
+# level2/8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum at other sizes, its pool size and summed dim fixed as
+# constants of the task (five constructor arguments for the problem's seven); POOL is the block reduction
+ARGS_FIXED_AT_8 = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, cin, cout, kernel_size, divisor, bias_shape):
+        super().__init__()
+        self.conv = nn.Conv3d(cin, cout, kernel_size)
+        self.divisor = divisor
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        y = self.conv(x) / self.divisor
+        y = POOL
+        y = y.mean(dim=(2, 3, 4), keepdim=True) + self.bias
+        return y.sum(dim=1)
+
+def get_inputs():
+    return [torch.rand(3, 4, 8, 12, 12)]
+
+def get_init_inputs():
+    return [4, 8, (3, 3, 3), 2.0, (8, 1, 1, 1)]
+"""
+
+
+def test_a_copy_with_constructor_arguments_fixed_as_constants_is_rebuilt_at_its_arguments_aligned(
+    kernelbench_path, tmp_path
+):
+    """The task takes five of the problem's seven arguments (the pool size and the summed dim written into its
+    forward): no rebuild at its arguments as they are (other kinds), and at its own sizes the problem does not take
+    the task's inputs. Rebuilt with the task's values where their kinds align and its own values elsewhere, the
+    problem matches (`rebuilt_at` shows the arguments used). The same task with an average pool instead of the max
+    computes another function and stays apart."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("fixed", ARGS_FIXED_AT_8.replace("POOL", "F.max_pool3d(y, 2)")),
+        ("avg", ARGS_FIXED_AT_8.replace("POOL", "F.avg_pool3d(y, 2)")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["rebuilt_at"] == "[4, 8, (3, 3, 3), 2.0, (2, 2, 2), (8, 1, 1, 1), 1]", ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    assert any(t.get("rebuilt_at") == ev["rebuilt_at"] for t in tried), tried  # run, and apart
+
+
 # level3/43_MinGPTCausalAttention at its own sizes with separate query, key and value maps stored (in, out), the
 # 1/sqrt(head size) factor folded into the query's, the softmax and its mask by hand; MASK is the mask applied.
 SPLIT_QKV_AT_43 = """

@@ -673,6 +673,7 @@ class SemanticReference:
         self.by_ranks: dict[str, list[int]] = {}
         self.by_resize: dict[str, list[int]] = {}
         self.by_probe: dict[str, list[int]] = {}
+        self.by_io: dict[str, list[int]] = {}  # the inputs' and outputs' ranks and dtypes (_realigned)
         self.outputs_keys = [_outputs_key(v) for v in self.views]  # read per candidate by _shortlist
         self.outputs_rowless = [_outputs_key(v, rowless=True) for v in self.views]
         for j, v in enumerate(self.views):
@@ -681,6 +682,7 @@ class SemanticReference:
                 self.by_rowless.setdefault(v.rowless_key, []).append(j)
                 if v.ranks_key:
                     self.by_ranks.setdefault(v.ranks_key, []).append(j)
+                    self.by_io.setdefault(json.dumps(json.loads(v.ranks_key)[:2]), []).append(j)
                 if v.resize_key:
                     self.by_resize.setdefault(v.resize_key, []).append(j)
                 if v.probe_key:
@@ -774,6 +776,70 @@ def _resized(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: 
     return sorted(js, key=lambda j: -sims[j])[: settings.rebuilt_max]
 
 
+def _realigned(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list:
+    """(problem, arguments) pairs to rebuild and run beside the candidate where its constructor takes one or two
+    arguments fewer or more than the problem's (an argument fixed as a constant of the task, one added with a
+    default): the problem's arguments with the candidate's values where their kinds align (_aligned), its own
+    elsewhere; problems with the candidate's input and output ranks and dtypes and semantically near it
+    (realign_min_similarity), nearest first, at most realign_max (each alignment a pair)."""
+    if not settings.realign_max or view.init is None or not view.ranks_key or not view.init[1]:
+        return []
+    if not isinstance(view.sig.get("canon"), dict):  # unscreened, each would run (jailed._canon_screen)
+        return []
+    io = json.dumps(json.loads(view.ranks_key)[:2])
+    js = [
+        j
+        for j in ref.by_io.get(io, [])
+        if sims[j] >= settings.realign_min_similarity and ref.views[j].init is not None and ref.views[j].init[1]
+    ]
+    out: list = []
+    for j in sorted(js, key=lambda j: -sims[j]):
+        got = _aligned(view.init[1], ref.views[j].init[1])
+        if got:
+            out += [(j, ["l", args]) for args in got]
+        if len({j for j, _ in out}) >= settings.realign_max:
+            break
+    return out
+
+
+def _aligned(cand: list, prob: list, most: int = 2, ways: int = 2) -> list[list]:
+    """The problem's arguments with the candidate's values in their places: the shorter list (by one or two) laid
+    into the longer in order, each argument onto one of its kind; where the candidate's is shorter, the problem's
+    own values stay in the places left over, where it is longer, its extra arguments are dropped. [] where the
+    lengths are equal or further apart, where no laying fits, or where more than `ways` do (each is a pair run)."""
+    n, m = len(cand), len(prob)
+    if n == m or abs(n - m) > most:
+        return []
+    short, long = (cand, prob) if n < m else (prob, cand)
+    ks, kl = [json.dumps(_kinds(x)) for x in short], [json.dumps(_kinds(x)) for x in long]
+    found: list[list[int]] = []
+
+    def lay(i: int, start: int, at: list[int]) -> None:
+        if len(found) > ways:
+            return
+        if i == len(ks):
+            found.append(list(at))
+            return
+        for p in range(start, len(kl) - (len(ks) - i) + 1):
+            if kl[p] == ks[i]:
+                lay(i + 1, p + 1, at + [p])
+
+    lay(0, 0, [])
+    if not found or len(found) > ways:
+        return []
+    out = []
+    for at in found:
+        if n < m:
+            args = list(prob)
+            for i, p in enumerate(at):
+                args[p] = cand[i]
+        else:
+            args = [cand[p] for p in at]
+        if args != prob:
+            out.append(args)
+    return out
+
+
 def _outputs_key(view: SemView, rowless: bool = False) -> str:
     """The output shapes and dtypes the trace reported ("" where it reported none); `rowless`: each first dim left
     out, and for a truncated view (no outputs: a forward too long to trace whole) those of its forward on the
@@ -849,6 +915,9 @@ def semantic_pass(
         for j in _resized(sims[row], views[k], ref, settings):
             jobs.append((codes[i], rebuilt_code(ref_codes[j], views[k].init)))
             owners.append((row, k, j, python_literal(views[k].init)))
+        for j, args in _realigned(sims[row], views[k], ref, settings):
+            jobs.append((codes[i], rebuilt_code(ref_codes[j], args)))
+            owners.append((row, k, j, python_literal(args)))
     re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
     # a re-checked copy becomes a near_variant only on outputs of equal shapes: its run can stop where they differ
     full = [False] * len(re_jobs) + [

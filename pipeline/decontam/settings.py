@@ -95,6 +95,22 @@ class DecontamSettings(BaseModel):
         "channels, kernel size, stride, layer widths) matches the problem built at its sizes. Such a pair runs only "
         "where the rebuilt problem has the candidate's parameter count and output shapes (on meta).",
     )
+    realign_max: int = Field(
+        1,
+        ge=0,
+        description="Problems rebuilt at the candidate's constructor arguments where the candidate dropped or added "
+        "one or two of them (an argument fixed as a constant of the task, a new one with a default): the "
+        "candidate's values in the places their kinds align to (one or two alignments), the problem's own values in "
+        "the rest; with its input and output ranks and dtypes and a semantic Jaccard of at least "
+        "realign_min_similarity, nearest first, at most this many (0: off).",
+    )
+    realign_min_similarity: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="The semantic Jaccard a problem needs to be rebuilt at a candidate's arguments aligned "
+        "(realign_max).",
+    )
     same_init_max: int = Field(
         3,
         ge=0,
