@@ -1652,6 +1652,155 @@ def test_a_copy_with_constructor_arguments_fixed_as_constants_is_rebuilt_at_its_
     assert any(t.get("rebuilt_at") == ev["rebuilt_at"] for t in tried), tried  # run, and apart
 
 
+# level3/19_MobileNetV1 at another width and class count: a plan of (channels, stride) pairs, batch norm written
+# with the batch's statistics, convolutions as functional calls; ACT is the activation after each norm
+MOBILENET_PLAN = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PLAN = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+
+class ConvNorm(nn.Module):
+    def __init__(self, cin, cout, k, stride, groups):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(cout, cin // groups, k, k) * 0.1)
+        self.gamma, self.beta = nn.Parameter(torch.ones(cout)), nn.Parameter(torch.zeros(cout))
+        self.stride, self.groups, self.pad = stride, groups, k // 2
+
+    def forward(self, x):
+        y = F.conv2d(x, self.weight, None, self.stride, self.pad, 1, self.groups)
+        mu = y.mean(dim=(0, 2, 3), keepdim=True)
+        var = y.var(dim=(0, 2, 3), unbiased=False, keepdim=True)
+        y = (y - mu) / torch.sqrt(var + 1e-5) * self.gamma[:, None, None] + self.beta[:, None, None]
+        return ACT
+
+class Model(nn.Module):
+    def __init__(self, num_classes=1000, input_channels=3, alpha=1.0):
+        super().__init__()
+        c = int(32 * alpha)
+        layers = [ConvNorm(input_channels, c, 3, 2, 1)]
+        for width, stride in PLAN:
+            layers += [ConvNorm(c, c, 3, stride, c), ConvNorm(c, int(width * alpha), 1, 1, 1)]
+            c = int(width * alpha)
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(c, num_classes)
+
+    def forward(self, x):
+        x = F.avg_pool2d(self.features(x), 7)
+        return self.head(x.flatten(1))
+
+def get_inputs():
+    return [torch.rand(2, 3, 224, 224)]
+
+def get_init_inputs():
+    return [10, 3, 0.25]
+"""
+
+
+def test_a_network_resized_through_its_constructor_without_a_canonical_probe_is_rebuilt_when_its_graph_is_the_problems(
+    kernelbench_path, tmp_path
+):
+    """A network whose pools need its full-size images has no canonical probe (its forward fails on the probe's
+    small inputs), so no pair rebuilt at its arguments could be screened and none was made; at its own arguments the
+    problem gives 1,000 classes against 10. The one problem whose whole graph is the candidate's (semantic score at
+    least structure_threshold) is rebuilt anyway and matches; the same network with a ReLU6 has another graph and
+    gets no rebuilt pair."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level3/19_MobileNetV1"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("relu", MOBILENET_PLAN.replace("ACT", "F.relu(y)")),
+        ("relu6", MOBILENET_PLAN.replace("ACT", "F.relu6(y)")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level3/19_MobileNetV1" and ev["rebuilt_at"] == "[10, 3, 0.25]", ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    assert not any(t.get("rebuilt_at") for t in json.loads(rows[1]["evidence"] or '{"tried": []}')["tried"])
+
+
+# level3/32_ConvolutionalVisionTransformer at another width and class count, its post-norm encoder layers written
+# out: the layers register their two norms together after the feed-forward maps (as torch's encoder layer does not)
+# and read them between; NORM_FIRST: pre-norm instead (another function)
+CVIT_POST_NORM = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.norm1 = nn.LayerNorm(dim)
+        self.ff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.ReLU(), nn.Linear(4 * dim, dim))
+        self.norm2 = nn.LayerNorm(dim)
+
+    def attend(self, x):
+        B, T, E = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.heads, E // self.heads).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(E // self.heads), dim=-1)
+        return self.out((a @ v).transpose(1, 2).reshape(B, T, E))
+
+    def forward(self, x):
+        if NORM_FIRST:
+            x = x + self.attend(self.norm1(x))
+            return x + self.ff(self.norm2(x))
+        x = self.norm1(x + self.attend(x))
+        return self.norm2(x + self.ff(x))
+
+class Model(nn.Module):
+    def __init__(self, num_classes, embed_dim=512, num_heads=8, num_layers=6):
+        super().__init__()
+        self.patch = nn.Conv2d(3, embed_dim, 4, 4)
+        self.proj = nn.Linear(embed_dim * 64, embed_dim)
+        self.blocks = nn.ModuleList([Block(embed_dim, num_heads) for _ in range(num_layers)])
+        self.cls = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.head = nn.Linear(embed_dim, num_classes)
+
+    def forward(self, x):
+        t = self.proj(self.patch(x).flatten(1))
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), t[:, None]], dim=1)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x[:, 0])
+
+def get_inputs():
+    return [torch.rand(3, 3, 32, 32)]
+
+def get_init_inputs():
+    return [10, 32, 4]
+"""
+
+
+def test_same_shaped_vectors_are_tied_in_the_order_the_forwards_read_them(kernelbench_path, tmp_path):
+    """torch's encoder layer registers its feed-forward maps before its norms and reads a norm between them; the
+    written-out layer registers them in reading order. Tied by shape in registration order, a norm's gain took a
+    feed-forward bias and the outputs were 12 apart; tied in the order both forwards read their tensors, they match.
+    The pre-norm layer (another function) stays apart under every tie."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level3/32_ConvolutionalVisionTransformer"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    cands = [
+        ("post", CVIT_POST_NORM.replace("NORM_FIRST", "False")),
+        ("pre", CVIT_POST_NORM.replace("NORM_FIRST", "True")),
+    ]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level3/32_ConvolutionalVisionTransformer", ev
+    ties = {m[0]: m[1] for m in ev["mapping"]}
+    assert ties["blocks.0.norm1.weight"] == "transformer_layers.0.norm1.weight", ties
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
 # level3/43_MinGPTCausalAttention at its own sizes with separate query, key and value maps stored (in, out), the
 # 1/sqrt(head size) factor folded into the query's, the softmax and its mask by hand; MASK is the mask applied.
 SPLIT_QKV_AT_43 = """

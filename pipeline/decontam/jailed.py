@@ -1828,13 +1828,17 @@ def _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out):
     # the same shapes past the first layer)
     bases = [_match(ct, rt, SPLIT_FIRST, write=False)]
     cu, ru = _use_order(cand, c_in, ct), _use_order(ref, c_in, rt)
+    used = None  # the ties in the order the forwards read the tensors, slices or not (a post-norm encoder layer
+    # registers its norms after its feed-forward maps and reads them between: same-shaped vectors taken in
+    # registration order tie a norm's gain to a bias)
     if cu is not None and ru is not None and (cu != ct or ru != rt):
-        bases.append(_match(cu, ru, LISTS_FIRST, write=False))
+        used = _match(cu, ru, LISTS_FIRST, write=False)
+        bases.append(used)
     if cu is not None and ru is not None:  # a packed weight's bias cut beside it: pieces read after its pieces
         bases += [p for p in (_paired_splits(b, cu, ru) for b in [mapping] + bases) if p is not None]
     seen = [sorted(mapping)]
     for first in bases:
-        if not any(m[2].startswith("split") for m in first) or sorted(first) in seen:
+        if (first is not used and not any(m[2].startswith("split") for m in first)) or sorted(first) in seen:
             continue
         seen.append(sorted(first))
         base = {m[0]: m for m in first}

@@ -37,8 +37,9 @@ from pipeline.decontam.settings import DecontamSettings
 # screen's constant probe: jailed._const_fill; 18: an alarm never interrupts an import, whose half-made module
 # failed later pairs that were then cached: jailed._pair_alarm; 21: an output scale folded into a norm's gain and
 # zero shift: jailed._one_fold, jailed._fold_of; the constant probe at the weights' own scales: jailed._fold_ratios;
-# 20 was taken by a version never released, whose reports may be cached)
-CONFIRM_VERSION = "21"
+# 20 was taken by a version never released, whose reports may be cached; 22: the ties in the order the forwards
+# read the tensors are tried without slices too: jailed._retie)
+CONFIRM_VERSION = "22"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -770,10 +771,14 @@ def _resized(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: 
     nearest first, at most rebuilt_max (a copy resized through its constructor keeps its problem's arguments: the
     KernelBench format passes them; which ones match shows only on meta, in the worker's screen)."""
     key = view.resize_key if settings.rebuilt_max else ""
-    if not key or not isinstance(view.sig.get("canon"), dict):  # unscreened, each would run (jailed._canon_screen)
+    if not key:
         return []
-    js = [j for j in ref.by_resize.get(key, []) if ref.views[j].init != view.init]
-    return sorted(js, key=lambda j: -sims[j])[: settings.rebuilt_max]
+    js = sorted((j for j in ref.by_resize.get(key, []) if ref.views[j].init != view.init), key=lambda j: -sims[j])
+    if not isinstance(view.sig.get("canon"), dict):
+        # unscreened, each would run (jailed._canon_screen: no canonical probe, e.g. a network whose pools need its
+        # full-size images): only the problem whose whole graph is the candidate's, sizes aside
+        return [j for j in js if sims[j] >= settings.structure_threshold][:1]
+    return js[: settings.rebuilt_max]
 
 
 def _realigned(sims: np.ndarray, view: SemView, ref: SemanticReference, settings: DecontamSettings) -> list:
