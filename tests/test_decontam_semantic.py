@@ -1435,6 +1435,33 @@ def test_an_offset_folded_into_a_bias_at_construction_is_tied_shifted(kernelbenc
     assert rows[1]["reason"] != "functional_match", rows[1]
 
 
+def test_an_offset_folded_into_a_bias_at_other_sizes_passes_the_screen_with_the_offset_taken_out(
+    kernelbench_path, tmp_path
+):
+    """The same fold resized through the constructor: the problem rebuilt at the candidate's arguments differs on
+    every canonical probe (the candidate's weights take canonical values and drop the constant the problem still
+    subtracts). The bias alone has another scale than the problem's, so the problem is probed with that vector less
+    the offset its sign leaves open (`jailed._fold_shifts`): the pair runs and is tied shifted. The copy that keeps
+    its bias as drawn folds nothing, has the problem's scales and is decided by the screen."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    ref = [by_id["level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish"], by_id["level1/19_ReLU"]]
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    small = OFFSET_AT_35.replace("torch.rand(2, 64, 17, 17)", "torch.rand(2, 8, 17, 17)").replace(
+        "[64, 128, 3, 0.5, 2]", "[8, 16, 3, 0.5, 2]"
+    )
+    cands = [("folded", small.replace("BIAS", " - subtract")), ("kept", small.replace("BIAS", ""))]
+    rows = decontaminate(cands, ref, settings).to_pylist()
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["rebuilt_at"] == "[8, 16, 3, 0.5, 2]", ev
+    assert any(m[2].endswith("+=-0.5") for m in ev["mapping"]), ev["mapping"]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    tried = json.loads(rows[1]["evidence"])["tried"]
+    assert any(t.get("rebuilt_at") and t["status"] == "probe_differs" for t in tried), tried
+
+
 def test_a_scale_folded_into_weights_at_other_sizes_passes_the_screen_at_the_weights_own_scales(
     kernelbench_path, tmp_path
 ):

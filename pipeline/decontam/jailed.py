@@ -2206,7 +2206,11 @@ def _canon_of(ref_code, shapes, variant, natural=False):
                 if model is None or (natural and scales is None):
                     _CANON[key] = None
                     return None
-                if variant == "const" or isinstance(variant, tuple):
+                if isinstance(variant, tuple) and variant[0] == "shift":  # (_fold_shifts) the offset taken out
+                    _canon_fill(model, "flat")
+                    with torch.no_grad():
+                        list(model.parameters())[variant[1]].sub_(variant[2])
+                elif variant == "const" or isinstance(variant, tuple):
                     _const_fill(model, variant if isinstance(variant, tuple) else None)
                 else:
                     _canon_fill(model, variant, scales)
@@ -2272,6 +2276,11 @@ def _canon_screen(ref_code, canon):
             got = _canon_of(ref_code, canon["inputs"], variant, natural=how)
             if got is not None and _canon_close(got, canon, "natural"):
                 return {}
+    # an offset folded into one of the candidate's vectors when made: the problem's vector less it, weights flat
+    for i, d in _fold_shifts(ref_code, canon.get("scales")) if natural else ():
+        got = _canon_of(ref_code, canon["inputs"], ("shift", i, d))
+        if got is not None and _canon_close(got, canon):
+            return {}
     # every weight at one value: a layout none of the above ties (a filter stored tap-major, a 1x1 convolution as
     # an einsum over (in, out)) or a cut agrees there; the child decides
     constant = canon.get("constant") is not None and _filters(ref_code) and _informative(canon["constant"])
@@ -2354,13 +2363,50 @@ def _natural_of(ref_code):
     if ref_code not in _NATURAL:
         if len(_NATURAL) > 4096:  # a few floats each, but rebuilt problems are one candidate's each
             _NATURAL.clear()
-        _NATURAL[ref_code] = None
+            _NATURAL_FIRST.clear()
+        _NATURAL[ref_code] = _NATURAL_FIRST[ref_code] = None
         try:
             with _alarm(REBUILD_S):
-                _NATURAL[ref_code] = _natural_scales(_load(ref_code, "reference"))
+                params = list(_natural(_load(ref_code, "reference"), CANON_PARAMS).parameters())
+                _NATURAL[ref_code] = [_rms(p) for p in params]  # as _natural_scales makes them
+                _NATURAL_FIRST[ref_code] = [_one_value(p) for p in params]
         except BaseException:
             pass
     return _NATURAL[ref_code]
+
+
+_NATURAL_FIRST = {}  # the same codes -> each parameter's one value as its constructor makes it (None: several)
+
+
+def _one_value(t):
+    """The tensor's one value (every element the same, as a draw made a constant gives), or None."""
+    if not t.is_floating_point() or t.numel() < 1:
+        return None
+    flat = t.detach().double().reshape(-1)
+    v = float(flat[0])
+    return v if math.isfinite(v) and bool((flat == flat[0]).all()) else None
+
+
+def _fold_shifts(ref_code, scales):
+    """(parameter index, offset) pairs to probe the problem at where one of the candidate's vectors may be the
+    problem's with a constant folded in when made (a bias made as `uniform_(-r, r) - c` for a problem that subtracts
+    c): the two models' weights pair by element count (as _fold_ratios pairs them) and one 1-dim weight's scale alone
+    differs; its offset is the candidate's value less the problem's, the candidate's known up to its sign (its trace
+    keeps its scale). [] otherwise."""
+    natural = _natural_of(ref_code)
+    model, firsts = _model_of(ref_code), _NATURAL_FIRST.get(ref_code)
+    if model is None or natural is None or firsts is None or scales is None:
+        return []
+    params = list(model.parameters())
+    mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(params, natural))
+                  if p.is_floating_point())
+    if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
+        return []
+    differ = [(a, b) for a, b in zip(mine, scales) if abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1]))]
+    if len(differ) != 1 or params[differ[0][0][2]].dim() != 1 or firsts[differ[0][0][2]] is None:
+        return []
+    i, mine_v, theirs = differ[0][0][2], firsts[differ[0][0][2]], differ[0][1][1]
+    return [(i, d) for d in (theirs - mine_v, -theirs - mine_v) if abs(d) > 1e-9]
 
 
 def _folded(ref_code, scales):

@@ -38,8 +38,9 @@ from pipeline.decontam.settings import DecontamSettings
 # failed later pairs that were then cached: jailed._pair_alarm; 21: an output scale folded into a norm's gain and
 # zero shift: jailed._one_fold, jailed._fold_of; the constant probe at the weights' own scales: jailed._fold_ratios;
 # 20 was taken by a version never released, whose reports may be cached; 22: the ties in the order the forwards
-# read the tensors are tried without slices too: jailed._retie)
-CONFIRM_VERSION = "22"
+# read the tensors are tried without slices too: jailed._retie; 23: the screen's probe with an offset folded into a
+# vector: jailed._fold_shifts)
+CONFIRM_VERSION = "23"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
