@@ -68,3 +68,19 @@ def test_large_models_read_once_do_not_push_out_the_small_ones():
     # the small one read least recently goes first when the small tier is full
     g["_model_of"](LINEAR.replace("nn.Linear(16, 8)", "nn.Linear(16, 25)"))  # 425 weights: small
     assert small[4] not in g["_CANON_MODEL"] and small[3] in g["_CANON_MODEL"]
+
+
+def test_scales_a_candidate_reports_never_make_a_fold_of_zero_infinity_or_nan():
+    """The fold factors read from the candidate's reported scales (its trace's `canon["scales"]`, which it
+    controls): a ratio of 0, infinity or nan, or outside 1e-3..1e3 as the child reads ratios, is no factor, so no
+    probe divides by it or writes it into a report."""
+    g = _worker()
+    assert g["_one_fold"]([2.0, 1.0, 2.0]) == 2.0
+    assert g["_one_fold"]([2.0, 3.0]) is None  # two factors: none
+    for bad in (0.0, 1e-5, 1e5, float("inf"), float("nan")):
+        assert g["_one_fold"]([bad, 1.0]) is None
+        assert g["_one_fold"]([bad, 2.0]) == 2.0
+    weight, bias = g["_natural_of"](CONV)[0], g["_natural_of"](CONV)[1]
+    assert g["_fold_ratios"](CONV, [[8, bias], [216, 2 * weight]]) is not None  # a weight made at twice the scale
+    for bad in (5e-324, 1e308, float("nan")):  # ratios near 0 or past any float
+        assert g["_fold_ratios"](CONV, [[8, bias], [216, bad]]) is None

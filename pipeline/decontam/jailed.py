@@ -1932,7 +1932,10 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
 def _one_fold(ratios, unread=None):
     """The one factor other than 1 among the read ratios (equal within 1e-9), or None where there are none or
     several."""
-    got = [r for k, r in enumerate(ratios) if not (unread and unread[k]) and abs(math.log(r)) >= 0.01]
+    # (within 1e-3 and 1e3, as _scaled_tie reads ratios: one of the candidate's reported scales may be 0, tiny,
+    # huge or nan)
+    got = [r for k, r in enumerate(ratios)
+           if not (unread and unread[k]) and 1e-3 < r < 1e3 and abs(math.log(r)) >= 0.01]
     if not got or any(abs(r - got[0]) > 1e-9 * abs(got[0]) for r in got):
         return None
     return got[0]
@@ -2200,7 +2203,8 @@ def _canon_of(ref_code, shapes, variant, natural=False):
             # a factor folded into the candidate's gain and zero shift (_fold_of): the problem's tensors made zeros
             # at the canonical fill's scale over the factor, so that the candidate's shift, at the canonical scale
             # and tied times the factor, is what they hold
-            scales = [s if s else p.numel() ** -0.25 / natural for s, p in zip(scales, model.parameters())]
+            scales = [s if s or not p.numel() else p.numel() ** -0.25 / natural
+                      for s, p in zip(scales, model.parameters())]
         try:
             with _alarm(REBUILD_S):
                 if model is None or (natural and scales is None):
@@ -2453,7 +2457,8 @@ def _fold_ratios(ref_code, scales):
     read = {a[2]: b[1] / a[1] for a, b in zip(mine, scales) if a[1] > 0 and b[1] > 0}
     fold = _one_fold(list(read.values())) or 1.0
     ratios = tuple(read.get(i, fold) for i in range(len(params)))
-    return ratios if any(abs(math.log(r)) >= 0.01 for r in ratios if r > 0) and all(r > 0 for r in ratios) else None
+    ok = all(1e-3 < r < 1e3 for r in ratios)  # as _scaled_tie reads ratios (a reported scale may be 0, huge, nan)
+    return ratios if ok and any(abs(math.log(r)) >= 0.01 for r in ratios) else None
 
 
 def run_job(job):
