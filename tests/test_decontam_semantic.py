@@ -1319,6 +1319,16 @@ def test_a_match_only_where_the_drawn_weights_saturate_is_no_match(kernelbench_p
     assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
 
 
+def _decided(kernelbench_path, tmp_path, problem_id: str, cands: list) -> list[dict]:
+    """The contamination table's rows for `cands` against one problem (and level1/19_ReLU beside it), semantic view
+    on, two jailed workers, a fresh cache."""
+    from pipeline.decontam.stage import decontaminate
+
+    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
+    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
+    return decontaminate(cands, [by_id[problem_id], by_id["level1/19_ReLU"]], settings).to_pylist()
+
+
 # level2/40_Matmul_Scaling_ResidualAdd (x W^T + b, times s, plus itself) at its own sizes, the factor 1 + s folded
 # into weights made at construction (stored (in, out)); FORWARD is what the forward returns of z = x @ w + b.
 FOLDED_AT_40 = """
@@ -1443,16 +1453,11 @@ def test_an_offset_folded_into_a_bias_at_other_sizes_passes_the_screen_with_the_
     subtracts). The bias alone has another scale than the problem's, so the problem is probed with that vector less
     the offset its sign leaves open (`jailed._fold_shifts`): the pair runs and is tied shifted. The copy that keeps
     its bias as drawn folds nothing, has the problem's scales and is decided by the screen."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     small = OFFSET_AT_35.replace("torch.rand(2, 64, 17, 17)", "torch.rand(2, 8, 17, 17)").replace(
         "[64, 128, 3, 0.5, 2]", "[8, 16, 3, 0.5, 2]"
     )
     cands = [("folded", small.replace("BIAS", " - subtract")), ("kept", small.replace("BIAS", ""))]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["rebuilt_at"] == "[8, 16, 3, 0.5, 2]", ev
@@ -1469,16 +1474,11 @@ def test_a_scale_folded_into_weights_at_other_sizes_passes_the_screen_at_the_wei
     canonical probe (canonical weights drop the factor), but the trace also probes at the scales the constructor
     makes the weights (`natural`), where the factor shows, so the pair runs and is tied scaled. A ReLU after the
     same weights differs in both probes: decided by the screen (`probe_differs`, natural probe tried)."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/40_Matmul_Scaling_ResidualAdd"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     small = FOLDED_AT_40.replace("torch.rand(16384, 4096)", "torch.rand(5, 24)").replace(
         "[4096, 4096, 0.5]", "[24, 20, 0.5]"
     )
     cands = [("folded", small.replace("FORWARD", "z")), ("relu", small.replace("FORWARD", "torch.relu(z)"))]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level2/40_Matmul_Scaling_ResidualAdd", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level2/40_Matmul_Scaling_ResidualAdd" and ev["rebuilt_at"] == "[24, 20, 0.5]", ev
@@ -1530,15 +1530,10 @@ def test_an_output_scale_folded_into_a_norms_gain_and_zero_shift_is_tied_scaled(
     outputs agree (mapping `shape*2.0` on both). At other sizes the problem is rebuilt at the candidate's arguments
     and the screen's natural probe lets the pair run only with the problem's zero tensors scaled back by that factor
     (`jailed._fold_of`). The same weights with a tanh after the norm compute another function and stay apart."""
-    from pipeline.decontam.stage import decontaminate
-
     inputs, init = sizes
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/73_Conv2d_BatchNorm_Scaling"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     code = GAIN_FOLDED_AT_73.replace("INPUT", inputs).replace("INIT", init)
     cands = [("folded", code.replace("AFTER", "z")), ("tanh", code.replace("AFTER", "torch.tanh(z)"))]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level2/73_Conv2d_BatchNorm_Scaling", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level2/73_Conv2d_BatchNorm_Scaling", ev
@@ -1583,14 +1578,9 @@ def test_a_divisor_folded_into_a_channels_last_filter_at_other_sizes_passes_the_
     divisor is in the weights: every probe differs but the constant one, where the problem's weights take the
     constant over each factor the two constructors' scales read (`jailed._fold_ratios`); the pair runs, tied by a
     permutation of the filter's dims and scaled by 0.5. The same weights under a tanh are decided by the screen."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/71_Conv2d_Divide_LeakyReLU"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     code = DIVISOR_FOLDED_CHANNELS_LAST_AT_71
     cands = [("folded", code.replace("ACT", "torch.maximum(y, 0.01 * y)")), ("tanh", code.replace("ACT", "y.tanh()"))]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level2/71_Conv2d_Divide_LeakyReLU", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level2/71_Conv2d_Divide_LeakyReLU" and ev["rebuilt_at"] == "[7, 18, 3, 2]", ev
@@ -1661,16 +1651,11 @@ def test_a_copy_with_constructor_arguments_fixed_as_constants_is_rebuilt_at_its_
     the task's inputs. Rebuilt with the task's values where their kinds align and its own values elsewhere, the
     problem matches (`rebuilt_at` shows the arguments used). The same task with an average pool instead of the max
     computes another function and stays apart."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level2/8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     cands = [
         ("fixed", ARGS_FIXED_AT_8.replace("POOL", "F.max_pool3d(y, 2)")),
         ("avg", ARGS_FIXED_AT_8.replace("POOL", "F.avg_pool3d(y, 2)")),
     ]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level2/8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["rebuilt_at"] == "[4, 8, (3, 3, 3), 2.0, (2, 2, 2), (8, 1, 1, 1), 1]", ev
@@ -1733,16 +1718,11 @@ def test_a_network_resized_through_its_constructor_without_a_canonical_probe_is_
     problem gives 1,000 classes against 10. The one problem whose whole graph is the candidate's (semantic score at
     least structure_threshold) is rebuilt anyway and matches; the same network with a ReLU6 has another graph and
     gets no rebuilt pair."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level3/19_MobileNetV1"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     cands = [
         ("relu", MOBILENET_PLAN.replace("ACT", "F.relu(y)")),
         ("relu6", MOBILENET_PLAN.replace("ACT", "F.relu6(y)")),
     ]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level3/19_MobileNetV1", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level3/19_MobileNetV1" and ev["rebuilt_at"] == "[10, 3, 0.25]", ev
@@ -1810,16 +1790,11 @@ def test_same_shaped_vectors_are_tied_in_the_order_the_forwards_read_them(kernel
     written-out layer registers them in reading order. Tied by shape in registration order, a norm's gain took a
     feed-forward bias and the outputs were 12 apart; tied in the order both forwards read their tensors, they match.
     The pre-norm layer (another function) stays apart under every tie."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level3/32_ConvolutionalVisionTransformer"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     cands = [
         ("post", CVIT_POST_NORM.replace("NORM_FIRST", "False")),
         ("pre", CVIT_POST_NORM.replace("NORM_FIRST", "True")),
     ]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level3/32_ConvolutionalVisionTransformer", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["ref"] == "level3/32_ConvolutionalVisionTransformer", ev
@@ -1873,11 +1848,6 @@ def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernel
     query's folded factor fitted (`*0.102...`); attention over large logits rounds apart in float32 between the two
     orders of computation, so the near miss is decided in float64 (`precision`). Without the causal mask (another
     function) the outputs stay apart."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level3/43_MinGPTCausalAttention"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     causal = "torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)"
     resized = SPLIT_QKV_AT_43.replace("torch.rand(128, 512, 768)", "torch.rand(3, 11, 48)")
     resized = resized.replace("[768, 8, 0.0, 0.0, 1024]", "[48, 6, 0.0, 0.0, 20]").replace("MASK", causal)
@@ -1886,7 +1856,7 @@ def test_separate_projections_of_one_packed_weight_are_tied_as_its_slices(kernel
         ("unmasked", SPLIT_QKV_AT_43.replace("MASK", "torch.zeros(T, T, dtype=torch.bool)")),
         ("resized", resized),
     ]
-    rows = decontaminate(cands, ref, settings).to_pylist()
+    rows = _decided(kernelbench_path, tmp_path, "level3/43_MinGPTCausalAttention", cands)
     assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
     ev = json.loads(rows[0]["evidence"])
     ties = {m[0]: m[2] for m in ev["mapping"]}
@@ -1947,16 +1917,11 @@ def test_a_packed_projections_bias_is_cut_beside_its_weight_not_from_the_first_v
     of size C took the norms' gain and shift; its pieces are the vectors the forward reads right after each piece
     of the packed weight (the query's, key's and value's biases), and the rest tied around them: a copy
     (`functional_match`). Keys and values swapped is another function: no match."""
-    from pipeline.decontam.stage import decontaminate
-
-    by_id = {r.ref_id: r for r in load_reference(kernelbench_path)}
-    ref = [by_id["level3/44_MiniGPTBlock"], by_id["level1/19_ReLU"]]
-    settings = DecontamSettings(semantic=True, workers=2, semantic_cache_dir=str(tmp_path / "cache"))
     cands = [
         ("copy", NORMS_FIRST_AT_44.replace("ATTEND", "k, v")),
         ("swap", NORMS_FIRST_AT_44.replace("ATTEND", "v, k")),
     ]
-    copy, swap = decontaminate(cands, ref, settings).to_pylist()
+    copy, swap = _decided(kernelbench_path, tmp_path, "level3/44_MiniGPTBlock", cands)
     assert copy["contaminated"] and copy["reason"] == "functional_match", copy
     ties = {m[0]: m[1:] for m in json.loads(copy["evidence"])["mapping"]}
     assert ties["query.bias"] == ["attn.c_attn.bias", "split:0:0"], ties

@@ -2397,36 +2397,43 @@ def _fold_shifts(ref_code, scales):
     c): the two models' weights pair by element count (as _fold_ratios pairs them) and one 1-dim weight's scale alone
     differs; its offset is the candidate's value less the problem's, the candidate's known up to its sign (its trace
     keeps its scale). [] otherwise."""
-    natural = _natural_of(ref_code)
-    model, firsts = _model_of(ref_code), _NATURAL_FIRST.get(ref_code)
-    if model is None or natural is None or firsts is None or scales is None:
+    pairs, firsts = _paired_scales(ref_code, scales), _NATURAL_FIRST.get(ref_code)
+    differ = [(i, t) for i, s, t in pairs or () if _differs(s, t)]
+    if len(differ) != 1 or firsts is None:
         return []
-    params = list(model.parameters())
-    mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(params, natural))
-                  if p.is_floating_point())
-    if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
+    i, theirs = differ[0]
+    if list(_model_of(ref_code).parameters())[i].dim() != 1 or firsts[i] is None:
         return []
-    differ = [(a, b) for a, b in zip(mine, scales) if abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1]))]
-    if len(differ) != 1 or params[differ[0][0][2]].dim() != 1 or firsts[differ[0][0][2]] is None:
-        return []
-    i, mine_v, theirs = differ[0][0][2], firsts[differ[0][0][2]], differ[0][1][1]
-    return [(i, d) for d in (theirs - mine_v, -theirs - mine_v) if abs(d) > 1e-9]
+    return [(i, d) for d in (theirs - firsts[i], -theirs - firsts[i]) if abs(d) > 1e-9]
 
 
 def _folded(ref_code, scales):
     """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
     weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
     another model (or one packed otherwise, which the canonical probe cannot tie either)."""
+    pairs = _paired_scales(ref_code, scales)
+    return pairs is not None and any(_differs(s, t) for _, s, t in pairs)
+
+
+def _differs(a, b):
+    """Two scales apart beyond rounding (1e-6 of the larger)."""
+    return abs(a - b) > 1e-6 * max(abs(a), abs(b))
+
+
+def _paired_scales(ref_code, scales):
+    """The problem's floating weights paired with the candidate's reported ones (`scales`: [element count, scale]
+    from its trace, as _scale_list lists them), both in order of element count and scale: (the weight's index in
+    the problem's parameters, its scale, the candidate's), or None where either side is unknown or the element
+    counts do not pair."""
     model = _model_of(ref_code) if scales is not None else None
-    if model is None:
-        return False
-    natural = _natural_of(ref_code)
+    natural = _natural_of(ref_code) if model is not None else None
     if natural is None:
-        return False
-    mine = _scale_list(model, natural)
-    if mine is None or len(mine) != len(scales) or sorted(a[0] for a in mine) != sorted(b[0] for b in scales):
-        return False
-    return any(abs(a[1] - b[1]) > 1e-6 * max(abs(a[1]), abs(b[1])) for a, b in zip(mine, scales))
+        return None
+    mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(model.parameters(), natural))
+                  if p.is_floating_point())
+    if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
+        return None
+    return [(i, s, b[1]) for (_, s, i), b in zip(mine, scales)]
 
 
 def _fold_of(ref_code, scales):
@@ -2434,29 +2441,24 @@ def _fold_of(ref_code, scales):
     tensor made zeros (a norm's shift, whose scale the candidate's tie must take too: _scaled_tie) and their
     scales, paired with the candidate's in order of element count and scale, differ by one factor alone; else
     None."""
-    natural = _natural_of(ref_code)
-    mine = _scale_list(_model_of(ref_code), natural) if natural is not None else None
-    if mine is None or not any(s == 0.0 for _, s in mine) or len(mine) != len(scales):
+    pairs = _paired_scales(ref_code, scales)
+    zeros = sum(s == 0.0 for _, s, _ in pairs or ())
+    if not zeros:
         return None
-    ratios = [b[1] / a[1] for a, b in zip(mine, scales) if a[0] == b[0] and a[1] > 0 and b[1] > 0]
-    return _one_fold(ratios) if len(ratios) + sum(s == 0.0 for _, s in mine) == len(mine) else None
+    ratios = [t / s for _, s, t in pairs if s > 0 and t > 0]
+    return _one_fold(ratios) if len(ratios) + zeros == len(pairs) else None
 
 
 def _fold_ratios(ref_code, scales):
     """Per parameter of the problem's model, the factor by which the candidate's weight of it is made (their scales
     paired in order of element count and scale, as _scale_list lists them; a zero scale takes the one factor read
     elsewhere, else 1), as a tuple; None where the element counts do not pair or every factor is 1."""
-    model, natural = _model_of(ref_code), _natural_of(ref_code)
-    if model is None or natural is None or scales is None:
+    pairs = _paired_scales(ref_code, scales)
+    if pairs is None:
         return None
-    params = list(model.parameters())
-    mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(params, natural))
-                  if p.is_floating_point())
-    if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
-        return None
-    read = {a[2]: b[1] / a[1] for a, b in zip(mine, scales) if a[1] > 0 and b[1] > 0}
+    read = {i: t / s for i, s, t in pairs if s > 0 and t > 0}
     fold = _one_fold(list(read.values())) or 1.0
-    ratios = tuple(read.get(i, fold) for i in range(len(params)))
+    ratios = tuple(read.get(i, fold) for i in range(len(_natural_of(ref_code))))
     ok = all(1e-3 < r < 1e3 for r in ratios)  # as _scaled_tie reads ratios (a reported scale may be 0, huge, nan)
     return ratios if ok and any(abs(math.log(r)) >= 0.01 for r in ratios) else None
 

@@ -106,6 +106,11 @@ class SemView:
         return json.dumps([ranks(sig.get("inputs") or []), ranks(outs), sizes])
 
     @cached_property
+    def io_key(self) -> str:
+        """The inputs' and outputs' ranks and dtypes alone (ranks_key without the parameter sizes); "" without them."""
+        return json.dumps(json.loads(self.ranks_key)[:2]) if self.ranks_key else ""
+
+    @cached_property
     def init(self) -> list | None:
         """The constructor's arguments as literals (jailed._literal), None where unknown or not plain values."""
         init = self.sig.get("init") if isinstance(self.sig, dict) else None
@@ -116,10 +121,10 @@ class SemView:
         """What a problem rebuilt at this task's constructor arguments needs to share with it: the inputs' and
         outputs' ranks and dtypes and the arguments' kinds (how many, int or float or tuple of n ...); "" where
         it has no such arguments."""
-        init, ranks = self.init, self.ranks_key
-        if init is None or not init[1] or not ranks:
+        init, io = self.init, self.io_key
+        if init is None or not init[1] or not io:
             return ""
-        return json.dumps([json.loads(ranks)[:2], [_kinds(x) for x in init[1]]])  # positions kept
+        return json.dumps([json.loads(io), [_kinds(x) for x in init[1]]])  # positions kept
 
     @cached_property
     def probe_key(self) -> str:
@@ -684,7 +689,7 @@ class SemanticReference:
                 self.by_rowless.setdefault(v.rowless_key, []).append(j)
                 if v.ranks_key:
                     self.by_ranks.setdefault(v.ranks_key, []).append(j)
-                    self.by_io.setdefault(json.dumps(json.loads(v.ranks_key)[:2]), []).append(j)
+                    self.by_io.setdefault(v.io_key, []).append(j)
                 if v.resize_key:
                     self.by_resize.setdefault(v.resize_key, []).append(j)
                 if v.probe_key:
@@ -788,14 +793,13 @@ def _realigned(sims: np.ndarray, view: SemView, ref: SemanticReference, settings
     default): the problem's arguments with the candidate's values where their kinds align (_aligned), its own
     elsewhere; problems with the candidate's input and output ranks and dtypes and semantically near it
     (realign_min_similarity), nearest first, at most realign_max (each alignment a pair)."""
-    if not settings.realign_max or view.init is None or not view.ranks_key or not view.init[1]:
+    if not settings.realign_max or view.init is None or not view.io_key or not view.init[1]:
         return []
     if not isinstance(view.sig.get("canon"), dict):  # unscreened, each would run (jailed._canon_screen)
         return []
-    io = json.dumps(json.loads(view.ranks_key)[:2])
     js = [
         j
-        for j in ref.by_io.get(io, [])
+        for j in ref.by_io.get(view.io_key, [])
         if sims[j] >= settings.realign_min_similarity and ref.views[j].init is not None and ref.views[j].init[1]
     ]
     out: list = []
