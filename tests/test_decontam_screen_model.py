@@ -84,3 +84,21 @@ def test_scales_a_candidate_reports_never_make_a_fold_of_zero_infinity_or_nan():
     assert g["_fold_ratios"](CONV, [[8, bias], [216, 2 * weight]]) is not None  # a weight made at twice the scale
     for bad in (5e-324, 1e308, float("nan")):  # ratios near 0 or past any float
         assert g["_fold_ratios"](CONV, [[8, bias], [216, bad]]) is None
+
+
+def test_outputs_of_other_shapes_end_a_probe_after_one_layout_unless_values_decide_the_shapes():
+    """A problem whose canonical outputs have other shapes than the candidate's, shapes its inputs' shapes alone
+    decide, differs in every layout and at every weight value: its pair ends after the first layout (the report
+    says so). Where an op whose output's shape reads values ran (a mask's selection), every probe is tried as
+    before; and a copy still agrees."""
+    g = _worker()
+    strided = CONV.replace("nn.Conv2d(3, 8, 3)", "nn.Conv2d(3, 8, 3, stride=2)")
+    canon = g["trace"](strided)["sig"]["canon"]
+    rep = g["_canon_screen"](CONV, canon)
+    assert rep["reason"] == "probe_differs" and rep["layouts"] == ["flat"]
+    assert rep["shapes"] == [[[2, 8, 14, 14]], [[2, 8, 7, 7]]]
+    assert not any(k[0] == CONV and k[2] != "flat" for k in g["_CANON"])  # no other layout ran
+    masked = CONV.replace("return torch.relu(self.conv(x))", "y = self.conv(x)\n        return y[y > 0]")
+    rep = g["_canon_screen"](masked, canon)
+    assert rep["reason"] == "probe_differs" and rep["layouts"] == ["flat", "t", "hwio"] and "shapes" not in rep
+    assert g["_canon_screen"](CONV, g["trace"](CONV.replace("self.conv", "self.c"))["sig"]["canon"]) == {}

@@ -319,17 +319,30 @@ def _truncated(rec):
 from pipeline.decontam.slicing import batch_slice
 
 
+# Ops whose output's shape reads their inputs' values (or that hand a value to Python, which may branch on it)
+_DATA_SHAPED = {getattr(torch.ops.aten, n) for n in (
+    "nonzero", "masked_select", "_unique", "_unique2", "unique_dim", "unique_consecutive", "repeat_interleave",
+    "argwhere", "_local_scalar_dense", "is_nonzero", "equal") if hasattr(torch.ops.aten, n)}
+
+
 class _OpBudget(TorchDispatchMode):
-    """At most n ops (the worker's dry runs' budget, DRY_OPS): past it the run stops (OverflowError)."""
+    """At most n ops (the worker's dry runs' budget, DRY_OPS): past it the run stops (OverflowError). `fixed`: no
+    op ran whose output's shape depends on values (_DATA_SHAPED, or indexing by a mask): the outputs' shapes follow
+    from the inputs' shapes alone, whatever the weights hold."""
 
     def __init__(self, n):
         super().__init__()
         self.left = n
+        self.fixed = True
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.left -= 1
         if self.left < 0:
             raise OverflowError("op_budget")
+        packet = func.overloadpacket
+        if packet in _DATA_SHAPED or (packet is torch.ops.aten.index and len(args) > 1 and any(
+                isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in args[1] or ())):
+            self.fixed = False
         return func(*args, **(kwargs or {}))
 
 
@@ -657,16 +670,19 @@ def _canon_shapes(inputs):
 
 
 def _canon_outputs(model, shapes):
-    """The model's outputs on the canonical inputs of `shapes`: [shapes, sampled values + sum], or None where the
-    forward fails, runs past the dry runs' budget or gives no finite floating outputs."""
+    """The model's outputs on the canonical inputs of `shapes`: [shapes, sampled values + sum, whether the shapes
+    follow from the inputs' shapes alone (_OpBudget.fixed)], or None where the forward fails, runs past the dry
+    runs' budget or gives no finite floating outputs."""
+    budget = _OpBudget(2000)
     try:
-        with torch.no_grad(), _OpBudget(2000):
+        with torch.no_grad(), budget:
             outs = _flat(model(*_canon_inputs(shapes)))
     except Exception as e:
         if type(e).__name__ in ("_TraceTimeout", "_PairTimeout"):
             raise
         return None
-    return _sampled(outs, keep=8)
+    got = _sampled(outs, keep=8)
+    return None if got is None else got + [budget.fixed]
 
 
 def _sampled(outs, keep=None):
@@ -2261,7 +2277,7 @@ def _canon_screen(ref_code, canon):
     runs on meta decide what they can, as for any pair)."""
     if not _canon_ok(canon):
         return None
-    tried = []
+    tried, apart = [], None
     for variant in CANON_VARIANTS:  # "flat" first: it builds the model _layouts reads
         if tried and variant not in _layouts(ref_code):
             continue
@@ -2271,6 +2287,23 @@ def _canon_screen(ref_code, canon):
         if _canon_close(got, canon):
             return {}
         tried.append(variant)
+        if got[2] and got[0] != canon["shapes"]:
+            # outputs of other shapes, which the inputs' shapes alone decide (_OpBudget.fixed): no layout or value of
+            # the weights below gives the candidate's
+            apart = [got[0][:4], canon["shapes"][:4]]
+            break
+    agree, natural, fold, constant = _valued_probes(ref_code, canon, tried) if apart is None else (False,) * 4
+    # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
+    # count cannot tie them, so the child decides (_splits)
+    if agree or _pieces_of(canon.get("scales"), _model_of(ref_code)):
+        return {}
+    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
+            "fold": fold, "constant": constant, **({"shapes": apart} if apart is not None else {})}
+
+
+def _valued_probes(ref_code, canon, tried):
+    """The probes with other weight values than the canonical ones, after the layouts `tried` all differed:
+    (whether one agrees, natural, fold, constant: which ran, for the report)."""
     # at the scales the constructors make the weights (a constant folded into them: _scaled_tie finds it), where
     # the weights are the problem's by element count and some scale differs
     natural = canon.get("natural") is not None and _folded(ref_code, canon.get("scales"))
@@ -2279,31 +2312,26 @@ def _canon_screen(ref_code, canon):
         for how in (True, fold) if fold is not None else (True,):
             got = _canon_of(ref_code, canon["inputs"], variant, natural=how)
             if got is not None and _canon_close(got, canon, "natural"):
-                return {}
+                return True, natural, fold, False
     # an offset folded into one of the candidate's vectors when made: the problem's vector less it, weights flat
     for i, d in _fold_shifts(ref_code, canon.get("scales")) if natural else ():
         got = _canon_of(ref_code, canon["inputs"], ("shift", i, d))
         if got is not None and _canon_close(got, canon):
-            return {}
+            return True, natural, fold, False
     # every weight at one value: a layout none of the above ties (a filter stored tap-major, a 1x1 convolution as
     # an einsum over (in, out)) or a cut agrees there; the child decides
     constant = canon.get("constant") is not None and _filters(ref_code) and _informative(canon["constant"])
     if constant:
         got = _canon_of(ref_code, canon["inputs"], "const")
         if got is not None and _canon_close(got, canon, "constant"):
-            return {}
+            return True, natural, fold, constant
         # and where the candidate's weights are made at other scales than the problem's (a divisor folded into a
         # filter stored channels-last): the problem's weights at the constant over each factor
         ratios = _fold_ratios(ref_code, canon.get("scales")) if natural else None
         got = _canon_of(ref_code, canon["inputs"], ratios) if ratios is not None else None
         if got is not None and _canon_close(got, canon, "constant"):
-            return {}
-    # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
-    # count cannot tie them, so the child decides (_splits)
-    if _pieces_of(canon.get("scales"), _model_of(ref_code)):
-        return {}
-    return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
-            "fold": fold, "constant": constant}
+            return True, natural, fold, constant
+    return False, natural, fold, constant
 
 
 def _filters(ref_code):
