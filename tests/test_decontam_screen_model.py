@@ -102,3 +102,62 @@ def test_outputs_of_other_shapes_end_a_probe_after_one_layout_unless_values_deci
     rep = g["_canon_screen"](masked, canon)
     assert rep["reason"] == "probe_differs" and rep["layouts"] == ["flat", "t", "hwio"] and "shapes" not in rep
     assert g["_canon_screen"](CONV, g["trace"](CONV.replace("self.conv", "self.c"))["sig"]["canon"]) == {}
+
+
+NORMED = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+        self.gn = nn.GroupNorm(2, 8)
+        self.c = nn.Parameter(torch.tensor(0.5))
+
+    def forward(self, x):
+        return torch.relu(self.gn(self.fc(x)) - self.c)
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+def get_init_inputs():
+    return []
+"""
+# the same written out: no affine for the norm, the constant a float; TAIL varies
+UNPARAMETRIZED = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+        z = self.fc(x).view(x.shape[0], 2, 4)
+        z = (z - z.mean(-1, keepdim=True)) / torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        return TAIL
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_problems_constants_a_candidate_leaves_out_are_probed_at_their_value():
+    """The problem's parameters its constructor makes one value (a norm's ones and zeros, a tensor of a constant)
+    that the candidate's weights leave over are probed at that value (a second regime), so a copy without them
+    agrees; a copy that leaves out a drawn weight, or a candidate whose tail differs, does not."""
+    g = _worker()
+    copy = g["trace"](UNPARAMETRIZED.replace("TAIL", "torch.relu(z.view(x.shape[0], 8) - 0.5)"))["sig"]["canon"]
+    params = [n for n, _ in g["_model_of"](NORMED).named_parameters()]
+    assert [params[i] for i in g["_kept"](NORMED, copy["scales"])] == ["c", "gn.weight", "gn.bias"]
+    assert g["_canon_screen"](NORMED, copy) == {}
+    other = g["trace"](UNPARAMETRIZED.replace("TAIL", "torch.relu(z.view(x.shape[0], 8) + 0.5)"))["sig"]["canon"]
+    rep = g["_canon_screen"](NORMED, other)
+    assert rep["reason"] == "probe_differs" and rep["kept"] == list(g["_kept"](NORMED, copy["scales"])), rep
+    # a drawn weight (the Linear's bias) left out is no constant of the problem's: not kept
+    nobias = UNPARAMETRIZED.replace("nn.Linear(16, 8)", "nn.Linear(16, 8, bias=False)")
+    scales = g["trace"](nobias.replace("TAIL", "z"))["sig"]["canon"]["scales"]
+    assert g["_kept"](NORMED, scales) == ()

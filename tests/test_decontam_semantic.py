@@ -1986,3 +1986,118 @@ def test_constructor_arguments_are_rebuilt_as_plain_literals_only():
         assert not _literal_ok(bad), bad
     # where each argument sits and of what kind decides which problems can be rebuilt; a list's length does not
     assert _kinds(["l", [["i", 1], ["i", 2]]]) == _kinds(["l", [["i", 7]]]) != _kinds(["t", [["i", 1], ["i", 2]]])
+
+
+# level2/37_Matmul_Swish_Sum_GroupNorm at its own sizes with the group norm written out and its gain of ones and
+# shift of zeros left out (the problem as built); AFTER varies per test
+NORM_WITHOUT_AFFINE_AT_37 = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, num_groups, bias_shape):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.shift = nn.Parameter(torch.randn(bias_shape))
+        self.groups = num_groups
+
+    def forward(self, x):
+        h = self.fc(x)
+        h = h * torch.sigmoid(h) + self.shift
+        z = h.view(h.shape[0], self.groups, -1)
+        z = (z - z.mean(-1, keepdim=True)) / torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        return AFTER
+
+def get_inputs():
+    return [torch.rand(32768, 1024)]
+
+def get_init_inputs():
+    return [1024, 4096, 64, (4096,)]
+"""
+
+
+def test_a_norm_written_out_without_its_gain_and_shift_matches_the_problem_as_built(kernelbench_path, tmp_path):
+    """A copy writes the group norm out and leaves out its gain of ones and shift of zeros (the problem's
+    constructor makes them so): the problem's parameters made constant that nothing ties stay at their value
+    (`kept` in the evidence), so the copy matches. The same with its output doubled (what a free gain would
+    absorb) does not: the constants are the problem's as built, not free."""
+    cands = [
+        ("as_built", NORM_WITHOUT_AFFINE_AT_37.replace("AFTER", "z.view_as(h)")),
+        ("doubled", NORM_WITHOUT_AFFINE_AT_37.replace("AFTER", "z.view_as(h) * 2.0")),
+    ]
+    rows = _decided(kernelbench_path, tmp_path, "level2/37_Matmul_Swish_Sum_GroupNorm", cands)
+    assert rows[0]["contaminated"] and rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["ref"] == "level2/37_Matmul_Swish_Sum_GroupNorm" and ev["kept"] == [
+        "group_norm.bias",
+        "group_norm.weight",
+    ]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level2/68_Matmul_Min_Subtract (min(x W^T + b, c) - c, c a parameter made from the argument) at other sizes, c kept
+# as a plain float; FORWARD is what the forward returns
+CONSTANT_AS_FLOAT_AT_68 = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, constant):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+        self.c = constant
+
+    def forward(self, x):
+        return FORWARD
+
+def get_inputs():
+    return [torch.rand(16, 64)]
+
+def get_init_inputs():
+    return [64, 48, 0.5]
+"""
+# the same with c folded into the bias when it is made and the weight stored (in, out)
+CONSTANT_FOLDED_AT_68 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out, ceiling):
+        super().__init__()
+        r = 1.0 / math.sqrt(n_in)
+        self.w_t = nn.Parameter(torch.empty(n_in, n_out).uniform_(-r, r))
+        self.offset = nn.Parameter(torch.empty(n_out).uniform_(-r, r) - ceiling)
+
+    def forward(self, x):
+        return -torch.relu(-(torch.matmul(x, self.w_t) + self.offset))
+
+def get_inputs():
+    return [torch.rand(16, 64)]
+
+def get_init_inputs():
+    return [64, 48, 0.5]
+"""
+
+
+def test_a_constant_parameter_kept_as_a_float_at_other_sizes_passes_the_screen_and_matches(kernelbench_path, tmp_path):
+    """The problem's constant (a parameter its constructor makes from an argument) kept as a plain float by a copy
+    at other sizes: the rebuilt problem's canonical probe also runs with its parameters made constant that the
+    candidate's weights leave over at their value (`jailed._kept`), so the pair reaches the run and matches; also
+    with the constant folded into the bias when made and the weight stored transposed (the offset probe in each
+    layout). Clamping from below instead differs in every probe: decided by the screen."""
+    cands = [
+        ("as_float", CONSTANT_AS_FLOAT_AT_68.replace("FORWARD", "torch.clamp(self.fc(x), max=self.c) - self.c")),
+        ("folded", CONSTANT_FOLDED_AT_68),
+        ("below", CONSTANT_AS_FLOAT_AT_68.replace("FORWARD", "torch.clamp(self.fc(x), min=self.c) - self.c")),
+    ]
+    rows = _decided(kernelbench_path, tmp_path, "level2/68_Matmul_Min_Subtract", cands)
+    for row in rows[:2]:
+        assert row["contaminated"] and row["reason"] == "functional_match", row
+        ev = json.loads(row["evidence"])
+        assert ev["ref"] == "level2/68_Matmul_Min_Subtract" and ev["kept"] == ["constant"], ev
+        assert ev["rebuilt_at"] in ("[64, 48, 0.5]",), ev
+    assert rows[2]["reason"] != "functional_match", rows[2]
+    tried = json.loads(rows[2]["evidence"])["tried"]
+    rebuilt = [t for t in tried if t["ref"] == "level2/68_Matmul_Min_Subtract" and t.get("rebuilt_at")]
+    assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried

@@ -152,7 +152,7 @@ def final_failure(rec: dict) -> bool:
 # runs it in a forked child per task; validation's harness (pipeline.validate.harness) runs the same text after its
 # checks, so that a validated task arrives with its trace (one tracer, one key).
 TRACER = r'''
-import contextlib, gc, json, math, os, select, signal, sys, time, weakref
+import collections, contextlib, gc, json, math, os, select, signal, sys, time, weakref
 import torch
 
 MAX_NODES = int(PAYLOAD.get("max_nodes", 4000))
@@ -805,12 +805,13 @@ def _rms(t):
     return math.sqrt(m) if m > 0 and math.isfinite(m) else None
 
 
-def _canon_model(g):
-    """The task's model on the CPU with its random initializers skipped (its weights are overwritten)."""
+def _canon_model(g, skipped=None):
+    """The task's model on the CPU with its random initializers skipped (its weights are overwritten; the tensors
+    they were called on go into `skipped`)."""
     init = g["get_init_inputs"]() if callable(g.get("get_init_inputs")) else []
     torch.default_generator.manual_seed(0)  # torch.manual_seed(0) on the CPU (it also queues lazy seeds for other
     # devices, each capturing a stack trace: 0.45 ms a call; the model is built on the CPU)
-    with _random_inits_skipped(), torch.device("cpu"):
+    with _random_inits_skipped(skipped), torch.device("cpu"):
         return _new_model(g, init)
 
 
@@ -1457,6 +1458,37 @@ def _call(model, ins):
     return _flat(model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
 
 
+def _made_constant(rt, skipped):
+    """The problem's parameters its constructor makes one value everywhere (a norm's gain of ones and shift of zeros,
+    `nn.Parameter(torch.tensor(c))`), read as built (before any weight is drawn): name -> the value. A tensor whose
+    random initializer was skipped holds no value of its constructor's."""
+    out = {}
+    for n, t in rt:
+        if isinstance(t, torch.nn.Parameter) and id(t) not in skipped and t.is_floating_point() and t.numel():
+            flat = t.detach().reshape(-1)
+            if flat[-1] != flat[0] or flat[flat.numel() // 2] != flat[0]:  # a draw: no need to read it all
+                continue
+            v = _one_value(t)
+            if v is not None:
+                out[n] = v
+    return out
+
+
+def _keep_constants(rt, made, tied):
+    """The problem's parameters made constant (_made_constant) that no candidate tensor is tied to, set back to their
+    constructor's value: a copy that writes such a parameter as the number it is made (a norm written out without
+    its gain of ones, a constant kept as a plain float) computes the problem's function as built, and the drawn
+    value would set them apart. Returns their names (the report's `kept`); the weights moved (_shifted_check) and
+    the layouts drawn (_layout_tie) leave them."""
+    kept = {}
+    with torch.no_grad():
+        for n, t in rt:
+            if n in made and n not in tied:
+                t.fill_(made[n])
+                kept[n] = made[n]
+    return kept
+
+
 def confirm(cand_code, ref_code, max_numel, match_only=False):
     DRY["off"] = False
     gr, gc = _load(ref_code, "reference"), _load(cand_code, "task")
@@ -1502,6 +1534,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         variants = _cheap_first(variants, shapes[0], ref_meta, cand_meta)
     skipped = set()
     (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
+    made = _made_constant(rt, skipped)
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
         for p in ref.parameters():
             p.normal_(0, 0.5)
@@ -1511,6 +1544,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         for n, t in ct:
             if n not in tied and id(t) in skipped:
                 t.normal_(0, 0.5)
+    kept = _keep_constants(rt, made, {m[1] for m in mapping})
     def run(ins):
         with torch.no_grad():
             return _call(ref, ins), _call(cand, ins)
@@ -1527,7 +1561,7 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
     same_inputs = _same_inputs(r_meta, c_in) and name != "cut"
     shapes_r = [list(t.shape) for t in ro]
     shapes_c = [list(t.shape) for t in co]
-    out = {"ok": True, "mapping": mapping, "unmatched_cand": len(ct) - len(mapping),
+    out = {"ok": True, "mapping": mapping, "kept": sorted(kept), "unmatched_cand": len(ct) - len(mapping),
            "unmatched_ref": len(rt) - len({m[1] for m in mapping}), "same_inputs": same_inputs,
            "ref_shapes": shapes_r[:4], "cand_shapes": shapes_c[:4], "max_abs_diff": None, "ref_scale": None,
            "inputs": name}
@@ -1540,7 +1574,8 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
             co = _scaled_tie((gr, rt), (gc, cand, ct), mapping, c_in, ro, co, out, float(atol), float(rtol),
                              4 * max_numel)
         if match_only == SAME_PARAMS and out["max_abs_diff"] > float(atol) + float(rtol) * out["ref_scale"]:
-            co = _layout_tie(ref, cand, run, c_in, co, out, float(atol), float(rtol))
+            co = _layout_tie(ref, cand, run, c_in, co, out, float(atol), float(rtol),
+                             [(n, t, kept[n]) for n, t in rt if n in kept])
         # float16/32 -> float64 keeps inf and nan as they are: the outputs' own dtypes answer the same
         out["finite"] = all(_finite(t) for t in ro + co if not t.is_complex())
         atol, rtol = float(atol), float(rtol)
@@ -1608,14 +1643,14 @@ def _shifted_check(run, c_in, out, ref_side, cand_side, atol, rtol):
     there) come apart. Moved: every parameter of the problem and every untied one of the candidate, and the
     problem's tensor of a tie where either side is a parameter (a filter bank kept in a buffer); the candidate's
     tied tensors are then tied again (a tie that scales keeps its scale); buffers tied to buffers stay (a mask
-    compared with 0). Where either side is not finite there (a log of a weight), the first verdict stands; outputs
-    that differ are no match (`shifted_params`)."""
+    compared with 0), and so do the problem's constants kept (_keep_constants). Where either side is not finite
+    there (a log of a weight), the first verdict stands; outputs that differ are no match (`shifted_params`)."""
     (ref, rt), (cand, ct) = ref_side, cand_side
     params = {id(t) for t in list(ref.parameters()) + list(cand.parameters())}
     rd, cd = dict(rt), dict(ct)
     ties = [m for m in out.get("mapping") or [] if m[0] in cd and m[1] in rd
             and (id(cd[m[0]]) in params or id(rd[m[1]]) in params)]
-    retied = {id(cd[m[0]]) for m in ties}
+    retied = {id(cd[m[0]]) for m in ties} | {id(rd[n]) for n in out.get("kept") or () if n in rd}
     moved = {id(t): t for t in list(ref.parameters()) + list(cand.parameters()) if id(t) not in retied}
     moved.update({id(rd[m[1]]): rd[m[1]] for m in ties})
     with torch.no_grad():
@@ -1627,12 +1662,14 @@ def _shifted_check(run, c_in, out, ref_side, cand_side, atol, rtol):
     _recheck(run, c_in, out, "shifted_params", atol, rtol)
 
 
-def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol):
+def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol, kept=()):
     """A rebuilt problem's pair whose ties left the outputs apart (it reached this child because its canonical probe
     agreed in some layout): every tensor of both models drawn by its element count, the candidate's laid out flat and
     the problem's in each layout the probe tries (_canon_fill), random values instead of canonical ones; the first
     layout whose outputs agree is the tie (mapping "layout:<name>"). Outputs equal under it mean the candidate's
-    weights are the problem's stored in another layout (a depthwise filter kept as (k, k, C))."""
+    weights are the problem's stored in another layout (a depthwise filter kept as (k, k, C)). `kept`: (name,
+    tensor, value) of the problem's constants kept (_keep_constants), tried drawn first (the first ties may have
+    left one over that the candidate has), then at their value."""
     draws = {}
 
     def drawn(n):
@@ -1641,18 +1678,23 @@ def _layout_tie(ref, cand, run, c_in, co, out, atol, rtol):
         return draws[n]
 
     _fill(cand, "flat", drawn)
-    for variant in CANON_VARIANTS:
-        _fill(ref, variant, drawn)
-        try:
-            ro2, co2 = run(c_in)
-        except Exception:
-            continue
-        if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
-            continue
-        d, scale = _differ(ro2, co2)
-        if d <= atol + rtol * scale:
-            out.update(max_abs_diff=d, ref_scale=scale, mapping=[["*", "*", "layout:" + variant]], retied=True)
-            return co2
+    for keep in ((), kept) if kept else ((),):
+        for variant in CANON_VARIANTS:
+            _fill(ref, variant, drawn)
+            with torch.no_grad():
+                for _, t, v in keep:
+                    t.fill_(v)
+            try:
+                ro2, co2 = run(c_in)
+            except Exception:
+                continue
+            if [list(t.shape) for t in ro2] != [list(t.shape) for t in co2]:
+                continue
+            d, scale = _differ(ro2, co2)
+            if d <= atol + rtol * scale:
+                out.update(max_abs_diff=d, ref_scale=scale, mapping=[["*", "*", "layout:" + variant]], retied=True,
+                           kept=sorted(n for n, _, _ in keep))
+                return co2
     return co
 
 
@@ -2177,6 +2219,7 @@ _CANON = {}  # (problem's code, probe input shapes, layout, natural) -> its cano
 _CANON_MODEL = {}  # problem's code -> its model on the CPU (None: it does not build)
 _CANON_WEIGHTS = {}  # the same codes -> their model's weight count (MODELS_KEEP), least recently read first
 _NATURAL = {}  # problem's code -> its parameters' scales as its constructor makes them (_natural_scales)
+_MADE = {}  # the codes in _CANON_MODEL -> ((parameter index, value), ...) of those made constant (_made_constant)
 
 
 def _model_of(ref_code):
@@ -2186,13 +2229,17 @@ def _model_of(ref_code):
     if ref_code in _CANON_MODEL:
         _CANON_WEIGHTS[ref_code] = _CANON_WEIGHTS.pop(ref_code)  # the most recently read last
         return _CANON_MODEL[ref_code]
-    model = None
+    model, skipped = None, set()
     try:
         with _alarm(REBUILD_S):
-            model = _canon_model(_load(ref_code, "reference"))
+            model = _canon_model(_load(ref_code, "reference"), skipped)
     except BaseException:  # a timeout, or the problem that will not build here
         pass
     _CANON_MODEL[ref_code] = model
+    # its parameters made constant, by index (as confirm keeps them: _made_constant), read before any probe fills them
+    named = list(enumerate(model.parameters())) if model is not None else []
+    made = _made_constant([(i, p) for i, p in named if p.is_floating_point()], skipped)
+    _MADE[ref_code] = tuple(sorted(made.items()))
     weights = _CANON_WEIGHTS[ref_code] = 0 if model is None else sum(p.numel() for p in model.parameters())
     # past MODELS_KEEP weights, the least recently read of the same tier dropped (small or large, so that a few
     # KernelBench-sized layers do not push out the hundreds of small ones): a rebuilt problem is one candidate's,
@@ -2200,7 +2247,7 @@ def _model_of(ref_code):
     tier = [c for c, w in _CANON_WEIGHTS.items() if (w > LARGE_MODEL) == (weights > LARGE_MODEL)]
     while len(tier) > 1 and (sum(_CANON_WEIGHTS[c] for c in tier) > MODELS_KEEP or len(tier) > 512):
         gone = tier.pop(0)
-        del _CANON_MODEL[gone], _CANON_WEIGHTS[gone]
+        del _CANON_MODEL[gone], _CANON_WEIGHTS[gone], _MADE[gone]
     return model
 
 
@@ -2208,8 +2255,11 @@ MODELS_KEEP = 1 << 25  # weights of the problems' CPU models a worker keeps per 
 LARGE_MODEL = 1 << 20  # weights from which a model is of the large tier
 
 
-def _canon_of(ref_code, shapes, variant, natural=False):
-    key = (ref_code, json.dumps(shapes), variant, natural)
+def _canon_of(ref_code, shapes, variant, natural=False, kept=()):
+    """The problem's canonical outputs on inputs of `shapes` with its weights filled as `variant` says (a layout,
+    "const", a tuple of ratios, a shift) at the natural scales (`natural`: True, or a fold's factor); `kept`: indexes
+    of its parameters made constant then set back to their constructor's value (_kept)."""
+    key = (ref_code, json.dumps(shapes), variant, natural, kept)
     if key not in _CANON:
         if len(_CANON) > 4096:
             _CANON.clear()
@@ -2227,13 +2277,18 @@ def _canon_of(ref_code, shapes, variant, natural=False):
                     _CANON[key] = None
                     return None
                 if isinstance(variant, tuple) and variant[0] == "shift":  # (_fold_shifts) the offset taken out
-                    _canon_fill(model, "flat")
+                    _canon_fill(model, variant[3])
                     with torch.no_grad():
                         list(model.parameters())[variant[1]].sub_(variant[2])
                 elif variant == "const" or isinstance(variant, tuple):
                     _const_fill(model, variant if isinstance(variant, tuple) else None)
                 else:
                     _canon_fill(model, variant, scales)
+                if kept:
+                    params, made = list(model.parameters()), dict(_MADE.get(ref_code, ()))
+                    with torch.no_grad():
+                        for i in kept:
+                            params[i].fill_(made[i])
                 _CANON[key] = _canon_outputs(model, shapes)
         except BaseException:  # a timeout, or the problem that will not build here: the child decides
             _CANON[key] = None
@@ -2277,58 +2332,98 @@ def _canon_screen(ref_code, canon):
     runs on meta decide what they can, as for any pair)."""
     if not _canon_ok(canon):
         return None
+    kept, first = _kept(ref_code, canon.get("scales")), None
+    # as made, then with the problem's parameters made constant that the candidate's weights leave over kept at
+    # their constructor's value (a norm written out without its gain and shift, a constant kept as a plain float)
+    for k in ((), kept) if kept else ((),):
+        said = _probes(ref_code, canon, k)
+        if not isinstance(said, dict):
+            return None if said is None else {}
+        first = first or said
+        if "shapes" in said:  # other shapes: constants kept change values only
+            break
+    # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
+    # count cannot tie them, so the child decides (_splits)
+    if _pieces_of(canon.get("scales"), _model_of(ref_code)):
+        return {}
+    return {**first, **({"kept": list(kept)} if kept else {})}
+
+
+def _probes(ref_code, canon, kept):
+    """The canonical probes of one regime (`kept`: _canon_of): True where one agrees, None where the problem has no
+    answer, else the `probe_differs` report."""
     tried, apart = [], None
     for variant in CANON_VARIANTS:  # "flat" first: it builds the model _layouts reads
         if tried and variant not in _layouts(ref_code):
             continue
-        got = _canon_of(ref_code, canon["inputs"], variant)
+        got = _canon_of(ref_code, canon["inputs"], variant, kept=kept)
         if got is None:
             return None
         if _canon_close(got, canon):
-            return {}
+            return True
         tried.append(variant)
         if got[2] and got[0] != canon["shapes"]:
             # outputs of other shapes, which the inputs' shapes alone decide (_OpBudget.fixed): no layout or value of
             # the weights below gives the candidate's
             apart = [got[0][:4], canon["shapes"][:4]]
             break
-    agree, natural, fold, constant = _valued_probes(ref_code, canon, tried) if apart is None else (False,) * 4
-    # weights that are the problem's cut in pieces (q, k, v of a packed projection): canonical values by element
-    # count cannot tie them, so the child decides (_splits)
-    if agree or _pieces_of(canon.get("scales"), _model_of(ref_code)):
-        return {}
+    agree, natural, fold, constant = _valued_probes(ref_code, canon, tried, kept) if apart is None else (False,) * 4
+    if agree:
+        return True
     return {"ok": False, "reason": "probe_differs", "on_meta": False, "layouts": tried, "natural": natural,
             "fold": fold, "constant": constant, **({"shapes": apart} if apart is not None else {})}
 
 
-def _valued_probes(ref_code, canon, tried):
+def _kept(ref_code, scales):
+    """Indexes of the problem's parameters made constant (_MADE) that the candidate's weights leave over: where its
+    element counts (`scales`, from its trace) are the problem's less some of those, the first made-constant ones of
+    each count left over; () otherwise."""
+    model = _model_of(ref_code) if scales is not None else None
+    made = _MADE.get(ref_code) if model is not None else None
+    if not made:
+        return ()
+    params = list(model.parameters())
+    mine = collections.Counter(p.numel() for p in params if p.is_floating_point())
+    left = mine - collections.Counter(x[0] for x in scales)
+    if not left or sum(left.values()) != sum(mine.values()) - len(scales):  # else it has a count the problem lacks
+        return ()
+    out = []
+    for i, _ in made:
+        if left[params[i].numel()] > 0:
+            left[params[i].numel()] -= 1
+            out.append(i)
+    return tuple(out) if not +left else ()
+
+
+def _valued_probes(ref_code, canon, tried, kept=()):
     """The probes with other weight values than the canonical ones, after the layouts `tried` all differed:
-    (whether one agrees, natural, fold, constant: which ran, for the report)."""
+    (whether one agrees, natural, fold, constant: which ran, for the report); `kept` as _canon_of reads it."""
     # at the scales the constructors make the weights (a constant folded into them: _scaled_tie finds it), where
     # the weights are the problem's by element count and some scale differs
-    natural = canon.get("natural") is not None and _folded(ref_code, canon.get("scales"))
-    fold = _fold_of(ref_code, canon.get("scales")) if natural else None
+    natural = canon.get("natural") is not None and _folded(ref_code, canon.get("scales"), kept)
+    fold = _fold_of(ref_code, canon.get("scales"), kept) if natural else None
     for variant in tried if natural else ():
         for how in (True, fold) if fold is not None else (True,):
-            got = _canon_of(ref_code, canon["inputs"], variant, natural=how)
+            got = _canon_of(ref_code, canon["inputs"], variant, natural=how, kept=kept)
             if got is not None and _canon_close(got, canon, "natural"):
                 return True, natural, fold, False
-    # an offset folded into one of the candidate's vectors when made: the problem's vector less it, weights flat
-    for i, d in _fold_shifts(ref_code, canon.get("scales")) if natural else ():
-        got = _canon_of(ref_code, canon["inputs"], ("shift", i, d))
-        if got is not None and _canon_close(got, canon):
-            return True, natural, fold, False
+    # an offset folded into one of the candidate's vectors when made: the problem's vector less it, in each layout
+    for i, d in _fold_shifts(ref_code, canon.get("scales"), kept) if natural else ():
+        for variant in tried:
+            got = _canon_of(ref_code, canon["inputs"], ("shift", i, d, variant), kept=kept)
+            if got is not None and _canon_close(got, canon):
+                return True, natural, fold, False
     # every weight at one value: a layout none of the above ties (a filter stored tap-major, a 1x1 convolution as
     # an einsum over (in, out)) or a cut agrees there; the child decides
     constant = canon.get("constant") is not None and _filters(ref_code) and _informative(canon["constant"])
     if constant:
-        got = _canon_of(ref_code, canon["inputs"], "const")
+        got = _canon_of(ref_code, canon["inputs"], "const", kept=kept)
         if got is not None and _canon_close(got, canon, "constant"):
             return True, natural, fold, constant
         # and where the candidate's weights are made at other scales than the problem's (a divisor folded into a
         # filter stored channels-last): the problem's weights at the constant over each factor
-        ratios = _fold_ratios(ref_code, canon.get("scales")) if natural else None
-        got = _canon_of(ref_code, canon["inputs"], ratios) if ratios is not None else None
+        ratios = _fold_ratios(ref_code, canon.get("scales"), kept) if natural else None
+        got = _canon_of(ref_code, canon["inputs"], ratios, kept=kept) if ratios is not None else None
         if got is not None and _canon_close(got, canon, "constant"):
             return True, natural, fold, constant
     return False, natural, fold, constant
@@ -2419,13 +2514,13 @@ def _one_value(t):
     return v if math.isfinite(v) and bool((flat == flat[0]).all()) else None
 
 
-def _fold_shifts(ref_code, scales):
+def _fold_shifts(ref_code, scales, kept=()):
     """(parameter index, offset) pairs to probe the problem at where one of the candidate's vectors may be the
     problem's with a constant folded in when made (a bias made as `uniform_(-r, r) - c` for a problem that subtracts
     c): the two models' weights pair by element count (as _fold_ratios pairs them) and one 1-dim weight's scale alone
     differs; its offset is the candidate's value less the problem's, the candidate's known up to its sign (its trace
     keeps its scale). [] otherwise."""
-    pairs, firsts = _paired_scales(ref_code, scales), _NATURAL_FIRST.get(ref_code)
+    pairs, firsts = _paired_scales(ref_code, scales, kept), _NATURAL_FIRST.get(ref_code)
     differ = [(i, t) for i, s, t in pairs or () if _differs(s, t)]
     if len(differ) != 1 or firsts is None:
         return []
@@ -2435,11 +2530,11 @@ def _fold_shifts(ref_code, scales):
     return [(i, d) for d in (theirs - firsts[i], -theirs - firsts[i]) if abs(d) > 1e-9]
 
 
-def _folded(ref_code, scales):
+def _folded(ref_code, scales, kept=()):
     """Whether a constant may be folded into the candidate's weights: the same element counts as the problem's
     weights, and some scale other than its (_scale_list on both sides, within 1e-6). Weights of other counts are
     another model (or one packed otherwise, which the canonical probe cannot tie either)."""
-    pairs = _paired_scales(ref_code, scales)
+    pairs = _paired_scales(ref_code, scales, kept)
     return pairs is not None and any(_differs(s, t) for _, s, t in pairs)
 
 
@@ -2448,28 +2543,28 @@ def _differs(a, b):
     return abs(a - b) > 1e-6 * max(abs(a), abs(b))
 
 
-def _paired_scales(ref_code, scales):
+def _paired_scales(ref_code, scales, kept=()):
     """The problem's floating weights paired with the candidate's reported ones (`scales`: [element count, scale]
     from its trace, as _scale_list lists them), both in order of element count and scale: (the weight's index in
     the problem's parameters, its scale, the candidate's), or None where either side is unknown or the element
-    counts do not pair."""
+    counts do not pair. `kept`: the problem's weights the candidate keeps as constants (_kept), left out."""
     model = _model_of(ref_code) if scales is not None else None
     natural = _natural_of(ref_code) if model is not None else None
     if natural is None:
         return None
     mine = sorted((p.numel(), float(s or 0.0), i) for i, (p, s) in enumerate(zip(model.parameters(), natural))
-                  if p.is_floating_point())
+                  if p.is_floating_point() and i not in kept)
     if len(mine) != len(scales) or any(a[0] != b[0] for a, b in zip(mine, scales)):
         return None
     return [(i, s, b[1]) for (_, s, i), b in zip(mine, scales)]
 
 
-def _fold_of(ref_code, scales):
+def _fold_of(ref_code, scales, kept=()):
     """The factor of an output scale folded into the candidate's weights, where the problem's weights have a
     tensor made zeros (a norm's shift, whose scale the candidate's tie must take too: _scaled_tie) and their
     scales, paired with the candidate's in order of element count and scale, differ by one factor alone; else
     None."""
-    pairs = _paired_scales(ref_code, scales)
+    pairs = _paired_scales(ref_code, scales, kept)
     zeros = sum(s == 0.0 for _, s, _ in pairs or ())
     if not zeros:
         return None
@@ -2477,11 +2572,11 @@ def _fold_of(ref_code, scales):
     return _one_fold(ratios) if len(ratios) + zeros == len(pairs) else None
 
 
-def _fold_ratios(ref_code, scales):
+def _fold_ratios(ref_code, scales, kept=()):
     """Per parameter of the problem's model, the factor by which the candidate's weight of it is made (their scales
     paired in order of element count and scale, as _scale_list lists them; a zero scale takes the one factor read
     elsewhere, else 1), as a tuple; None where the element counts do not pair or every factor is 1."""
-    pairs = _paired_scales(ref_code, scales)
+    pairs = _paired_scales(ref_code, scales, kept)
     if pairs is None:
         return None
     read = {i: t / s for i, s, t in pairs if s > 0 and t > 0}

@@ -40,7 +40,7 @@ from pipeline.decontam.settings import DecontamSettings
 # 20 was taken by a version never released, whose reports may be cached; 22: the ties in the order the forwards
 # read the tensors are tried without slices too: jailed._retie; 23: the screen's probe with an offset folded into a
 # vector: jailed._fold_shifts)
-CONFIRM_VERSION = "23"
+CONFIRM_VERSION = "24"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
@@ -972,6 +972,7 @@ def semantic_pass(
                     "same_inputs": rep.get("same_inputs"),
                     "inputs": rep.get("inputs"),  # which of the candidate's inputs ran: "all" (2 rows) ... "cut"
                     "shifted_params": rep.get("shifted_params"),  # the run again with the weights moved
+                    "kept": rep.get("kept") or [],  # the problem's parameters made constant, at their values
                     "precision": rep.get("precision") or "float32",  # float64 decided a near miss (jailed._in_double)
                     "tolerance": [settings.confirm_atol, settings.confirm_rtol],
                     "graph_candidate": graph_text(views[k]),
