@@ -2101,3 +2101,189 @@ def test_a_constant_parameter_kept_as_a_float_at_other_sizes_passes_the_screen_a
     tried = json.loads(rows[2]["evidence"])["tried"]
     rebuilt = [t for t in tried if t["ref"] == "level2/68_Matmul_Min_Subtract" and t.get("rebuilt_at")]
     assert rebuilt and rebuilt[0]["status"] == "probe_differs", tried
+
+
+# level2/12_Gemm_Multiply_LeakyReLU at other sizes, its Linear kept as one augmented matrix applied to [x, 1]:
+# [W | b] made at the multiplier (MADE) or [b; W^T] used as it is (FORWARD: what the forward returns of x)
+AUGMENTED_AT_12 = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out, multiplier, slope):
+        super().__init__()
+        r = 1.0 / math.sqrt(n_in)
+        self.aug = nn.Parameter(torch.empty(SHAPE).uniform_(-r, r) * MADE)
+        self.m, self.slope = multiplier, slope
+
+    def forward(self, x):
+        return F.leaky_relu(FORWARD, self.slope)
+
+def get_inputs():
+    return [torch.rand(16, 48)]
+
+def get_init_inputs():
+    return [48, 40, 2.0, 0.1]
+"""
+
+
+def test_a_linear_kept_as_one_augmented_matrix_matches(kernelbench_path, tmp_path):
+    """A Linear's weight and bias kept as one augmented matrix applied to [x, 1], at other sizes: the screen lets the
+    pair run (the problem's weights join into the candidate's: `jailed._pieces_of`), and the run ties the matrix to
+    the problem's weight and bias joined (`augment:...`), with the multiplier folded in when it is made, or with the
+    bias first and the matrix stored (in + 1, out). The same matrix applied to [x, -1] (the bias subtracted) does not
+    match."""
+    folded = AUGMENTED_AT_12.replace("SHAPE", "n_out, n_in + 1").replace("MADE", "multiplier")
+    folded = folded.replace("FORWARD", "torch.cat([x, x.new_ones(x.shape[0], 1)], 1) @ self.aug.t()")
+    first = AUGMENTED_AT_12.replace("SHAPE", "n_in + 1, n_out").replace("MADE", "1.0")
+    first = first.replace("FORWARD", "torch.cat([torch.ones_like(x[:, :1]), x], 1).mm(self.aug) * self.m")
+    minus = first.replace("torch.ones_like(x[:, :1])", "-torch.ones_like(x[:, :1])")
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level2/12_Gemm_Multiply_LeakyReLU",
+        [("folded", folded), ("first", first), ("minus", minus)],
+    )
+    for row, how in zip(rows[:2], ("augment:col_last:gemm.bias*2", "augment:row_first:gemm.bias")):
+        assert row["contaminated"] and row["reason"] == "functional_match", row
+        ev = json.loads(row["evidence"])
+        assert ev["ref"] == "level2/12_Gemm_Multiply_LeakyReLU" and ev["rebuilt_at"] == "[48, 40, 2.0, 0.1]", ev
+        assert [m[2][: len(how)] for m in ev["mapping"]] == [how], ev["mapping"]
+    assert rows[2]["reason"] != "functional_match", rows[2]
+
+
+# level2/5_ConvTranspose2d_Subtract_Tanh at its own sizes, the convolution's bias and the subtracted one merged into
+# one shift; FORWARD is what the forward returns of y (the convolution without a bias)
+MERGED_SHIFT_AT_5 = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape, stride=2, padding=1, output_padding=1):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_channels, out_channels, kernel_size, kernel_size) * 0.05)
+        self.shift = nn.Parameter(torch.zeros(out_channels))
+        self.cfg = (stride, padding, output_padding)
+
+    def forward(self, x):
+        s, p, op = self.cfg
+        y = F.conv_transpose2d(x, self.weight, None, s, p, op)
+        return FORWARD
+
+def get_inputs():
+    return [torch.rand(32, 64, 256, 256)]
+
+def get_init_inputs():
+    return [64, 64, 4, (64, 1, 1)]
+"""
+# level2/15_ConvTranspose3d_BatchNorm_Subtract at its own sizes, the norm written out with its gain alone (the
+# convolution's bias and the norm's shift cancel against the means subtracted); CENTER: the axes of the last mean
+GAIN_ONLY_AT_15 = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, bias=True):
+        super().__init__()
+        k = kernel_size
+        self.weight = nn.Parameter(torch.randn(in_channels, out_channels, k, k, k) * 0.05)
+        self.gain = nn.Parameter(torch.ones(out_channels))
+        self.cfg = (stride, padding)
+
+    def forward(self, x):
+        y = F.conv_transpose3d(x, self.weight, None, *self.cfg)
+        var = y.var((0, 2, 3, 4), unbiased=False, keepdim=True)
+        y = (y - y.mean((0, 2, 3, 4), keepdim=True)) * torch.rsqrt(var + 1e-5)
+        y = y * self.gain.view(1, -1, 1, 1, 1)
+        return y - y.mean(CENTER, keepdim=True)
+
+def get_inputs():
+    return [torch.rand(16, 16, 16, 32, 32)]
+
+def get_init_inputs():
+    return [16, 32, 3, 2, 1]
+"""
+
+
+def test_two_problem_vectors_merged_into_one_and_a_gain_tied_past_a_dropped_bias_match(kernelbench_path, tmp_path):
+    """A copy that merges the convolution's bias and the subtracted bias into one shift is tied to the two joined
+    (`shape&-bias`: _other_ties); the same shift added after the tanh instead is another function. A copy that
+    drops the convolution's bias and the norm's shift (both cancel against the means) ties its gain, first taken by
+    the bias of the same shape, to the norm's gain left untied (_other_ties' free tensors); centring over every axis
+    instead stays apart."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level2/5_ConvTranspose2d_Subtract_Tanh",
+        [
+            ("merged", MERGED_SHIFT_AT_5.replace("FORWARD", "torch.tanh(y + self.shift.view(1, -1, 1, 1))")),
+            ("after", MERGED_SHIFT_AT_5.replace("FORWARD", "torch.tanh(y) + self.shift.view(1, -1, 1, 1)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ["shift", "conv_transpose.bias", "shape&-bias"] in ev["mapping"], ev["mapping"]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+    rows = _decided(
+        kernelbench_path,
+        tmp_path / "b",
+        "level2/15_ConvTranspose3d_BatchNorm_Subtract",
+        [
+            ("gain", GAIN_ONLY_AT_15.replace("CENTER", "(2, 3, 4)")),
+            ("all", GAIN_ONLY_AT_15.replace("CENTER", "(1, 2, 3, 4)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ["gain", "batch_norm.weight", "shape"] in ev["mapping"] and ev["kept"] == ["batch_norm.bias"], ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level1/65_conv_transposed_2D__square_input__asymmetric_kernel at its own sizes (stride 1, no padding) written as a
+# plain convolution over the input padded by k - 1, its filter stored as the problem's with the channel dims swapped
+# and the spatial dims flipped; FORWARD is what the forward returns of y
+FLIPPED_AT_65 = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=False):
+        super().__init__()
+        self.kernel = nn.Parameter(torch.randn(out_channels, in_channels, *kernel_size) * 0.02)
+        self.k = kernel_size
+
+    def forward(self, x):
+        kh, kw = self.k
+        y = F.conv2d(F.pad(x, (kw - 1, kw - 1, kh - 1, kh - 1)), self.kernel)
+        return FORWARD
+
+def get_inputs():
+    return [torch.rand(8, 64, 512, 512)]
+
+def get_init_inputs():
+    return [64, 64, (3, 7)]
+"""
+
+
+def test_a_transposed_convolution_written_as_a_plain_one_over_a_flipped_filter_matches(kernelbench_path, tmp_path):
+    """A transposed convolution written as a plain convolution over the padded input with its filter stored
+    channel-swapped and flipped: tied as the problem's filter permuted and flipped over its spatial dims
+    (`permute:1,0,2,3|flip`). A ReLU after it is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level1/65_conv_transposed_2D__square_input__asymmetric_kernel",
+        [
+            ("flipped", FLIPPED_AT_65.replace("FORWARD", "y")),
+            ("relu", FLIPPED_AT_65.replace("FORWARD", "torch.relu(y)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    assert json.loads(rows[0]["evidence"])["mapping"][0][2].endswith("|flip"), rows[0]["evidence"][:300]
+    assert rows[1]["reason"] != "functional_match", rows[1]

@@ -68,7 +68,15 @@ def run_pair(S, P, inputs, dtype64, prepare=None):
     return diff, diff / max(1.0, mx), mx
 
 
-def run_one(key, entry, idx, ties, neg_ties, notes, prefix, prepare=None):
+def same(init):
+    return list(init)
+
+
+def check(key, entry, idx, ties, neg_ties, prefix, src_init=None, small=None, prepare=None, perturb_more=None):
+    """One entry: the file's model and its source's (built at `src_init[tag](file's init)`, else the file's own
+    values), the source's 1-D parameters perturbed (and by `perturb_more(S, gen)`), run on the file's get_inputs()
+    (or `small[tag] = (make, why)`'s seeded small inputs) under the file's tie (every tie listed for a negative: the
+    closest kept). Returns a dict of the figures, the models and the inputs (for a set's own extra checks)."""
     fname = os.path.basename(key)
     tag = fname[:3]
     file_mod = load(os.path.join(ROOT, key), f"{prefix}_file_{idx}")
@@ -78,42 +86,67 @@ def run_one(key, entry, idx, ties, neg_ties, notes, prefix, prepare=None):
     torch.manual_seed(0)
     P = file_mod.Model(*init)
     torch.manual_seed(0)
-    S = src_mod.Model(*init)
-    perturb(S, torch.Generator().manual_seed(123))
+    S = src_mod.Model(*(src_init or {}).get(tag, same)(init))
+    gen = torch.Generator().manual_seed(123)
+    perturb(S, gen)
+    if perturb_more is not None:
+        perturb_more(S, gen)
     torch.manual_seed(1)
-    inputs = file_mod.get_inputs()
+    notes = []
+    if small and tag in small:
+        make, why = small[tag]
+        inputs = make()
+        notes.append("small input: " + why)
+    else:
+        inputs = file_mod.get_inputs()
     best = None
     for tie in [ties[tag]] if entry["kind"] == "para" else neg_ties[tag]:
         tie(S, P)
         d64, r64, _ = run_pair(S, P, inputs, True, prepare)
         d32, r32, mx = run_pair(S, P, inputs, False, prepare)
-        row = (d64, r64, d32, r32, mx, tie.__name__)
         if best is None or r64 < best[1]:
-            best = row
+            best = (d64, r64, d32, r32, mx, tie.__name__)
     d64, r64, d32, r32, mx, tname = best
-    win = d32 <= 100 * (1e-4 + 1e-4 * mx)
-    note = notes.get(tag, "")
-    if entry["kind"] == "neg":
-        note = (note + "; " if note else "") + f"closest tie {tname}"
-    return fname, d64, r64, r32, win, time.time() - t0, note
+    return {"fname": fname, "tag": tag, "kind": entry["kind"], "source": entry["source"], "d64": d64, "r64": r64,
+            "d32": d32, "r32": r32, "mx": mx, "tie": tname, "t0": t0, "notes": notes, "S": S, "P": P,
+            "inputs": inputs, "file_mod": file_mod}
 
 
-def verify(set_name, ties, neg_ties, notes, para_tol=1e-4, neg_min=1e-3, prepare=None):
-    """Every entry of `set_name` in manifest.json run (run_one) and printed; 0 when all pass, else 1."""
+def verify(set_name, ties, neg_ties, notes, para_tol=1e-4, neg_min=1e-3, prepare=None, src_init=None, small=None,
+           perturb_more=None, both_precisions=False, extra=None, expect=None):
+    """Every entry of `set_name` in manifest.json checked (check) and printed; 0 when all pass, else 1. A paraphrase
+    passes at float64 relative difference <= para_tol (and float32 too with `both_precisions`), a negative at > neg_min
+    under its closest tie. `extra(row) -> (ok, note)`: a set's own further check of a row; `expect`: the entry count."""
     manifest = {
         k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith(set_name + "/")
     }
+    assert expect is None or len(manifest) == expect, len(manifest)
     prefix = set_name.replace("_", "")
     rows, ok_all = [], True
     for idx, (key, entry) in enumerate(manifest.items()):
-        fname, d64, r64, r32, win, tf, note = run_one(key, entry, idx, ties, neg_ties, notes, prefix, prepare)
-        ok = r64 <= para_tol if entry["kind"] == "para" else r64 > neg_min
+        row = check(key, entry, idx, ties, neg_ties, prefix, src_init, small, prepare, perturb_more)
+        if row["kind"] == "para":
+            ok = row["r64"] <= para_tol and (not both_precisions or row["r32"] <= para_tol)
+        else:
+            ok = row["r64"] > neg_min
+        note = notes.get(row["tag"], "")
+        if row["kind"] == "neg":
+            note = (note + "; " if note else "") + f"closest tie {row['tie']}"
+        if extra is not None:
+            more_ok, more = extra(row)
+            ok &= more_ok
+            note = "; ".join(x for x in [note] + row["notes"] + [more] if x)
+        else:
+            note = "; ".join(x for x in [note] + row["notes"] if x)
         ok_all &= ok
-        rows.append((entry["kind"], fname, entry["source"], d64, r64, r32, win, tf, "PASS" if ok else "FAIL", note))
+        win = row["d32"] <= 100 * (1e-4 + 1e-4 * row["mx"])
+        rows.append((row["kind"], row["fname"], row["source"], row["d64"], row["r64"], row["r32"], win,
+                     time.time() - row["t0"], "PASS" if ok else "FAIL", note))
     print(f"{'kind':4} {'file':42} {'source':46} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'win':>3} {'t':>6}  result")
     for kind, f, s, d, r, r32, win, tf, res, note in rows:
         w = ("yes" if win else "no") if kind == "neg" else ""
         print(f"{kind:4} {f:42} {s:46} {d:10.3e} {r:10.3e} {r32:10.3e} {w:>3} {tf:5.2f}s  {res}" + (f"  ({note})" if note else ""))
-    print(f"\nparaphrase tolerance: float64 rel <= {para_tol:g}; negative threshold: float64 rel > {neg_min:g} (min over tie variants)")
+    precisions = "float64 and float32" if both_precisions else "float64"
+    print(f"\nparaphrase tolerance: rel <= {para_tol:g} in {precisions}; negative threshold: float64 rel > {neg_min:g} (min over tie variants)")
     print("ALL PASS" if ok_all else "SOME FAILED")
     return 0 if ok_all else 1

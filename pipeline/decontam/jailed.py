@@ -790,9 +790,10 @@ def _scale_list(model, scales):
     return out if len(out) <= 64 else None
 
 
-def _natural_scales(g):
-    """Each parameter's root mean square as the task's constructor makes it (_natural; None: not floating, zero)."""
-    return [_rms(p) for p in _natural(g, CANON_PARAMS).parameters()]
+def _natural_scales(g, params=None):
+    """Each parameter's root mean square as the task's constructor makes it (_natural; None: not floating, zero);
+    `params`: those parameters, already made."""
+    return [_rms(p) for p in (params if params is not None else _natural(g, CANON_PARAMS).parameters())]
 
 
 def _rms(t):
@@ -1033,10 +1034,10 @@ def _plain_name(n):
     return "".join(ch for ch in n.lower() if ch.isalnum())
 
 
-MATCH_ORDER = ("name", "shape", "transpose", "permute", "numel", "split")
-SPLIT_FIRST = ("name", "split", "shape", "transpose", "permute", "numel")  # tried again where outputs differ
+MATCH_ORDER = ("name", "augment", "shape", "transpose", "permute", "numel", "split")
+SPLIT_FIRST = ("name", "augment", "split", "shape", "transpose", "permute", "numel")  # again where outputs differ
 # and in the order the forwards read the tensors, the slices of one tensor from one list first (_use_order)
-LISTS_FIRST = ("name", "split_list", "shape", "transpose", "permute", "numel", "split")
+LISTS_FIRST = ("name", "augment", "split_list", "shape", "transpose", "permute", "numel", "split")
 WHOLE_ONLY = ("name", "shape", "transpose", "permute", "numel")  # the tensors left around pinned slices
 
 
@@ -1044,11 +1045,17 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
     """Candidate tensors (parameters, then buffers, each in the order the source assigns them: _source_order) ->
     reference tensors of the same shape and the same name but for punctuation (`gemm_bias` for `gemm.bias`); then of
     the same shape, in that order; then the transpose of a matrix, then an order of its dims (a filter stored as
-    (kh, kw, in, out)), then the same number of elements (a flattened weight), then slices of one tensor (_splits).
-    A wrong tie only makes outputs differ. `write`: the candidate's tensors take the tied values (else only the
-    mapping is made)."""
+    (kh, kw, in, out)), then the same number of elements (a flattened weight), then slices of one tensor (_splits);
+    before the shapes, a matrix and its bias kept as one augmented matrix (_augments). A wrong tie only makes
+    outputs differ. `write`: the candidate's tensors take the tied values (else only the mapping is made)."""
     mapping, used = [], set()
     for how in order:
+        if how == "augment":
+            for m in _augments(cand, ref, mapping, used):
+                if write:
+                    with torch.no_grad():
+                        dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
+            continue
         if how in ("split", "split_list"):
             for m in _splits(cand, ref, mapping, used, same_list=how == "split_list"):
                 if write:
@@ -1082,6 +1089,38 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
                 used.add(rn)
                 break
     return mapping
+
+
+_REF_BY_NAME = {}  # the problem's tensors of the pair running (confirm): an augmented tie reads its bias here
+
+
+def _augments(cand, ref, mapping, used):
+    """Untied candidate matrices that are an untied problem matrix W (out, in) and an untied vector b (out,) kept as
+    one augmented matrix applied to [x, 1]: (out, in + 1) = [W | b] (`augment:col_last:<b>`), or (in + 1, out) =
+    [W^T; b] (`augment:row_last:<b>`); b first is another tie (_other_ties). The vector is W's module's `bias`
+    where there is one, else the first of that size. The ties (on W, naming b) are appended to `mapping`, and both
+    problem tensors marked used; returned."""
+    made = []
+    tied = {m[0] for m in mapping}
+    for cn, ct in cand:
+        if cn in tied or ct.dim() != 2 or any(rn not in used and rt.shape == ct.shape for rn, rt in ref):
+            continue  # (a problem tensor of its very shape: the shape tie's)
+        for rn, rt in ref:
+            if rn in used or rt.dim() != 2 or rt.dtype != ct.dtype:
+                continue
+            layout = ("col_last" if tuple(ct.shape) == (rt.shape[0], rt.shape[1] + 1)
+                      else "row_last" if tuple(ct.shape) == (rt.shape[1] + 1, rt.shape[0]) else None)
+            vectors = [bn for bn, bt in ref if bn not in used and bn != rn and bt.dim() == 1
+                       and bt.shape[0] == rt.shape[0] and bt.dtype == ct.dtype]
+            if layout is None or not vectors:
+                continue
+            own = rn.rsplit(".", 1)[0] + ".bias" if "." in rn else "bias"
+            bn = own if own in vectors else vectors[0]
+            made.append([cn, rn, f"augment:{layout}:{bn}"])
+            used.update((rn, bn))
+            break
+    mapping += made
+    return made
 
 
 def _list_of(name):
@@ -1127,15 +1166,30 @@ def _splits(cand, ref, mapping, used, same_list=False):
 def _tied(rt, shape, how):
     """The reference tensor as a candidate tensor of `shape` takes it under a tie (_match, _other_ties); a tie
     ending in `*s` also multiplies it by s, one ending in `+=d` adds d (a scale or an offset folded into the
-    weights: _scaled_tie)."""
+    weights: _scaled_tie); one ending in `&+<name>` or `&-<name>` adds or subtracts another problem tensor of as many
+    elements (two biases merged into one: _other_ties)."""
     if "+=" in how:
         how, d = how.rsplit("+=", 1)
         return _tied(rt, shape, how) + float(d)
     if "*" in how:
         how, s = how.rsplit("*", 1)
         return _tied(rt, shape, how) * float(s)
+    if how.endswith("|flip"):  # a filter stored flipped over its spatial dims (a transposed convolution as one)
+        return _tied(rt, shape, how[:-5]).flip(tuple(range(2, len(shape))))
+    if "&" in how:
+        how, other = how.split("&", 1)
+        extra = _REF_BY_NAME[other[1:]].reshape(shape)
+        return _tied(rt, shape, how) + (extra if other[0] == "+" else -extra)
     if how == "transpose":
         return rt.t()
+    if how.startswith("augment:"):  # a matrix and its bias as one (_augments)
+        _, layout, bn = how.split(":", 2)
+        b = _REF_BY_NAME[bn]
+        if layout.startswith("col"):
+            parts = [rt, b[:, None]]
+            return torch.cat(parts if layout == "col_last" else parts[::-1], 1)
+        parts = [rt.t(), b[None, :]]
+        return torch.cat(parts if layout == "row_last" else parts[::-1], 0)
     if how.startswith("split"):  # a slice along a dim, maybe transposed (_splits)
         kind, d, off = how.split(":")
         d, off = int(d), int(off)
@@ -1534,6 +1588,8 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         variants = _cheap_first(variants, shapes[0], ref_meta, cand_meta)
     skipped = set()
     (ref, rt), (cand, ct) = _model(gr, 0, 4 * max_numel, skipped), _model(gc, 0, 4 * max_numel, skipped)
+    _REF_BY_NAME.clear()
+    _REF_BY_NAME.update(rt)
     made = _made_constant(rt, skipped)
     with torch.no_grad():  # weights from the reference: random, not the defaults (BatchNorm's ones and zeros)
         for p in ref.parameters():
@@ -1590,6 +1646,8 @@ def confirm(cand_code, ref_code, max_numel, match_only=False):
         if out["finite"] and atol + rtol * out["ref_scale"] < out["max_abs_diff"]:
             if out["max_abs_diff"] <= NEAR * (atol + rtol * out["ref_scale"]):
                 _in_double(run, c_in, out, (ref, rt), (cand, ct), atol, rtol, checks)
+    tied_now = {m[1] for m in out.get("mapping") or ()}  # a constant kept that a later tie took is no longer one
+    out["kept"] = [n for n in out.get("kept") or () if n not in tied_now]
     return out
 
 
@@ -1746,11 +1804,12 @@ def _other_ties(mapping, ct, rt):
     square matrix tied by shape, transposed (a weight stored as (in, out) and used as x @ w); every combination of
     these, and a matrix tied by its number of elements, read as the transpose (a flattened weight stored (in, out)),
     and a tensor tied by an order of its dims, in the other orders (dims of equal sizes); the tie made first left out,
-    at most RETIES."""
+    at most RETIES; then single changes (vectors merged, filters flipped: _tied), at most SINGLES."""
     import itertools
 
     shapes = {n: tuple(t.shape) for n, t in ct}
     ref_shapes = {n: tuple(t.shape) for n, t in rt}
+    taken = {m[1] for m in mapping} | {_second(m[2]) for m in mapping} - {None}
     groups = {}
     for m in mapping:
         if m[2] == "shape":
@@ -1761,6 +1820,13 @@ def _other_ties(mapping, ct, rt):
             opts = [[[m[0], r, "shape"] for m, r in zip(ms, p)] for p in itertools.permutations([m[1] for m in ms])]
         else:
             opts = [[list(m) for m in ms]]
+        # and problem tensors of that shape left untied in their places (a norm's gain tied first to a bias the
+        # candidate dropped, as a normalization cancels it)
+        free = [n for n, t in rt if n not in taken and tuple(t.shape) == shape]
+        if free and len(ms) <= 4:
+            pool = [m[1] for m in ms] + free
+            opts += [[[m[0], r, "shape"] for m, r in zip(ms, p)]
+                     for p in itertools.islice(itertools.permutations(pool, len(ms)), 24) if set(p) & set(free)]
         if len(ms) == 1 and len(shape) == 2 and shape[0] == shape[1]:
             opts.append([[ms[0][0], ms[0][1], "transpose"]])
         options.append(opts)
@@ -1772,6 +1838,26 @@ def _other_ties(mapping, ct, rt):
             flips.setdefault(m[1], []).append([m[0], m[1], f"{other}:{d}:{off}"])
     for ms in flips.values():
         options.append([[], ms])
+    # one change at a time, tried after the combinations above (as options, a few filters' flips would fill the
+    # combinations' budget before a transposed classifier is reached)
+    singles = []
+    for m in mapping:  # a vector that is two of the problem's parameters merged (a bias and a subtracted shift): plus
+        # or minus (not a buffer: a norm's running mean is no weight of the function)
+        extra = [n for n, t in rt if n not in taken and isinstance(t, torch.nn.Parameter)
+                 and t.numel() == shapes[m[0]][0]] if len(shapes[m[0]]) == 1 else []
+        if m[2] in ("shape", "numel"):
+            singles += [[[m[0], m[1], f"{m[2]}&{sign}{n}"]] for n in extra[:2] for sign in "+-"]
+    for m in mapping:  # a filter flipped over its spatial dims, maybe its two channel dims swapped too (a transposed
+        # convolution written as a plain one over a dilated input)
+        if len(shapes[m[0]]) >= 3 and (m[2] == "shape" or m[2].startswith("permute:")):
+            d = len(shapes[m[0]])
+            swap = "permute:" + ",".join(map(str, [1, 0] + list(range(2, d))))
+            ok = tuple(ref_shapes[m[1]][i] for i in [1, 0] + list(range(2, d))) == shapes[m[0]]
+            singles += [[[m[0], m[1], m[2] + "|flip"]]]
+            singles += [[[m[0], m[1], swap + f]] for f in ("", "|flip")] if ok and m[2] != swap else []
+    for m in mapping:  # an augmented matrix with its bias first ([1, x] @ [b; W^T])
+        if m[2].startswith("augment:"):
+            options.append([[], [[m[0], m[1], m[2].replace("_last:", "_first:", 1)]]])
     for m in mapping:  # a flattened weight stored transposed: a filter bank as (C*k*k, F) for im2col @ w
         if m[2] == "numel" and len(shapes[m[0]]) == 2:
             options.append([[list(m)], [[m[0], m[1], "numel_t"]]])
@@ -1781,7 +1867,19 @@ def _other_ties(mapping, ct, rt):
             options.append(opts)
     combos = itertools.product(*options)
     next(combos, None)  # the tie made
-    return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)]
+    return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)] + singles[:SINGLES]
+
+
+SINGLES = 8  # single changes _other_ties adds after its combinations
+
+
+def _second(how):
+    """The second problem tensor a tie reads (an augmented matrix's bias, a merged vector's other half), or None."""
+    if how.startswith("augment:"):
+        return how.split(":", 2)[2].split("*")[0].split("+=")[0]
+    if "&" in how:
+        return how.split("&", 1)[1][1:].split("*")[0].split("+=")[0]
+    return None
 
 
 def _flipped(mapping, ct):
@@ -1946,6 +2044,41 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         rnat = dict(_source_order(_natural(gr, max_params), []))
     except Exception:
         return co
+    cd, rd = dict(ct), dict(rt)
+    # the ties kept, then a few others (_other_ties: a square weight stored transposed as well as scaled, which
+    # neither the scale nor the other tie alone brings near)
+    bases = [mapping] + [list({**{m[0]: m for m in mapping}, **{m[0]: m for m in alt}}.values())
+                         for alt in _other_ties(mapping, ct, rt)[:SCALED_ALTS]]
+    for base in bases:
+        for trial in _scale_trials(base, cnat, rnat, cd):
+            tied = [[cn, rn, _tie_folding(how, r)] for (cn, rn, how), r in zip(base, trial)]
+            with torch.no_grad():
+                for cn, rn, how in tied:
+                    cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
+                try:
+                    got = _call(cand, c_in)
+                except Exception:
+                    continue
+            if [list(t.shape) for t in got] != [list(t.shape) for t in ro]:
+                continue
+            d, scale = _differ(ro, got)
+            if d <= atol + rtol * scale:
+                mapping[:] = tied
+                out.update(max_abs_diff=d, ref_scale=scale, mapping=tied, retied=True)
+                return got
+    with torch.no_grad():  # no match: the ties as they were
+        for cn, rn, how in mapping:
+            cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
+    return co
+
+
+SCALED_ALTS = 4  # other ties _scaled_tie tries its scales on (each up to four runs of the candidate)
+
+
+def _scale_trials(mapping, cnat, rnat, cd):
+    """The factors (or `+=d` offsets) per tie that _scaled_tie runs the candidate with: each tie's ratio of the two
+    constructors' scales, the largest tensor's ratio for all, an unread tie taking the one factor read elsewhere,
+    the offsets the constructors show; [] where every ratio is 1 and no offset shows."""
     ratios, shifts, unread = [], [], []
     for cn, rn, _ in mapping:
         a, b = _rms(cnat.get(cn)), _rms(rnat.get(rn))
@@ -1954,8 +2087,7 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         shifts.append(_offset(cnat.get(cn), rnat.get(rn)))
     scaled = any(abs(math.log(r)) >= 0.01 for r in ratios)
     if not scaled and not any(shifts):
-        return co
-    cd, rd = dict(ct), dict(rt)
+        return []
     largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
     trials = [ratios, [ratios[largest]] * len(ratios)] if scaled else []
     # a scale of the output folded into a norm's gain and its shift: the gain made at the factor, the shift made
@@ -1965,26 +2097,7 @@ def _scaled_tie(ref_side, cand_side, mapping, c_in, ro, co, out, atol, rtol, max
         trials.append([folds if u else r for r, u in zip(ratios, unread)])
     if any(shifts):  # an offset folded into a tensor when it is made (a bias that takes a subtracted constant)
         trials.append([f"+={d!r}" if d else 1.0 for d in shifts])
-    for trial in trials:
-        tied = [[cn, rn, _tie_folding(how, r)] for (cn, rn, how), r in zip(mapping, trial)]
-        with torch.no_grad():
-            for cn, rn, how in tied:
-                cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
-            try:
-                got = _call(cand, c_in)
-            except Exception:
-                continue
-        if [list(t.shape) for t in got] != [list(t.shape) for t in ro]:
-            continue
-        d, scale = _differ(ro, got)
-        if d <= atol + rtol * scale:
-            mapping[:] = tied
-            out.update(max_abs_diff=d, ref_scale=scale, mapping=tied, retied=True)
-            return got
-    with torch.no_grad():  # no match: the ties as they were
-        for cn, rn, how in mapping:
-            cd[cn].copy_(_tied(rd[rn], cd[cn].shape, how))
-    return co
+    return trials
 
 
 def _one_fold(ratios, unread=None):
@@ -2451,11 +2564,18 @@ def _pieces_of(scales, model, steps=20000):
     """Whether the candidate's weights (element counts from its trace's `scales`) are the problem model's cut in
     pieces: grouped, each group sums to one of the problem's weights (others left whole: a layer the problem builds
     and never uses, KernelBench's LSTMs' `fc`), and at least one group holds two or more (a bounded search: `steps`
-    placements)."""
+    placements); or the other way round, the problem's joined (a matrix and its bias kept as one augmented matrix:
+    _augments), where every weight of the candidate is a group."""
     if scales is None or model is None:
         return False
-    parts = sorted((x[0] for x in scales), reverse=True)
-    wholes = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
+    theirs = sorted((x[0] for x in scales), reverse=True)
+    mine = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
+    return _grouped(theirs, mine, steps) or (sum(theirs) == sum(mine) and _grouped(mine, theirs, steps))
+
+
+def _grouped(parts, wholes, steps):
+    """Whether `parts` (element counts, largest first) group into some of `wholes`, each group summing to its whole,
+    with at least one group of two or more (a bounded search: `steps` placements)."""
     if not parts or sum(parts) > sum(wholes) or parts == wholes:
         return False
     left, count, budget = list(wholes), [0] * len(wholes), [steps]
@@ -2495,7 +2615,7 @@ def _natural_of(ref_code):
         try:
             with _alarm(REBUILD_S):
                 params = list(_natural(_load(ref_code, "reference"), CANON_PARAMS).parameters())
-                _NATURAL[ref_code] = [_rms(p) for p in params]  # as _natural_scales makes them
+                _NATURAL[ref_code] = _natural_scales(None, params)
                 _NATURAL_FIRST[ref_code] = [_one_value(p) for p in params]
         except BaseException:
             pass

@@ -40,7 +40,7 @@ from pipeline.decontam.settings import DecontamSettings
 # 20 was taken by a version never released, whose reports may be cached; 22: the ties in the order the forwards
 # read the tensors are tried without slices too: jailed._retie; 23: the screen's probe with an offset folded into a
 # vector: jailed._fold_shifts)
-CONFIRM_VERSION = "24"
+CONFIRM_VERSION = "25"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,

@@ -17,7 +17,6 @@ Negatives are checked under every tie variant listed for them and pass when the 
 over the variants exceeds 1e-3 (or the shapes differ).
 """
 
-import json
 import os
 import sys
 import time
@@ -26,17 +25,13 @@ import torch
 
 sys.dont_write_bytecode = True  # never write caches next to the KernelBench sources
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from verify_common import KB, ROOT, cp, lin, load, perturb, run_pair  # noqa: E402
+from verify_common import cp, lin, verify  # noqa: E402
 
 PARA_TOL = 1e-4
 NEG_MIN = 1e-3
 
 
 # --------------------------------------------------------------------------- source constructor mapping
-def same(init):
-    return list(init)
-
-
 SRC_INIT = {
     "p07": lambda a: [a[0], a[1], a[2], 2.0],  # OUTPUT_GAIN hardcoded in the file
     "p08": lambda a: [a[0], a[1], (a[1],)] + list(a[2:]),  # scale_shape == (out_features,)
@@ -256,75 +251,18 @@ NOTES = {
 
 
 # --------------------------------------------------------------------------- driver
-def check(key, entry, idx):
-    fname = os.path.basename(key)
-    tag = fname[:3]
-    file_mod = load(os.path.join(ROOT, key), f"seth_file_{idx}")
-    src_mod = load(os.path.join(KB, entry["source"] + ".py"), f"seth_src_{idx}")
-    init = file_mod.get_init_inputs()
-    src_init = SRC_INIT.get(tag, same)(init)
-    t0 = time.time()
-    torch.manual_seed(0)
-    P = file_mod.Model(*init)
-    torch.manual_seed(0)
-    S = src_mod.Model(*src_init)
-    perturb(S, torch.Generator().manual_seed(123))
+def smoke(row):
+    """Files in SMOKE also run alone at their full get_inputs() size (float32): finite, and the time reported."""
+    if row["tag"] not in SMOKE:
+        return True, ""
     torch.manual_seed(1)
-    notes = []
-    if tag in SMALL:
-        make, why = SMALL[tag]
-        inputs = make()
-        notes.append("small input: " + why)
-    else:
-        inputs = file_mod.get_inputs()
-        notes.append("full get_inputs")
-    best = None
-    for tie in [TIES[tag]] if entry["kind"] == "para" else NEG_TIES[tag]:
-        tie(S, P)
-        d64, r64, _ = run_pair(S, P, inputs, True)
-        d32, r32, mx = run_pair(S, P, inputs, False)
-        row = (d64, r64, d32, r32, mx, tie.__name__)
-        if best is None or r64 < best[1]:
-            best = row
-    d64, r64, d32, r32, mx, tname = best
-    if entry["kind"] == "para":
-        ok = r64 <= PARA_TOL and r32 <= PARA_TOL
-    else:
-        ok = r64 > NEG_MIN
-        notes.append(NOTES.get(tag, "") + f", closest tie {tname}")
-    if tag in SMOKE:
-        torch.manual_seed(1)
-        full = file_mod.get_inputs()
-        ts = time.time()
-        with torch.no_grad():
-            out = P(*full)
-        notes.append(f"full-size run {tuple(full[0].shape)} -> {tuple(out.shape)} in {time.time() - ts:.2f}s")
-        ok &= bool(torch.isfinite(out).all())
-    return fname, entry["source"], entry["kind"], d64, r64, r32, time.time() - t0, ok, "; ".join(notes)
-
-
-def main():
-    manifest = {
-        k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith("set_h/")
-    }
-    assert len(manifest) == 28, len(manifest)
-    ok_all = True
-    print(f"{'kind':4} {'file':44} {'source':52} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'t':>6}  result")
-    for idx, (key, entry) in enumerate(manifest.items()):
-        fname, src, kind, d64, r64, r32, tf, ok, note = check(key, entry, idx)
-        ok_all &= ok
-        print(
-            f"{kind:4} {fname:44} {src[:52]:52} {d64:10.3e} {r64:10.3e} {r32:10.3e} {tf:5.2f}s  "
-            f"{'PASS' if ok else 'FAIL'}  ({note})",
-            flush=True,
-        )
-    print(
-        f"\nparaphrase tolerance: rel <= {PARA_TOL:g} in float64 and float32; "
-        f"negative threshold: float64 rel > {NEG_MIN:g} (min over tie variants)"
-    )
-    print("ALL PASS" if ok_all else "SOME FAILED")
-    return 0 if ok_all else 1
+    full = row["file_mod"].get_inputs()
+    ts = time.time()
+    with torch.no_grad():
+        out = row["P"](*full)
+    return bool(torch.isfinite(out).all()), f"full-size run {tuple(full[0].shape)} -> {tuple(out.shape)} in {time.time() - ts:.2f}s"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verify("set_h", TIES, NEG_TIES, NOTES, PARA_TOL, NEG_MIN, src_init=SRC_INIT, small=SMALL,
+                    both_precisions=True, extra=smoke, expect=28))

@@ -21,16 +21,14 @@ to show that the output is not nearly constant.
 """
 
 import copy
-import json
 import os
 import sys
-import time
 
 import torch
 
 sys.dont_write_bytecode = True  # never write caches next to the KernelBench sources
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from verify_common import KB, ROOT, cp, lin, load, perturb, run_pair  # noqa: E402
+from verify_common import cp, lin, verify  # noqa: E402
 
 PARA_TOL = 1e-4
 NEG_MIN = 1e-3
@@ -38,10 +36,6 @@ SET = "set_i"
 
 
 # --------------------------------------------------------------------------- source constructor mapping
-def same(init):
-    return list(init)
-
-
 SRC_INIT = {
     # p07: (C, kh, kw, sh, sw, ph, pw, dh, dw) -> (C, C, kh, kw, sh, sw, ph, pw, dh, dw, groups=C, bias=False)
     "p07": lambda a: [a[0], a[0]] + list(a[1:9]) + [a[0], False],
@@ -307,77 +301,20 @@ def rng_path_check(S, P, inputs):
     return (out - ref).abs().max().item() / max(1.0, ref.abs().max().item())
 
 
-def check(key, entry, idx):
-    fname = os.path.basename(key)
-    tag = fname[:3]
-    file_mod = load(os.path.join(ROOT, key), f"seti_file_{idx}")
-    src_mod = load(os.path.join(KB, entry["source"] + ".py"), f"seti_src_{idx}")
-    init = file_mod.get_init_inputs()
-    src_init = SRC_INIT.get(tag, same)(init)
-    t0 = time.time()
-    torch.manual_seed(0)
-    P = file_mod.Model(*init)
-    torch.manual_seed(0)
-    S = src_mod.Model(*src_init)
-    gen = torch.Generator().manual_seed(123)
-    perturb(S, gen)
-    perturb_constants(S, gen)
-    torch.manual_seed(1)
-    notes = []
-    if tag in SMALL:
-        make, why = SMALL[tag]
-        inputs = make()
-        notes.append("small input: " + why)
-    else:
-        inputs = file_mod.get_inputs()
-        notes.append("full get_inputs " + "x".join(map(str, inputs[0].shape)))
-    best = None
-    for tie in [TIES[tag]] if entry["kind"] == "para" else NEG_TIES[tag]:
-        tie(S, P)
-        d64, r64, _ = run_pair(S, P, inputs, True)
-        d32, r32, mx = run_pair(S, P, inputs, False)
-        row = (d64, r64, d32, r32, mx, tie.__name__)
-        if best is None or r64 < best[1]:
-            best = row
-    d64, r64, d32, r32, mx, tname = best
-    if entry["kind"] == "para":
-        ok = r64 <= PARA_TOL and r32 <= PARA_TOL
-        if tag == "p01":
-            torch.manual_seed(1)
-            r_rng = rng_path_check(S, P, file_mod.get_inputs())
-            ok &= r_rng <= PARA_TOL
-            notes.append(f"states drawn in forward (same seed), float32 rel {r_rng:.2e}")
-    else:
-        ok = r64 > NEG_MIN
-        with torch.no_grad():
-            ref = copy.deepcopy(S).double()(*[x.double() for x in inputs])
-        spread = (ref.max() - ref.min()).item()
-        notes.append(NOTES.get(tag, "") + f", closest tie {tname}, source output spread {spread:.3g}")
-    return fname, entry["source"], entry["kind"], d64, r64, r32, time.time() - t0, ok, "; ".join(notes)
-
-
-def main():
-    manifest = {
-        k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith(SET + "/")
-    }
-    assert len(manifest) == 22, len(manifest)
-    ok_all = True
-    print(f"{'kind':4} {'file':48} {'source':52} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'t':>6}  result")
-    for idx, (key, entry) in enumerate(manifest.items()):
-        fname, src, kind, d64, r64, r32, tf, ok, note = check(key, entry, idx)
-        ok_all &= ok
-        print(
-            f"{kind:4} {fname:48} {src[:52]:52} {d64:10.3e} {r64:10.3e} {r32:10.3e} {tf:5.2f}s  "
-            f"{'PASS' if ok else 'FAIL'}  ({note})",
-            flush=True,
-        )
-    print(
-        f"\nparaphrase tolerance: rel <= {PARA_TOL:g} in float64 and float32; "
-        f"negative threshold: float64 rel > {NEG_MIN:g} (min over tie variants)"
-    )
-    print("ALL PASS" if ok_all else "SOME FAILED")
-    return 0 if ok_all else 1
+def extra(row):
+    """p01 also on its own get_inputs() (states drawn inside forward, the RNG re-seeded alike); a negative's note the
+    spread of its source's output (not nearly constant)."""
+    if row["kind"] == "para":
+        if row["tag"] != "p01":
+            return True, ""
+        torch.manual_seed(1)
+        r = rng_path_check(row["S"], row["P"], row["file_mod"].get_inputs())
+        return r <= PARA_TOL, f"states drawn in forward (same seed), float32 rel {r:.2e}"
+    with torch.no_grad():
+        ref = copy.deepcopy(row["S"]).double()(*[x.double() for x in row["inputs"]])
+    return True, f"source output spread {(ref.max() - ref.min()).item():.3g}"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verify(SET, TIES, NEG_TIES, NOTES, PARA_TOL, NEG_MIN, src_init=SRC_INIT, small=SMALL,
+                    perturb_more=perturb_constants, both_precisions=True, extra=extra, expect=22))
