@@ -1050,14 +1050,10 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
     outputs differ. `write`: the candidate's tensors take the tied values (else only the mapping is made)."""
     mapping, used = [], set()
     for how in order:
-        if how == "augment":
-            for m in _augments(cand, ref, mapping, used):
-                if write:
-                    with torch.no_grad():
-                        dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
-            continue
-        if how in ("split", "split_list"):
-            for m in _splits(cand, ref, mapping, used, same_list=how == "split_list"):
+        if how in ("augment", "split", "split_list"):  # ties made by their own search, appended to `mapping`
+            made = (_augments(cand, ref, mapping, used) if how == "augment"
+                    else _splits(cand, ref, mapping, used, same_list=how == "split_list"))
+            for m in made:
                 if write:
                     with torch.no_grad():
                         dict(cand)[m[0]].copy_(_tied(dict(ref)[m[1]], dict(cand)[m[0]].shape, m[2]))
@@ -2350,8 +2346,7 @@ def _model_of(ref_code):
         pass
     _CANON_MODEL[ref_code] = model
     # its parameters made constant, by index (as confirm keeps them: _made_constant), read before any probe fills them
-    named = list(enumerate(model.parameters())) if model is not None else []
-    made = _made_constant([(i, p) for i, p in named if p.is_floating_point()], skipped)
+    made = _made_constant(list(enumerate(model.parameters())) if model is not None else [], skipped)
     _MADE[ref_code] = tuple(sorted(made.items()))
     weights = _CANON_WEIGHTS[ref_code] = 0 if model is None else sum(p.numel() for p in model.parameters())
     # past MODELS_KEEP weights, the least recently read of the same tier dropped (small or large, so that a few

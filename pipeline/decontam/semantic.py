@@ -39,7 +39,9 @@ from pipeline.decontam.settings import DecontamSettings
 # zero shift: jailed._one_fold, jailed._fold_of; the constant probe at the weights' own scales: jailed._fold_ratios;
 # 20 was taken by a version never released, whose reports may be cached; 22: the ties in the order the forwards
 # read the tensors are tried without slices too: jailed._retie; 23: the screen's probe with an offset folded into a
-# vector: jailed._fold_shifts)
+# vector: jailed._fold_shifts; 24: the problem's parameters made constant kept at their value: jailed._keep_constants,
+# jailed._kept; 25: augmented matrices, merged vectors, flipped filters, ties past a dropped bias: jailed._augments,
+# jailed._other_ties)
 CONFIRM_VERSION = "25"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
