@@ -2287,3 +2287,83 @@ def test_a_transposed_convolution_written_as_a_plain_one_over_a_flipped_filter_m
     assert rows[0]["reason"] == "functional_match", rows[0]
     assert json.loads(rows[0]["evidence"])["mapping"][0][2].endswith("|flip"), rows[0]["evidence"][:300]
     assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level3/33_VanillaRNN (its state made at the module's `batch_size` in its constructor) written as an Elman cell
+# with the input and recurrent maps apart, at other sizes; ACT is the state's activation.
+ELMAN_AT_33 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_hidden, n_out):
+        super().__init__()
+        b = 1.0 / math.sqrt(n_in + n_hidden)
+        self.w_in = nn.Parameter(torch.empty(n_in, n_hidden).uniform_(-b, b))
+        self.w_rec = nn.Parameter(torch.empty(n_hidden, n_hidden).uniform_(-b, b))
+        self.b_rec = nn.Parameter(torch.empty(n_hidden).uniform_(-b, b))
+        self.readout = nn.Linear(n_hidden, n_out)
+
+    def forward(self, x, h):
+        state = ACT(x @ self.w_in + h @ self.w_rec + self.b_rec)
+        return self.readout(state)
+
+def get_inputs():
+    return [torch.rand(5, 12), torch.rand(5, 10)]
+
+def get_init_inputs():
+    return [12, 10, 7]
+"""
+
+
+def test_a_problem_that_reads_a_module_level_size_runs_at_the_candidates_sizes(kernelbench_path, tmp_path):
+    """KernelBench's VanillaRNN makes its state at the module's batch_size: beside a cell written out at batch 5
+    it runs with batch_size set to 5 (`rebuilt_sizes`), so the paraphrase matches; another activation does not."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level3/33_VanillaRNN",
+        [
+            ("elman", ELMAN_AT_33.replace("ACT", "torch.tanh")),
+            ("sigmoid", ELMAN_AT_33.replace("ACT", "torch.sigmoid")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["rebuilt_sizes"] == {"batch_size": 5}, ev
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+def test_only_a_size_the_problems_model_reads_and_its_inputs_give_is_set_and_only_to_a_plain_int():
+    """What rebuilt_code sets comes from the candidate's (untrusted) trace: a positive int only, one value per
+    name; the name is one the problem binds once to an int and reads in its class."""
+    from pipeline.decontam.semantic import rebuilt_code
+
+    problem = (
+        "import torch\nN = 4\nM = 3\nM = 5\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.s = torch.zeros(N, M)\n"
+        "    def forward(self, x, y):\n        return x + self.s.sum()\n"
+        "def get_inputs():\n    return [torch.rand(N, 2), torch.rand((N, M))]\n"
+    )
+    assert rebuilt_code(problem, None, [[[6, 2], "float32"], [[6, 5], "float32"]]).endswith(
+        "\nN = 6  # rebuilt at a candidate's input sizes\n"
+    )
+    for bad in (
+        [[[True, 2], "float32"], [[True, 5], "float32"]],
+        [[[6, 2], "float32"], [[7, 5], "float32"]],  # two values for one name
+        [[[1 << 40, 2], "float32"], [[1 << 40, 5], "float32"]],
+        [["v", 3], [[6, 5], "float32"]],
+        [[["6", 2], "float32"], [["6", 5], "float32"]],
+    ):
+        assert rebuilt_code(problem, None, bad) == problem, bad
+    assert rebuilt_code(problem, None, [[[4, 2], "float32"], [[4, 5], "float32"]]) == problem  # its own size
+    assert (
+        rebuilt_code(
+            problem.replace("self.s = torch.zeros(N, M)", "self.s = torch.zeros(2, 2)"),
+            None,
+            [[[6, 2], "float32"], [[6, 5], "float32"]],
+        ).count("rebuilt")
+        == 0
+    )

@@ -127,6 +127,11 @@ def _evidence_html(raw: str) -> str:
                 f"<p class='rebuilt'>the problem built at the task's constructor arguments "
                 f"<code>{esc(str(ev['rebuilt_at']))}</code> (its own get_init_inputs replaced)</p>"
             )
+        if ev.get("rebuilt_sizes"):
+            out.append(
+                f"<p class='rebuilt'>the problem's module-level sizes its model reads set to the task's input sizes "
+                f"<code>{esc(str(ev['rebuilt_sizes']))}</code></p>"
+            )
         mapping = ev.get("mapping") or []
         if mapping:
             out.append(

@@ -10,13 +10,15 @@ tolerance. Both batch their jobs into one jailed process per worker that imports
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
+import symtable
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -218,11 +220,81 @@ def python_literal(lit: list) -> str:
     return repr(v)
 
 
-def rebuilt_code(ref_code: str, init: list) -> str:
-    """The problem's code built at other constructor arguments (`init`, a checked literal list): its own
-    get_init_inputs replaced."""
+def rebuilt_code(ref_code: str, init: list | None, inputs: list | None = None) -> str:
+    """The problem's code built at other constructor arguments (`init`, a checked literal list: its own
+    get_init_inputs replaced) and, where its model reads a module-level size that its get_inputs also gives an
+    input (KernelBench's VanillaRNN makes its state at `batch_size`), with that size the candidate's (`inputs`, the
+    candidate's input signatures): the problem at the candidate's sizes, not only its arguments."""
+    sized = _sizes_at(ref_code, inputs)
+    out = ref_code + "".join(f"\n{name} = {value}  # rebuilt at a candidate's input sizes\n" for name, value in sized)
+    if init is None:
+        return out
     head = "\n\n\ndef get_init_inputs():  # rebuilt at a candidate's arguments\n    return "
-    return f"{ref_code}{head}{python_literal(init)}\n"
+    return f"{out}{head}{python_literal(init)}\n"
+
+
+def _inputs_of(view: SemView) -> list | None:
+    return view.sig.get("inputs") if isinstance(view.sig, dict) else None
+
+
+def _sizes_at(ref_code: str, inputs: list | None) -> list[tuple[str, int]]:
+    """(name, value): the problem's input-size globals (_input_globals) at the candidate's sizes, where they
+    differ from the problem's and every input that names one agrees on its value."""
+    found: dict[str, set] = {}
+    for name, i, d, own in _input_globals(ref_code) if isinstance(inputs, list) else ():
+        sig = inputs[i] if i < len(inputs) else None
+        ok = isinstance(sig, list) and len(sig) == 2 and isinstance(sig[0], list) and d < len(sig[0])
+        found.setdefault(name, set()).add(
+            sig[0][d] if ok and type(sig[0][d]) is int and 0 < sig[0][d] < 1 << 31 else None
+        )
+        found[name].add(("own", own))
+    out = []
+    for name, values in found.items():
+        got = [v for v in values if not isinstance(v, tuple)]
+        own = next(v[1] for v in values if isinstance(v, tuple))
+        if len(got) == 1 and got[0] is not None and got[0] > 0 and got[0] != own:
+            out.append((name, got[0]))
+    return sorted(out)
+
+
+@lru_cache(maxsize=1024)
+def _input_globals(ref_code: str) -> tuple[tuple[str, int, int, int], ...]:
+    """(name, input, dim, value): module-level integers that the problem's classes read (symtable: a global
+    referenced in a method or class body) and that its get_inputs passes as a size of an input it makes
+    (`torch.rand(batch_size, n)`): one computation at the candidate's sizes needs them at those sizes too."""
+    try:
+        tree = ast.parse(ref_code)
+        top = symtable.symtable(ref_code, "<problem>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    ints: dict[str, object] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for tg in (t for t in targets if isinstance(t, ast.Name)):
+            plain = isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            # a name bound once, to an int: any other binding makes its value at run time unknown here
+            ints[tg.id] = node.value.value if tg.id not in ints and plain and type(node.value.value) is int else None
+    read: set[str] = set()
+    tables = [(t, t.get_type() == "class") for t in top.get_children()]
+    while tables:
+        table, inside = tables.pop()
+        if inside:
+            read |= {s.get_name() for s in table.get_symbols() if s.is_global() and s.is_referenced()}
+        tables += [(c, inside or c.get_type() == "class") for c in table.get_children()]
+    read = {n for n in read if ints.get(n) is not None}
+    gi = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    ret = gi.body[-1] if gi is not None and gi.body else None
+    if not read or not isinstance(ret, ast.Return) or not isinstance(ret.value, (ast.List, ast.Tuple)):
+        return ()
+    out = []
+    for i, el in enumerate(ret.value.elts):
+        if not isinstance(el, ast.Call):
+            continue
+        one = len(el.args) == 1 and isinstance(el.args[0], (ast.Tuple, ast.List))
+        for d, a in enumerate(el.args[0].elts if one else el.args):
+            if isinstance(a, ast.Name) and a.id in read:
+                out.append((a.id, i, d, int(ints[a.id])))
+    return tuple(out)
 
 
 def cache_dir(settings: DecontamSettings) -> Path:
@@ -922,15 +994,15 @@ def semantic_pass(
             out["semantic_score"][i] = float(sims[row, best])
             out["semantic_ref"][i] = ref_ids[best]
         for j in _shortlist(sims[row], views[k], ref, settings):
-            jobs.append((codes[i], ref_codes[j]))
+            jobs.append((codes[i], rebuilt_code(ref_codes[j], None, _inputs_of(views[k]))))
             owners.append((row, k, j, None))
         for j in _resized(sims[row], views[k], ref, settings):
-            jobs.append((codes[i], rebuilt_code(ref_codes[j], views[k].init)))
+            jobs.append((codes[i], rebuilt_code(ref_codes[j], views[k].init, _inputs_of(views[k]))))
             owners.append((row, k, j, python_literal(views[k].init)))
         for j, args in _realigned(sims[row], views[k], ref, settings):
-            jobs.append((codes[i], rebuilt_code(ref_codes[j], args)))
+            jobs.append((codes[i], rebuilt_code(ref_codes[j], args, _inputs_of(views[k]))))
             owners.append((row, k, j, python_literal(args)))
-    re_jobs = [(codes[i], ref_codes[j]) for i, _, j, _, _ in recheck]
+    re_jobs = [(codes[i], rebuilt_code(ref_codes[j], None, _inputs_of(v))) for i, v, j, _, _ in recheck]
     # a re-checked copy becomes a near_variant only on outputs of equal shapes: its run can stop where they differ
     full = [False] * len(re_jobs) + [
         init is None and _could_be_near_variant(views[k], j, sims[row, j], ref, settings) for row, k, j, init in owners
@@ -968,6 +1040,8 @@ def semantic_pass(
                     "kind": "functional",
                     "ref": ref_ids[j],
                     "rebuilt_at": init,  # the problem's constructor arguments replaced by the candidate's (or None)
+                    # and its module-level sizes its model reads, at the candidate's input sizes (rebuilt_code)
+                    "rebuilt_sizes": dict(_sizes_at(ref_codes[j], _inputs_of(views[k]))),
                     "max_abs_diff": rep.get("max_abs_diff"),
                     "ref_scale": rep.get("ref_scale"),
                     "mapping": rep.get("mapping", [])[:40],
