@@ -2367,3 +2367,188 @@ def test_only_a_size_the_problems_model_reads_and_its_inputs_give_is_set_and_onl
         ).count("rebuilt")
         == 0
     )
+
+
+# level3/36_LSTMHn (a batch-first LSTM returning every layer's last hidden state) written with one (in + hidden,
+# 4 hidden) matrix per layer acting on [x_t, h] and one bias for the two, at other sizes; FORGET is the forget
+# gate's pre-activation.
+FUSED_LSTM_AT_36 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_hidden, n_layers, n_out, dropout=0.0):
+        super().__init__()
+        r = 1.0 / math.sqrt(n_hidden)
+        self.w = nn.ParameterList(
+            nn.Parameter(torch.empty((n_in if l == 0 else n_hidden) + n_hidden, 4 * n_hidden).uniform_(-r, r))
+            for l in range(n_layers)
+        )
+        self.b = nn.ParameterList(nn.Parameter(torch.empty(4 * n_hidden).uniform_(-r, r)) for _ in range(n_layers))
+
+    def forward(self, x, h0, c0):
+        last, seq = [], x
+        for l in range(len(self.w)):
+            h, c, outs = h0[l], c0[l], []
+            for t in range(seq.shape[1]):
+                i, f, g, o = (torch.cat([seq[:, t], h], dim=1) @ self.w[l] + self.b[l]).chunk(4, dim=1)
+                c = torch.sigmoid(FORGET) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                outs.append(h)
+            seq = torch.stack(outs, dim=1)
+            last.append(h)
+        return torch.stack(last)
+
+def get_inputs():
+    return [torch.rand(3, 5, 10), torch.rand(2, 3, 14), torch.rand(2, 3, 14)]
+
+def get_init_inputs():
+    return [10, 14, 2, 5, 0.0]
+"""
+
+
+def test_an_lstm_with_its_input_and_recurrent_matrices_joined_and_its_biases_added_matches(kernelbench_path, tmp_path):
+    """Each layer's input and recurrent matrices kept as one (in + hidden, 4 hidden) matrix on [x_t, h] and its two
+    biases as one vector: tied as the two joined (`join:row_t:<recurrent>`) and the two biases added (`&+`), the
+    problem rebuilt at the candidate's arguments (the screen's pieces read the problem's matrices as joined). A
+    forget gate shifted by one is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level3/36_LSTMHn",
+        [("fused", FUSED_LSTM_AT_36.replace("FORGET", "f")), ("shifted", FUSED_LSTM_AT_36.replace("FORGET", "f + 1"))],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    ties = [m[2] for m in json.loads(rows[0]["evidence"])["mapping"]]
+    assert ties.count("join:row_t:lstm.weight_hh_l0") == 1 and "shape&+lstm.bias_hh_l1" in ties, ties
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level3/35_LSTM (draws its initial states in its forward, then a Linear on the last step) written out with a
+# cell module per layer at other sizes; STATES makes h0 and c0.
+DRAWN_STATES_AT_35 = """
+import math
+import torch
+import torch.nn as nn
+
+class Cell(nn.Module):
+    def __init__(self, n_in, n_hidden):
+        super().__init__()
+        k = 1.0 / math.sqrt(n_hidden)
+        self.W_ih = nn.Parameter(torch.empty(4 * n_hidden, n_in).uniform_(-k, k))
+        self.W_hh = nn.Parameter(torch.empty(4 * n_hidden, n_hidden).uniform_(-k, k))
+        self.b_ih = nn.Parameter(torch.empty(4 * n_hidden).uniform_(-k, k))
+        self.b_hh = nn.Parameter(torch.empty(4 * n_hidden).uniform_(-k, k))
+
+    def forward(self, x, h, c):
+        i, f, g, o = (x @ self.W_ih.T + self.b_ih + h @ self.W_hh.T + self.b_hh).chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_hidden, n_layers, n_out, dropout=0.0):
+        super().__init__()
+        self.n_hidden, self.n_layers = n_hidden, n_layers
+        self.cells = nn.ModuleList(Cell(n_in if l == 0 else n_hidden, n_hidden) for l in range(n_layers))
+        self.head = nn.Linear(n_hidden, n_out)
+
+    def forward(self, x):
+        shape = (self.n_layers, x.shape[0], self.n_hidden)
+        STATES
+        seq = x
+        for l, cell in enumerate(self.cells):
+            h, c, outs = h0[l], c0[l], []
+            for t in range(seq.shape[1]):
+                h, c = cell(seq[:, t], h, c)
+                outs.append(h)
+            seq = torch.stack(outs, dim=1)
+        return self.head(seq[:, -1])
+
+def get_inputs():
+    return [torch.rand(3, 6, 10)]
+
+def get_init_inputs():
+    return [10, 16, 2, 5, 0.0]
+"""
+
+
+def test_a_forward_that_draws_its_states_as_its_problem_does_matches(kernelbench_path, tmp_path):
+    """KernelBench's LSTM draws its initial states in its forward: the generator is seeded alike before each
+    forward (the canonical probe's and the run's), so a paraphrase drawing them the same way matches; one starting
+    from zeros is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level3/35_LSTM",
+        [
+            ("drawn", DRAWN_STATES_AT_35.replace("STATES", "h0, c0 = torch.randn(shape), torch.randn(shape)")),
+            ("zeros", DRAWN_STATES_AT_35.replace("STATES", "h0, c0 = torch.zeros(shape), torch.zeros(shape)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level3/39_GRU (every step's state of the top layer) written gate by gate with one ParameterList per gate and role
+# (maps stored (in, hidden)), at other sizes; UPDATE is the new state from n, z and h.
+GATES_AT_39 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_hidden, n_layers=3):
+        super().__init__()
+        r = 1.0 / math.sqrt(n_hidden)
+        p = lambda *s: nn.Parameter(torch.empty(*s).uniform_(-r, r))
+        self.n_layers = n_layers
+        self.Wr, self.Wz, self.Wn = nn.ParameterList(), nn.ParameterList(), nn.ParameterList()
+        self.Ur, self.Uz, self.Un = nn.ParameterList(), nn.ParameterList(), nn.ParameterList()
+        self.br, self.bz, self.bn, self.cr, self.cz, self.cn = [nn.ParameterList() for _ in range(6)]
+        for l in range(n_layers):
+            for w in (self.Wr, self.Wz, self.Wn):
+                w.append(p(n_in if l == 0 else n_hidden, n_hidden))
+            for u in (self.Ur, self.Uz, self.Un):
+                u.append(p(n_hidden, n_hidden))
+            for b in (self.br, self.bz, self.bn, self.cr, self.cz, self.cn):
+                b.append(p(n_hidden))
+
+    def forward(self, x, h0):
+        seq = x
+        for l in range(self.n_layers):
+            h, outs = h0[l], []
+            for t in range(seq.shape[0]):
+                r = torch.sigmoid(seq[t] @ self.Wr[l] + self.br[l] + h @ self.Ur[l] + self.cr[l])
+                z = torch.sigmoid(seq[t] @ self.Wz[l] + self.bz[l] + h @ self.Uz[l] + self.cz[l])
+                n = torch.tanh(seq[t] @ self.Wn[l] + self.bn[l] + r * (h @ self.Un[l] + self.cn[l]))
+                h = UPDATE
+                outs.append(h)
+            seq = torch.stack(outs)
+        return seq
+
+def get_inputs():
+    return [torch.rand(5, 3, 10), torch.rand(2, 3, 12)]
+
+def get_init_inputs():
+    return [10, 12, 2]
+"""
+
+
+def test_a_gru_written_gate_by_gate_is_tied_one_piece_per_gate(kernelbench_path, tmp_path):
+    """Each gate's input map, bias, recurrent map and recurrent bias read in turn: the r-th tensor of every gate is
+    a piece of one problem tensor (weight_ih = [W_ir; W_iz; W_in] ...), tied per layer by that stride (jailed.
+    _strided), the square maps read transposed. The update gate's two terms swapped is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level3/39_GRU",
+        [
+            ("gates", GATES_AT_39.replace("UPDATE", "n + z * (h - n)")),
+            ("swapped", GATES_AT_39.replace("UPDATE", "h + z * (n - h)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    mapping = json.loads(rows[0]["evidence"])["mapping"]
+    assert ["Uz.1", "gru.weight_hh_l1", "split_t:0:12"] in mapping, mapping
+    assert rows[1]["reason"] != "functional_match", rows[1]

@@ -18,13 +18,15 @@ import json
 from pipeline.inlining import inline
 
 # Bump when TRACER or graphfp.normalize change: cached and carried traces (validation's) become stale.
+# 12: the canonical probe seeds the generator before the forward (a forward that draws its own states); a forward
+# that makes tensors without a device traced on meta with them made there
 # 11: `sliced` also on inputs cut to fit the confirmation (`sliced_at`), a truncated trace's outputs from
 # shorter forwards (`sliced`, `shape_probe`), the canonical probe with every weight at one value (`constant`), and
 # the probe of a model that keeps a few constants (_constants_probe); 10: the canonical probe also at the weights'
 # own scales (`natural`, `scales`), and graphfp takes the tensors an op is given as a list (cat, stack) as its
 # operands; 9: `sig["init"]`, the constructor's arguments as literals; 8: a forward that reads its data is traced on
 # small real tensors; 7: `sig`, the inputs' and outputs' shapes and dtypes (confirmations screened)
-TRACER_VERSION = "11"
+TRACER_VERSION = "12"
 
 
 @functools.cache  # read once: code_key is called per candidate
@@ -360,7 +362,7 @@ def _sliced_outputs(model, inputs):
 
 def _outputs_on(model, ins, budget=1000):
     try:
-        with torch.no_grad(), _OpBudget(budget):
+        with torch.no_grad(), _OpBudget(budget), _factories():
             return [_sig(t) for t in _flat(model(*ins))]
     except Exception as e:
         if type(e).__name__ == "_TraceTimeout":  # validation's alarm (pipeline.validate.harness): the trace's end
@@ -675,8 +677,10 @@ def _canon_outputs(model, shapes):
     runs' budget or gives no finite floating outputs."""
     budget = _OpBudget(2000)
     try:
+        ins = _canon_inputs(shapes)
+        torch.default_generator.manual_seed(0)  # a forward's own draws (KernelBench's LSTMs' states) alike in any
         with torch.no_grad(), budget:
-            outs = _flat(model(*_canon_inputs(shapes)))
+            outs = _flat(model(*ins))
     except Exception as e:
         if type(e).__name__ in ("_TraceTimeout", "_PairTimeout"):
             raise
@@ -858,10 +862,27 @@ def _canon_probe(g, sig):
     return probe
 
 
+_ON_META = {"factories": False}  # tensors a forward makes without a device made on meta too (_trace_of)
+
+
+def _factories():
+    return torch.device("meta") if _ON_META["factories"] else contextlib.nullcontext()
+
+
 def _trace_of(g):
     try:
         return _trace(*_build(g, "meta", 0))  # meta tensors: shapes only, no memory, no data-dependent work
     except Exception as e:
+        if "on the expected device" in str(e):
+            # a forward that makes tensors without a device (`torch.randn(shape)` for its states: CPU tensors beside
+            # the meta ones): again with those made on meta (not first: a constant made in a forward keeps its value)
+            _ON_META["factories"] = True
+            try:
+                return _trace(*_build(g, "meta", 0))
+            except Exception:
+                pass
+            finally:
+                _ON_META["factories"] = False
         # A forward that reads its data (`.item()`, `if x.isfinite().all()`, an op without a meta kernel) cannot run
         # on meta tensors: traced again on small real ones (two rows, trailing dims cut) where its weights are small
         try:
@@ -986,7 +1007,7 @@ def _trace(model, inputs, shown=None):
     for k, t in enumerate(inputs):
         rec.leaf(t, "input", list(shown[k].shape) if shown and isinstance(shown[k], torch.Tensor) else None)
     try:
-        with torch.no_grad(), rec:
+        with torch.no_grad(), rec, _factories():
             out = model(*inputs)
         truncated = None
     except OverflowError as e:
@@ -1034,10 +1055,12 @@ def _plain_name(n):
     return "".join(ch for ch in n.lower() if ch.isalnum())
 
 
-MATCH_ORDER = ("name", "augment", "shape", "transpose", "permute", "numel", "split")
-SPLIT_FIRST = ("name", "augment", "split", "shape", "transpose", "permute", "numel")  # again where outputs differ
+MATCH_ORDER = ("name", "augment", "join", "shape", "transpose", "permute", "numel", "split")
+SPLIT_FIRST = ("name", "augment", "join", "split", "shape", "transpose", "permute", "numel")  # where outputs differ
 # and in the order the forwards read the tensors, the slices of one tensor from one list first (_use_order)
-LISTS_FIRST = ("name", "augment", "split_list", "shape", "transpose", "permute", "numel", "split")
+LISTS_FIRST = ("name", "augment", "join", "split_list", "shape", "transpose", "permute", "numel", "split")
+# or a layer's tensors read gate by gate, each problem tensor's pieces one per gate (_strided)
+STRIDED_FIRST = ("name", "augment", "join", "strided", "shape", "transpose", "permute", "numel", "split")
 WHOLE_ONLY = ("name", "shape", "transpose", "permute", "numel")  # the tensors left around pinned slices
 
 
@@ -1050,8 +1073,9 @@ def _match(cand, ref, order=MATCH_ORDER, write=True):
     outputs differ. `write`: the candidate's tensors take the tied values (else only the mapping is made)."""
     mapping, used = [], set()
     for how in order:
-        if how in ("augment", "split", "split_list"):  # ties made by their own search, appended to `mapping`
-            made = (_augments(cand, ref, mapping, used) if how == "augment"
+        if how in ("augment", "join", "strided", "split", "split_list"):  # ties made by their own search
+            made = (_augments(cand, ref, mapping, used) if how == "augment" else _joins(cand, ref, mapping, used)
+                    if how == "join" else _strided(cand, ref, mapping, used) if how == "strided"
                     else _splits(cand, ref, mapping, used, same_list=how == "split_list"))
             for m in made:
                 if write:
@@ -1119,10 +1143,121 @@ def _augments(cand, ref, mapping, used):
     return made
 
 
+def _joins(cand, ref, mapping, used):
+    """Untied candidate matrices that are two untied problem matrices A and B joined along a dim, maybe each stored
+    transposed (an LSTM layer written as [x, h] @ W for its input and recurrent matrices: (in + hidden, 4 hidden) =
+    [A^T; B^T]): `join:<layout>:<B>` on A, layouts `row` ([A; B]), `col` ([A | B]), `row_t` ([A^T; B^T]), `col_t`
+    ([A^T | B^T]); A and B the first untied pair that fits, in the problem's order. Where A and B each have their
+    bias (`weight...` -> `bias...` in the name, both untied), the candidate's vector of their size (its own module's
+    first) is tied to their sum (`shape&+<B's bias>`: the two biases a fused cell adds as one). Appended to
+    `mapping`, the problem tensors marked used; returned."""
+    made = []
+    tied = {m[0] for m in mapping}
+    mats = [(n, t) for n, t in ref if t.dim() == 2]
+    for cn, ct in cand:
+        if cn in tied or ct.dim() != 2 or any(
+            rn not in used and tuple(rt.shape) in (tuple(ct.shape), tuple(ct.shape)[::-1]) for rn, rt in ref
+        ):
+            continue  # (a problem tensor of its very shape or its transpose: those ties')
+        found = None
+        for a, (an, at) in enumerate(mats):
+            for bn, bt in mats[a + 1:] if an not in used and at.dtype == ct.dtype else ():
+                if bn in used or bt.dtype != ct.dtype:
+                    continue
+                for layout, d, t in (("row", 0, False), ("col", 1, False), ("row_t", 0, True), ("col_t", 1, True)):
+                    sa, sb = (at.shape[::-1], bt.shape[::-1]) if t else (at.shape, bt.shape)
+                    if sa[1 - d] == sb[1 - d] == ct.shape[1 - d] and sa[d] + sb[d] == ct.shape[d]:
+                        found = (an, bn, layout, sa[1 - d])
+                        break
+                if found:
+                    break
+            if found:
+                break
+        if not found:
+            continue
+        an, bn, layout, size = found
+        made.append([cn, an, f"join:{layout}:{bn}"])
+        used.update((an, bn))
+        ab, bb = (n[::-1].replace("thgiew", "saib", 1)[::-1] for n in (an, bn))
+        vecs = {n: t for n, t in ref if t.dim() == 1 and t.shape[0] == size and n not in used}
+        if ab != an and bb != bn and ab in vecs and bb in vecs:
+            own = cn.rsplit(".", 1)[0] + "." if "." in cn else ""
+            free = [n for n, t in cand if n not in tied and t.dim() == 1 and t.shape[0] == size
+                    and t.dtype == vecs[ab].dtype and all(m[0] != n for m in made)]
+            pick = next((n for n in free if n.startswith(own)), free[0] if free else None)
+            if pick is not None:
+                made.append([pick, ab, f"shape&+{bb}"])
+                used.update((ab, bb))
+    mapping += made
+    return made
+
+
 def _list_of(name):
     """The list a tensor's name places it in (`Wx.4` -> `Wx`: an nn.ParameterList's fifth), else the name itself."""
     head, _, tail = name.rpartition(".")
     return head if head and tail.isdigit() else name
+
+
+def _index_of(name):
+    """The numbers in a tensor's name (`Wr.1` -> ("1",), `cells.0.w_ih` -> ("0",)): the layer of a list it is in."""
+    return tuple(part for part in name.split(".") if part.isdigit())
+
+
+def _tile(pieces, rt):
+    """The ties of `pieces` (name, tensor) laid end to end along one dim of `rt`, each maybe transposed, covering it
+    exactly (as _splits lays them), or None."""
+    for d in range(rt.dim()):
+        rest, ties, off = tuple(rt.shape[:d]) + tuple(rt.shape[d + 1:]), [], 0
+        for cn, ct in pieces:
+            if ct.dtype != rt.dtype or ct.dim() != rt.dim():
+                return None
+            if tuple(ct.shape[:d]) + tuple(ct.shape[d + 1:]) == rest:
+                ties.append(f"split:{d}:{off}")
+                off += ct.shape[d]
+            elif ct.dim() == 2 and ct.shape[d] == rt.shape[1 - d]:
+                ties.append(f"split_t:{d}:{off}")
+                off += ct.shape[1 - d]
+            else:
+                break
+        if len(ties) == len(pieces) and off == rt.shape[d]:
+            return ties
+    return None
+
+
+STRIDES = 8  # tensors per gate a layer read gate by gate may have (_strided)
+
+
+def _strided(cand, ref, mapping, used):
+    """A layer's untied tensors (one _index_of: the same place in several ParameterLists) read gate by gate (a GRU
+    written as r = sigmoid(x @ Wr + br + h @ Ur + cr), then z, then n), each problem tensor packing one piece per
+    gate (a GRU's weight_ih = [W_ir; W_iz; W_in]): with R tensors per gate, the candidate's r-th, (r + R)-th, ...
+    tensors are the pieces of one problem tensor, the first untied one they tile in the problem's order (_tile);
+    the least R for which every one of the R tiles one. The ties are appended to `mapping`, and returned."""
+    tied, made = {m[0] for m in mapping}, []
+    layers = {}
+    for cn, ct in cand:
+        if cn not in tied and _index_of(cn):
+            layers.setdefault(_index_of(cn), []).append((cn, ct))
+    for layer in layers.values():
+        for r in range(2, min(STRIDES, len(layer) // 2) + 1):
+            if len(layer) % r:
+                continue
+            trial, taken = [], set()
+            for role in range(r):
+                pieces = layer[role::r]
+                fit = next(((rn, t) for rn, rt in ref if rn not in used and rn not in taken
+                            for t in [_tile(pieces, rt)] if t is not None), None)
+                if fit is None:
+                    trial = None
+                    break
+                taken.add(fit[0])
+                trial += [[cn, fit[0], how] for (cn, _), how in zip(pieces, fit[1])]
+            if trial:
+                made += trial
+                used.update(taken)
+                break
+    mapping += made
+    return made
 
 
 def _splits(cand, ref, mapping, used, same_list=False):
@@ -1178,6 +1313,12 @@ def _tied(rt, shape, how):
         return _tied(rt, shape, how) + (extra if other[0] == "+" else -extra)
     if how == "transpose":
         return rt.t()
+    if how.startswith("join:"):  # two problem matrices joined (_joins)
+        _, layout, bn = how.split(":", 2)
+        parts = [rt, _REF_BY_NAME[bn]]
+        if layout.endswith("_t"):
+            parts = [p.t() for p in parts]
+        return torch.cat(parts, 0 if layout.startswith("row") else 1)
     if how.startswith("augment:"):  # a matrix and its bias as one (_augments)
         _, layout, bn = how.split(":", 2)
         b = _REF_BY_NAME[bn]
@@ -1504,8 +1645,12 @@ def _params_differ(ref_meta, params, buffers):
 
 def _call(model, ins):
     """The model's outputs (_flat) on copies of the inputs (a forward that writes into its inputs changes no later
-    run)."""
-    return _flat(model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in ins]))
+    run), the generator seeded alike for every forward: one that draws tensors itself (KernelBench's LSTMs draw their
+    states where none is given, a dropout in training mode its mask) draws the same for the problem and the
+    candidate where they draw alike."""
+    ins = [t.clone() if isinstance(t, torch.Tensor) else t for t in ins]
+    _seed(0)
+    return _flat(model(*ins))
 
 
 def _made_constant(rt, skipped):
@@ -1871,7 +2016,7 @@ SINGLES = 8  # single changes _other_ties adds after its combinations
 
 def _second(how):
     """The second problem tensor a tie reads (an augmented matrix's bias, a merged vector's other half), or None."""
-    if how.startswith("augment:"):
+    if how.startswith(("augment:", "join:")):
         return how.split(":", 2)[2].split("*")[0].split("+=")[0]
     if "&" in how:
         return how.split("&", 1)[1][1:].split("*")[0].split("+=")[0]
@@ -1986,6 +2131,9 @@ def _retie(cand, ct, ref, rt, mapping, c_in, ro, co, out):
     if cu is not None and ru is not None and (cu != ct or ru != rt):
         used = _match(cu, ru, LISTS_FIRST, write=False)
         bases.append(used)
+        by_gate = _match(cu, ru, STRIDED_FIRST, write=False)
+        if any(m[2].startswith("split") for m in by_gate) and sorted(by_gate) != sorted(used):
+            bases.append(by_gate)
     if cu is not None and ru is not None:  # a packed weight's bias cut beside it: pieces read after its pieces
         bases += [p for p in (_paired_splits(b, cu, ru) for b in [mapping] + bases) if p is not None]
     seen = [sorted(mapping)]
@@ -2560,24 +2708,29 @@ def _pieces_of(scales, model, steps=20000):
     pieces: grouped, each group sums to one of the problem's weights (others left whole: a layer the problem builds
     and never uses, KernelBench's LSTMs' `fc`), and at least one group holds two or more (a bounded search: `steps`
     placements); or the other way round, the problem's joined (a matrix and its bias kept as one augmented matrix:
-    _augments), where every weight of the candidate is a group."""
+    _augments; an LSTM layer's input and recurrent matrices as one: _joins), where every weight of the candidate is
+    a group and the problem's left over are unused or merged into one tied (its two biases added as one)."""
     if scales is None or model is None:
         return False
     theirs = sorted((x[0] for x in scales), reverse=True)
     mine = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
-    return _grouped(theirs, mine, steps) or (sum(theirs) == sum(mine) and _grouped(mine, theirs, steps))
+    return _grouped(theirs, mine, steps) or _grouped(mine, theirs, steps, every_whole=True)
 
 
-def _grouped(parts, wholes, steps):
+def _grouped(parts, wholes, steps, every_whole=False):
     """Whether `parts` (element counts, largest first) group into some of `wholes`, each group summing to its whole,
-    with at least one group of two or more (a bounded search: `steps` placements)."""
-    if not parts or sum(parts) > sum(wholes) or parts == wholes:
+    with at least one group of two or more (a bounded search: `steps` placements). `every_whole`: the other way,
+    every whole filled and parts may be left over."""
+    if not parts or (sum(parts) > sum(wholes) and not every_whole) or parts == wholes:
         return False
     left, count, budget = list(wholes), [0] * len(wholes), [steps]
 
     def place(i, first):
+        if every_whole and all(x == 0 for x in left):
+            return any(c >= 2 for c in count)
         if i == len(parts):
-            return all(c == 0 or x == 0 for x, c in zip(left, count)) and any(c >= 2 for c in count)
+            done = all(c == 0 or x == 0 for x, c in zip(left, count))
+            return not every_whole and done and any(c >= 2 for c in count)
         seen = set()
         for j in range(first, len(left)):
             room, key = left[j], (left[j], count[j] > 0)
@@ -2594,6 +2747,9 @@ def _grouped(parts, wholes, steps):
                 count[j] -= 1
                 if ok:
                     return True
+        if every_whole:  # this part left over (a layer never used, a bias merged into another's tie)
+            budget[0] -= 1
+            return budget[0] >= 0 and place(i + 1, 0)
         return False
 
     return place(0, 0)

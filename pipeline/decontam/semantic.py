@@ -43,8 +43,9 @@ from pipeline.decontam.settings import DecontamSettings
 # read the tensors are tried without slices too: jailed._retie; 23: the screen's probe with an offset folded into a
 # vector: jailed._fold_shifts; 24: the problem's parameters made constant kept at their value: jailed._keep_constants,
 # jailed._kept; 25: augmented matrices, merged vectors, flipped filters, ties past a dropped bias: jailed._augments,
-# jailed._other_ties)
-CONFIRM_VERSION = "25"
+# jailed._other_ties; 26: two problem matrices joined into one, their biases added: jailed._joins, the screen's
+# pieces with the problem's left over: jailed._pieces_of)
+CONFIRM_VERSION = "26"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
