@@ -2552,3 +2552,96 @@ def test_a_gru_written_gate_by_gate_is_tied_one_piece_per_gate(kernelbench_path,
     mapping = json.loads(rows[0]["evidence"])["mapping"]
     assert ["Uz.1", "gru.weight_hh_l1", "split_t:0:12"] in mapping, mapping
     assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level2/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid (its per-channel scale a random parameter) with the scale drawn and
+# multiplied into the filter and its bias when they are made; COMBINE joins the activation and the gain.
+SCALE_FOLDED_AT_48 = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, scaling_factor, bias_shape):
+        super().__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size)
+        scale = torch.randn(bias_shape)
+        with torch.no_grad():
+            self.conv.weight.mul_(scale.view(-1, 1, 1, 1, 1))
+            self.conv.bias.mul_(scale.view(-1))
+        self.gain = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        return torch.sigmoid(COMBINE)
+
+def get_inputs():
+    return [torch.rand(128, 3, 16, 64, 64)]
+
+def get_init_inputs():
+    return [3, 16, 3, 2, (16, 1, 1, 1)]
+"""
+
+
+def test_a_random_per_channel_scale_folded_into_a_filter_and_its_bias_is_tied_as_their_product(
+    kernelbench_path, tmp_path
+):
+    """The problem's scale parameter multiplied into the filter and the bias when they are made: each tied as the
+    problem's tensor times the scale per output channel (`&*scaling_factor`), the gain moved to the problem's other
+    parameter of its size. The gain added instead of multiplied is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level2/48_Conv3d_Scaling_Tanh_Multiply_Sigmoid",
+        [
+            ("folded", SCALE_FOLDED_AT_48.replace("COMBINE", "torch.tanh(self.conv(x)) * self.gain")),
+            ("added", SCALE_FOLDED_AT_48.replace("COMBINE", "torch.tanh(self.conv(x)) + self.gain")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    mapping = json.loads(rows[0]["evidence"])["mapping"]
+    assert ["conv.weight", "conv.weight", "name&*scaling_factor"] in mapping, mapping
+    assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+# level2/9_Matmul_Subtract_Multiply_ReLU (relu((x W^T + b - c) * m)) at its sizes, the factor and the offset folded
+# into the weights when they are made; OFFSET is the stored bias.
+SCALE_AND_OFFSET_AT_9 = """
+import math
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out, sub, mul):
+        super().__init__()
+        bound = 1.0 / math.sqrt(n_in)
+        self.weight = nn.Parameter(torch.empty(n_out, n_in).uniform_(-bound, bound) * mul)
+        b = torch.empty(n_out).uniform_(-bound, bound)
+        self.bias = nn.Parameter(OFFSET)
+
+    def forward(self, x):
+        return torch.relu(x @ self.weight.t() + self.bias)
+
+def get_inputs():
+    return [torch.rand(1024, 8192)]
+
+def get_init_inputs():
+    return [8192, 8192, 2.0, 1.5]
+"""
+
+
+def test_a_scale_and_an_offset_folded_in_together_are_tied_as_both(kernelbench_path, tmp_path):
+    """The factor in the matrix and the bias, the subtracted constant scaled into the bias: tied as
+    the problem's tensors times the factor, the bias also moved by the scaled offset (`shape*1.5+=-3.0`). The offset
+    folded in unscaled is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level2/9_Matmul_Subtract_Multiply_ReLU",
+        [
+            ("both", SCALE_AND_OFFSET_AT_9.replace("OFFSET", "(b - sub) * mul")),
+            ("unscaled", SCALE_AND_OFFSET_AT_9.replace("OFFSET", "b * mul - sub")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    ties = [m[2] for m in json.loads(rows[0]["evidence"])["mapping"]]
+    assert any("*1.5+=" in t and abs(float(t.split("+=")[1]) + 3.0) < 1e-6 for t in ties), ties
+    assert rows[1]["reason"] != "functional_match", rows[1]

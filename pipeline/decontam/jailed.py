@@ -1298,17 +1298,19 @@ def _tied(rt, shape, how):
     """The reference tensor as a candidate tensor of `shape` takes it under a tie (_match, _other_ties); a tie
     ending in `*s` also multiplies it by s, one ending in `+=d` adds d (a scale or an offset folded into the
     weights: _scaled_tie); one ending in `&+<name>` or `&-<name>` adds or subtracts another problem tensor of as many
-    elements (two biases merged into one: _other_ties)."""
+    elements (two biases merged into one: _other_ties), `&*<name>` multiplies each row by one of its elements."""
     if "+=" in how:
         how, d = how.rsplit("+=", 1)
         return _tied(rt, shape, how) + float(d)
-    if "*" in how:
+    if "*" in how and not how.rsplit("*", 1)[0].endswith("&"):
         how, s = how.rsplit("*", 1)
         return _tied(rt, shape, how) * float(s)
     if how.endswith("|flip"):  # a filter stored flipped over its spatial dims (a transposed convolution as one)
         return _tied(rt, shape, how[:-5]).flip(tuple(range(2, len(shape))))
     if "&" in how:
         how, other = how.split("&", 1)
+        if other[0] == "*":  # times a problem tensor of one element per row (a per-channel scale folded in)
+            return _tied(rt, shape, how) * _REF_BY_NAME[other[1:]].reshape((shape[0],) + (1,) * (len(shape) - 1))
         extra = _REF_BY_NAME[other[1:]].reshape(shape)
         return _tied(rt, shape, how) + (extra if other[0] == "+" else -extra)
     if how == "transpose":
@@ -1982,6 +1984,22 @@ def _other_ties(mapping, ct, rt):
     # one change at a time, tried after the combinations above (as options, a few filters' flips would fill the
     # combinations' budget before a transposed classifier is reached)
     singles = []
+    # a problem parameter of n elements multiplied into every tie whose tensor has n rows (a random per-channel scale
+    # folded into a filter and its bias when they are made); what was tied to it moves to an untied tensor of its size
+    params = [(n, t) for n, t in rt if isinstance(t, torch.nn.Parameter) and t.numel() >= 2]
+    for sn, st in params:
+        rows = [m for m in mapping if m[1] != sn and m[2] in ("name", "shape", "numel")
+                and shapes[m[0]][:1] == (st.numel(),)]
+        on = [m for m in mapping if m[1] == sn]
+        if not rows or len(on) > 1 or (on and on[0][2] not in ("name", "shape", "numel")):
+            continue
+        moved = []
+        if on:
+            free = [n for n, t in params if n not in taken and n != sn and t.numel() == st.numel()]
+            if not free:
+                continue
+            moved = [[on[0][0], free[0], "numel"]]
+        singles.append([[m[0], m[1], f"{m[2]}&*{sn}"] for m in rows] + moved)
     for m in mapping:  # a vector that is two of the problem's parameters merged (a bias and a subtracted shift): plus
         # or minus (not a buffer: a norm's running mean is no weight of the function)
         extra = [n for n, t in rt if n not in taken and isinstance(t, torch.nn.Parameter)
@@ -2229,10 +2247,13 @@ def _scale_trials(mapping, cnat, rnat, cd):
         ratios.append(a / b if a is not None and b is not None and 1e-3 < a / b < 1e3 else 1.0)
         unread.append(a is None or b is None)
         shifts.append(_offset(cnat.get(cn), rnat.get(rn)))
+    largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
+    # a scale and an offset folded in together (relu(m * (x W^T + b - c)) kept as x (mW)^T + m (b - c)): the
+    # largest tensor's ratio on every tie, and the offset left after it where a tie's two draws are one value each
+    both = [_offset(cnat.get(cn), rnat.get(rn), ratios[largest]) for cn, rn, _ in mapping]
     scaled = any(abs(math.log(r)) >= 0.01 for r in ratios)
     if not scaled and not any(shifts):
         return []
-    largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
     trials = [ratios, [ratios[largest]] * len(ratios)] if scaled else []
     # a scale of the output folded into a norm's gain and its shift: the gain made at the factor, the shift made
     # zeros (no scale to read on either side): every unread tie takes the one factor read elsewhere
@@ -2241,6 +2262,9 @@ def _scale_trials(mapping, cnat, rnat, cd):
         trials.append([folds if u else r for r, u in zip(ratios, unread)])
     if any(shifts):  # an offset folded into a tensor when it is made (a bias that takes a subtracted constant)
         trials.append([f"+={d!r}" if d else 1.0 for d in shifts])
+    big = ratios[largest]
+    if abs(math.log(big)) >= 0.01 and any(both):
+        trials.append([f"*{big!r}+={d!r}" if d else big for d in both])
     return trials
 
 
@@ -2263,16 +2287,16 @@ def _tie_folding(how, r):
     return how if abs(math.log(r)) < 0.01 else f"{how}*{r!r}"
 
 
-def _offset(c, r):
-    """The offset between two tensors as their constructors make them (draws as constants: _natural), where each
-    is one value and they differ beyond rounding; 0.0 otherwise."""
+def _offset(c, r, scale=1.0):
+    """The offset between two tensors as their constructors make them (draws as constants: _natural), the problem's
+    times `scale`, where each is one value and they differ beyond rounding; 0.0 otherwise."""
     if c is None or r is None or not (c.is_floating_point() and r.is_floating_point()) or not c.numel() * r.numel():
         return 0.0
     cv, rv = c.detach().double().reshape(-1), r.detach().double().reshape(-1)
     if bool((cv != cv[0]).any()) or bool((rv != rv[0]).any()):
         return 0.0
-    d = float(cv[0] - rv[0])
-    return d if math.isfinite(d) and abs(d) > 1e-9 * max(1.0, abs(float(rv[0]))) else 0.0
+    d = float(cv[0] - rv[0] * scale)
+    return d if math.isfinite(d) and abs(d) > 1e-9 * max(1.0, abs(float(rv[0] * scale))) else 0.0
 
 
 def _finite(t):

@@ -44,7 +44,9 @@ from pipeline.decontam.settings import DecontamSettings
 # vector: jailed._fold_shifts; 24: the problem's parameters made constant kept at their value: jailed._keep_constants,
 # jailed._kept; 25: augmented matrices, merged vectors, flipped filters, ties past a dropped bias: jailed._augments,
 # jailed._other_ties; 26: two problem matrices joined into one, their biases added: jailed._joins, the screen's
-# pieces with the problem's left over: jailed._pieces_of)
+# pieces with the problem's left over: jailed._pieces_of; a layer read gate by gate: jailed._strided; a parameter
+# multiplied into each row of other ties (`&*`); a scale and an offset folded in together: jailed._scale_trials;
+# every forward seeded alike: jailed._call)
 CONFIRM_VERSION = "26"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
