@@ -2645,3 +2645,18 @@ def test_a_scale_and_an_offset_folded_in_together_are_tied_as_both(kernelbench_p
     ties = [m[2] for m in json.loads(rows[0]["evidence"])["mapping"]]
     assert any("*1.5+=" in t and abs(float(t.split("+=")[1]) + 3.0) < 1e-6 for t in ties), ties
     assert rows[1]["reason"] != "functional_match", rows[1]
+
+
+def test_a_parameter_free_copy_whose_outputs_differ_is_a_near_variant_after_its_run(kernelbench_path, tmp_path):
+    """A copy with one constant changed, without weights (Softplus at another sharpness): its run beside the problem
+    compares the outputs (no tie to fold, no exception) and the row is a near_variant of it."""
+    code = (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        return F.softplus(x, beta=1.01)\n\n"
+        "def get_inputs():\n    return [torch.rand(16, 64)]\n\ndef get_init_inputs():\n    return []\n"
+    )
+    rows = _decided(kernelbench_path, tmp_path, "level1/29_Softplus", [("sharpened", code)])
+    assert rows[0]["reason"] == "near_variant", rows[0]
+    ev = json.loads(rows[0]["evidence"])
+    assert ev["tried"][0]["status"] == "ran" and ev["tried"][0]["max_abs_diff"] > 1e-3, ev

@@ -2247,13 +2247,10 @@ def _scale_trials(mapping, cnat, rnat, cd):
         ratios.append(a / b if a is not None and b is not None and 1e-3 < a / b < 1e3 else 1.0)
         unread.append(a is None or b is None)
         shifts.append(_offset(cnat.get(cn), rnat.get(rn)))
-    largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
-    # a scale and an offset folded in together (relu(m * (x W^T + b - c)) kept as x (mW)^T + m (b - c)): the
-    # largest tensor's ratio on every tie, and the offset left after it where a tie's two draws are one value each
-    both = [_offset(cnat.get(cn), rnat.get(rn), ratios[largest]) for cn, rn, _ in mapping]
     scaled = any(abs(math.log(r)) >= 0.01 for r in ratios)
     if not scaled and not any(shifts):
         return []
+    largest = max(range(len(mapping)), key=lambda i: cd[mapping[i][0]].numel())
     trials = [ratios, [ratios[largest]] * len(ratios)] if scaled else []
     # a scale of the output folded into a norm's gain and its shift: the gain made at the factor, the shift made
     # zeros (no scale to read on either side): every unread tie takes the one factor read elsewhere
@@ -2262,7 +2259,10 @@ def _scale_trials(mapping, cnat, rnat, cd):
         trials.append([folds if u else r for r, u in zip(ratios, unread)])
     if any(shifts):  # an offset folded into a tensor when it is made (a bias that takes a subtracted constant)
         trials.append([f"+={d!r}" if d else 1.0 for d in shifts])
+    # a scale and an offset folded in together (relu(m * (x W^T + b - c)) kept as x (mW)^T + m (b - c)): the
+    # largest tensor's ratio on every tie, and the offset left after it where a tie's two draws are one value each
     big = ratios[largest]
+    both = [_offset(cnat.get(cn), rnat.get(rn), big) for cn, rn, _ in mapping]
     if abs(math.log(big)) >= 0.01 and any(both):
         trials.append([f"*{big!r}+={d!r}" if d else big for d in both])
     return trials
