@@ -1235,8 +1235,8 @@ def _strided(cand, ref, mapping, used):
     the least R for which every one of the R tiles one. The ties are appended to `mapping`, and returned."""
     tied, made = {m[0] for m in mapping}, []
     layers = {}
-    for cn, ct in cand:
-        if cn not in tied and _index_of(cn):
+    for cn, ct in cand:  # elements of ParameterLists only (`Wr.1`): a network's numbered modules are no gates
+        if cn not in tied and _list_of(cn) != cn:
             layers.setdefault(_index_of(cn), []).append((cn, ct))
     for layer in layers.values():
         for r in range(2, min(STRIDES, len(layer) // 2) + 1):
@@ -2738,7 +2738,8 @@ def _pieces_of(scales, model, steps=20000):
         return False
     theirs = sorted((x[0] for x in scales), reverse=True)
     mine = sorted((p.numel() for p in model.parameters() if p.is_floating_point()), reverse=True)
-    return _grouped(theirs, mine, steps) or _grouped(mine, theirs, steps, every_whole=True)
+    # (the other way round leaves parts over: a wider search, given a tenth of the budget)
+    return _grouped(theirs, mine, steps) or _grouped(mine, theirs, steps // 10, every_whole=True)
 
 
 def _grouped(parts, wholes, steps, every_whole=False):
