@@ -1178,7 +1178,7 @@ def _joins(cand, ref, mapping, used):
         an, bn, layout, size = found
         made.append([cn, an, f"join:{layout}:{bn}"])
         used.update((an, bn))
-        ab, bb = (n[::-1].replace("thgiew", "saib", 1)[::-1] for n in (an, bn))
+        ab, bb = ("bias".join(n.rsplit("weight", 1)) for n in (an, bn))  # the last `weight` read as `bias`
         vecs = {n: t for n, t in ref if t.dim() == 1 and t.shape[0] == size and n not in used}
         if ab != an and bb != bn and ab in vecs and bb in vecs:
             own = cn.rsplit(".", 1)[0] + "." if "." in cn else ""
@@ -1203,22 +1203,29 @@ def _index_of(name):
     return tuple(part for part in name.split(".") if part.isdigit())
 
 
+def _piece(ct, rt, d):
+    """How a candidate tensor lies along dim d of a problem tensor as one of its slices (of its dims): ("split",
+    length), ("split_t", length) for a matrix stored transposed, or None."""
+    if tuple(ct.shape[:d]) + tuple(ct.shape[d + 1:]) == tuple(rt.shape[:d]) + tuple(rt.shape[d + 1:]):
+        return "split", ct.shape[d]
+    if ct.dim() == 2 and ct.shape[d] == rt.shape[1 - d]:
+        return "split_t", ct.shape[1 - d]
+    return None
+
+
 def _tile(pieces, rt):
     """The ties of `pieces` (name, tensor) laid end to end along one dim of `rt`, each maybe transposed, covering it
     exactly (as _splits lays them), or None."""
     for d in range(rt.dim()):
-        rest, ties, off = tuple(rt.shape[:d]) + tuple(rt.shape[d + 1:]), [], 0
+        ties, off = [], 0
         for cn, ct in pieces:
             if ct.dtype != rt.dtype or ct.dim() != rt.dim():
                 return None
-            if tuple(ct.shape[:d]) + tuple(ct.shape[d + 1:]) == rest:
-                ties.append(f"split:{d}:{off}")
-                off += ct.shape[d]
-            elif ct.dim() == 2 and ct.shape[d] == rt.shape[1 - d]:
-                ties.append(f"split_t:{d}:{off}")
-                off += ct.shape[1 - d]
-            else:
+            got = _piece(ct, rt, d)
+            if got is None:
                 break
+            ties.append(f"{got[0]}:{d}:{off}")
+            off += got[1]
         if len(ties) == len(pieces) and off == rt.shape[d]:
             return ties
     return None
@@ -1272,7 +1279,6 @@ def _splits(cand, ref, mapping, used, same_list=False):
         if rn in used or rt.dim() == 0:
             continue
         for d in range(rt.dim()):
-            rest = tuple(rt.shape[:d]) + tuple(rt.shape[d + 1:])
             tied = {m[0] for m in mapping}
             pieces, off = [], 0
             for cn, ct in cand:
@@ -1280,12 +1286,10 @@ def _splits(cand, ref, mapping, used, same_list=False):
                     continue
                 if same_list and pieces and _list_of(cn) != _list_of(pieces[0][0]):
                     continue
-                if tuple(ct.shape[:d]) + tuple(ct.shape[d + 1:]) == rest and off + ct.shape[d] <= rt.shape[d]:
-                    pieces.append([cn, rn, f"split:{d}:{off}"])
-                    off += ct.shape[d]
-                elif ct.dim() == 2 and ct.shape[d] == rt.shape[1 - d] and off + ct.shape[1 - d] <= rt.shape[d]:
-                    pieces.append([cn, rn, f"split_t:{d}:{off}"])
-                    off += ct.shape[1 - d]
+                got = _piece(ct, rt, d)
+                if got is not None and off + got[1] <= rt.shape[d]:
+                    pieces.append([cn, rn, f"{got[0]}:{d}:{off}"])
+                    off += got[1]
             if len(pieces) >= 2 and off == rt.shape[d]:
                 mapping += pieces
                 made += pieces
