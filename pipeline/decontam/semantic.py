@@ -243,21 +243,15 @@ def _inputs_of(view: SemView) -> list | None:
 def _sizes_at(ref_code: str, inputs: list | None) -> list[tuple[str, int]]:
     """(name, value): the problem's input-size globals (_input_globals) at the candidate's sizes, where they
     differ from the problem's and every input that names one agrees on its value."""
-    found: dict[str, set] = {}
-    for name, i, d, own in _input_globals(ref_code) if isinstance(inputs, list) else ():
+    sizes: dict[str, set] = {}  # name -> the candidate's sizes where the problem's inputs name it (None: no plain one)
+    own: dict[str, int] = {}
+    for name, i, d, value in _input_globals(ref_code) if isinstance(inputs, list) else ():
         sig = inputs[i] if i < len(inputs) else None
         ok = isinstance(sig, list) and len(sig) == 2 and isinstance(sig[0], list) and d < len(sig[0])
-        found.setdefault(name, set()).add(
-            sig[0][d] if ok and type(sig[0][d]) is int and 0 < sig[0][d] < 1 << 31 else None
-        )
-        found[name].add(("own", own))
-    out = []
-    for name, values in found.items():
-        got = [v for v in values if not isinstance(v, tuple)]
-        own = next(v[1] for v in values if isinstance(v, tuple))
-        if len(got) == 1 and got[0] is not None and got[0] > 0 and got[0] != own:
-            out.append((name, got[0]))
-    return sorted(out)
+        size = sig[0][d] if ok else None
+        sizes.setdefault(name, set()).add(size if type(size) is int and 0 < size < 1 << 31 else None)
+        own[name] = value
+    return sorted((n, v) for n, vs in sizes.items() if len(vs) == 1 for v in vs if v is not None and v != own[n])
 
 
 @lru_cache(maxsize=1024)
