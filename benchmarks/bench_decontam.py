@@ -1,7 +1,7 @@
 """Decontamination of N candidates against KernelBench, side by side with a naive datasketch baseline.
 
     .venv/bin/python benchmarks/bench_decontam.py [--n 6000] [--workers 2] [--baseline-tree /work/main]
-        [--semantic [--cache REF_CACHE] [--traces-from CACHE]] [--unjailed]
+        [--semantic [--cache REF_CACHE] [--traces-from CACHE] [--set KEY=VALUE ...]] [--unjailed]
 
 Candidates (labelled, built at run time): a third disguised KernelBench copies (random subsets of the
 transforms), two thirds new compositions. Printed: wall time of our stage (reference index built once, then
@@ -12,7 +12,8 @@ recall / false-positive rate of each on the same candidates.
 in a subprocess on the same machine, with the same options, so that both timings come from one run. `--semantic`:
 then the stage with the semantic view and functional confirmation on: cold (every candidate traced and confirmed),
 with the traces carried as validation makes them (only the confirmations run) and warm (a re-check); `--unjailed`
-runs the tracing worker in a plain subprocess (fork per task) instead of the jail, and says so.
+runs the tracing worker in a plain subprocess (fork per task) instead of the jail, and says so; `--set KEY=VALUE`
+runs the semantic passes with that setting (which pairs are confirmed: docs/contamination.md's speed and recall).
 """
 
 from __future__ import annotations
@@ -131,6 +132,13 @@ def main() -> None:
         "--traces-from",
         default=None,
         help="with --semantic: the candidates' traces from this cache (an earlier run's); the cold pass is skipped",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --semantic: a decontamination setting of the semantic passes, e.g. rebuilt_max=1",
     )
     args = ap.parse_args()
     if args.baseline_tree:
@@ -261,6 +269,15 @@ class _Meter:
         )
 
 
+def with_settings(settings: DecontamSettings, pairs: list[str], **more) -> DecontamSettings:
+    """`settings` with `KEY=VALUE` decontamination settings applied as `opforge --set decontam.KEY=VALUE` applies
+    them (pipeline.config: values read as YAML, unknown keys an error), then `more`."""
+    from pipeline.config import apply_overrides
+
+    data = apply_overrides({"decontam": settings.model_dump()}, [f"decontam.{p}" for p in pairs])
+    return DecontamSettings.model_validate({**data["decontam"], **more})
+
+
 def carried_traces(rows, cache: str) -> list[str | None]:
     """The `semantic_trace` each candidate would arrive with from validation (pipeline.validate runs the same
     tracer and stores whatever it gave for a valid task, a failure too: pipeline.validate.stage): its trace record
@@ -305,7 +322,9 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
 
     meter = _Meter(sem)
     cold = fresh()
-    on = settings.model_copy(update={"semantic": True, "semantic_cache_dir": cold})
+    on = with_settings(settings, args.set, semantic=True, semantic_cache_dir=cold)
+    if args.set:
+        print(f"semantic settings: {', '.join(args.set)} (the rest as configured by default)")
     index = ReferenceIndex(refs, on)
     t = time.perf_counter()
     index.semantic()

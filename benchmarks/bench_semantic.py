@@ -2,7 +2,7 @@
 false-positive rate on genuinely different tasks; tracing cost per task.
 
     .venv/bin/python benchmarks/bench_semantic.py [--max-refs 60] [--combos 1] [--different 100] [--workers 2]
-        [--cache DIR] [--unjailed]
+        [--cache DIR] [--unjailed] [--examples FILE] [--set KEY=VALUE ...]
 
 Built at run time from ../shared/kernelbench (pipeline.decontam.calibration.semantic_set): each rewrite kind alone
 and `--combos` random combinations of 3-5 kinds per problem, each numerically verified equal to its source;
@@ -10,7 +10,8 @@ near-variants (one change of meaning) verified different; new compositions. Prin
 the decision on near-variants, FPR on different tasks, the view that fired, tracing cost per task (cold cache).
 `--unjailed`: the worker program runs in a plain subprocess instead of the jail (it forks per task either way);
 for measuring on a machine whose jail forbids fork, where every task pays its own interpreter start-up. The output
-says which was used.
+says which was used. `--set KEY=VALUE`: a decontamination setting (which pairs are confirmed: docs/contamination.md's
+speed and recall).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def run_unjailed(source: str, payload: dict, timeout_s: float, memory_mb: int, inherit_fds: tuple[int, ...] = ()):
@@ -74,9 +76,11 @@ def main() -> None:
         default=None,
         help="JSON file: the built set is saved there, or read from it when it exists (same seed and sizes)",
     )
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a decontamination setting")
     args = ap.parse_args()
 
     import numpy as np
+    from bench_decontam import with_settings
 
     import pipeline.decontam.semantic as sem
     from pipeline.decontam.calibration.semantic_set import SemExample, build_semantic_set, check_hand_written
@@ -112,7 +116,9 @@ def main() -> None:
         "(verified; not timed)"
     )
     cache = args.cache or tempfile.mkdtemp(prefix="opforge-sem-cache-")
-    settings = DecontamSettings(workers=args.workers, semantic=True, semantic_cache_dir=cache)
+    settings = with_settings(DecontamSettings(workers=args.workers), args.set, semantic=True, semantic_cache_dir=cache)
+    if args.set:
+        print(f"settings: {', '.join(args.set)} (the rest as configured by default)")
     t = time.perf_counter()
     index = ReferenceIndex(refs, settings)
     sr = index.semantic()
@@ -129,7 +135,8 @@ def main() -> None:
     res = decontaminate([(e.example_id, e.code) for e in ex], index, settings)
     t_dec = time.perf_counter() - t
     rows = res.to_pylist()
-    print(f"decontaminate {len(ex)} examples: {t_dec:.1f} s wall (cold cache for the examples)")
+    how = "cold cache for the examples" if not args.cache else "--cache given: warm for what it already holds"
+    print(f"decontaminate {len(ex)} examples: {t_dec:.1f} s wall ({how})")
     t = time.perf_counter()
     res2 = decontaminate([(e.example_id, e.code) for e in ex], index, settings)
     print(

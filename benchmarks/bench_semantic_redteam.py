@@ -6,7 +6,9 @@ sizes and combining several rewrite kinds), hard negatives that compute another 
 Prints, per set: paraphrases flagged (and as which reason), whether the nearest problem is the source, and the
 decisions on negatives and new tasks (a copy, a near_variant, or clean).
 
-    python benchmarks/bench_semantic_redteam.py [--kernelbench DIR] [--cache DIR] [--workers 2]
+    python benchmarks/bench_semantic_redteam.py [--kernelbench DIR] [--cache DIR] [--workers 2] [--set KEY=VALUE ...]
+
+`--set KEY=VALUE`: a decontamination setting (which pairs are confirmed: docs/contamination.md's speed and recall).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_decontam import with_settings  # noqa: E402
+
 from pipeline.decontam.index import ReferenceIndex  # noqa: E402
 from pipeline.decontam.settings import DecontamSettings  # noqa: E402
 from pipeline.decontam.stage import decontaminate  # noqa: E402
@@ -33,9 +38,14 @@ def main() -> None:
     ap.add_argument("--kernelbench", default=None, help="KernelBench problems (default: the configured reference)")
     ap.add_argument("--cache", default=None, help="semantic cache dir (default: a fresh temporary one: cold)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a decontamination setting")
     args = ap.parse_args()
     manifest = json.loads((HERE / "manifest.json").read_text())
-    settings = DecontamSettings(workers=args.workers, semantic=True, semantic_cache_dir=args.cache)
+    settings = with_settings(
+        DecontamSettings(workers=args.workers), args.set, semantic=True, semantic_cache_dir=args.cache
+    )
+    if args.set:
+        print(f"settings: {', '.join(args.set)} (the rest as configured by default)")
     t = time.perf_counter()
     index = ReferenceIndex(load_reference(args.kernelbench), settings)
     index.semantic()
