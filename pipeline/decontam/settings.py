@@ -44,10 +44,11 @@ class DecontamSettings(BaseModel):
         description="Also compare what tasks compute: the semantic view (traced core ATen "
         "graphs; validation carries each valid task's trace) and functional confirmation "
         "(docs/contamination.md). Off by default: with the traces validation carries, 6,000 new "
-        "tasks take about 5x the views alone on 2 cores (their confirmations: most pairs "
-        "screened in the jailed workers, the few that must run forked per candidate; the problems "
-        "rebuilt at candidates' arguments (rebuilt_max) take half of it); a re-check (confirmations "
-        "cached) is within 1.5x.",
+        "tasks take about 4.8x the views alone on 2 cores (their confirmations: most pairs "
+        "screened in the jailed workers, the few that must run forked per candidate), 2.5x with the "
+        "six settings that widen the confirmed pairs at 0 (rebuilt_max, realign_max, same_shapes_max, "
+        "same_ranks_max, probe_max, same_init_max), which loses most rewrites at other sizes "
+        "(docs/contamination.md: speed against recall); a re-check (confirmations cached) is within 1.5x.",
     )
     semantic_threshold: float = Field(
         0.5,
