@@ -2660,3 +2660,52 @@ def test_a_parameter_free_copy_whose_outputs_differ_is_a_near_variant_after_its_
     assert rows[0]["reason"] == "near_variant", rows[0]
     ev = json.loads(rows[0]["evidence"])
     assert ev["tried"][0]["status"] == "ran" and ev["tried"][0]["max_abs_diff"] > 1e-3, ev
+
+
+# level2/41_Gemm_BatchNorm_GELU_ReLU at other sizes, its square matrix kept as (in, out) and read as x @ kernel, the
+# batch statistics written out; ACT is the activation after the norm.
+SQUARE_KERNEL_AT_41 = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        a = n_in ** -0.5
+        self.kernel = nn.Parameter(torch.empty(n_in, n_out).uniform_(-a, a))
+        self.offset = nn.Parameter(torch.empty(n_out).uniform_(-a, a))
+        self.gamma = nn.Parameter(torch.ones(n_out))
+        self.beta = nn.Parameter(torch.zeros(n_out))
+
+    def forward(self, x):
+        h = x @ self.kernel + self.offset
+        var, mean = torch.var_mean(h, dim=0, unbiased=False)
+        h = (h - mean) / torch.sqrt(var + 1e-5) * self.gamma + self.beta
+        return torch.maximum(ACT, torch.zeros_like(h))
+
+def get_inputs():
+    return [torch.rand(32, 64)]
+
+def get_init_inputs():
+    return [64, 64]
+"""
+
+
+def test_a_square_matrix_stored_transposed_beside_a_group_of_vectors_is_tried_transposed(kernelbench_path, tmp_path):
+    """A square weight stored (in, out) beside three vectors of one shape (its bias, the norm's gain and shift): each
+    group's first other tie is tried alone before the combinations, so the matrix's transpose is not left behind the
+    vectors' permutations, which fill the budget (jailed._tie_combinations). Another activation is another function."""
+    rows = _decided(
+        kernelbench_path,
+        tmp_path,
+        "level2/41_Gemm_BatchNorm_GELU_ReLU",
+        [
+            ("transposed", SQUARE_KERNEL_AT_41.replace("ACT", "F.gelu(h)")),
+            ("silu", SQUARE_KERNEL_AT_41.replace("ACT", "F.silu(h)")),
+        ],
+    )
+    assert rows[0]["reason"] == "functional_match", rows[0]
+    mapping = json.loads(rows[0]["evidence"])["mapping"]
+    assert ["kernel", "gemm.weight", "transpose"] in mapping, mapping
+    assert rows[1]["reason"] != "functional_match", rows[1]

@@ -1951,7 +1951,8 @@ def _other_ties(mapping, ct, rt):
     square matrix tied by shape, transposed (a weight stored as (in, out) and used as x @ w); every combination of
     these, and a matrix tied by its number of elements, read as the transpose (a flattened weight stored (in, out)),
     and a tensor tied by an order of its dims, in the other orders (dims of equal sizes); the tie made first left out,
-    at most RETIES; then single changes (vectors merged, filters flipped: _tied), at most SINGLES."""
+    at most RETIES after each group's first other option alone (_tie_combinations); then single changes (vectors
+    merged, filters flipped: _tied), at most SINGLES."""
     import itertools
 
     shapes = {n: tuple(t.shape) for n, t in ct}
@@ -2028,9 +2029,25 @@ def _other_ties(mapping, ct, rt):
             opts = [[list(m)]] + [[[m[0], m[1], "permute:" + ",".join(map(str, p))]]
                                   for p in _perms(ref_shapes[m[1]], shapes[m[0]], RETIES + 1)[1:]]
             options.append(opts)
-    combos = itertools.product(*options)
-    next(combos, None)  # the tie made
-    return [[m for part in combo for m in part] for combo in itertools.islice(combos, RETIES)] + singles[:SINGLES]
+    return [[m for part in combo for m in part] for combo in _tie_combinations(options, RETIES)] + singles[:SINGLES]
+
+
+def _tie_combinations(options, limit):
+    """Combinations of one option per group, the first of each (the tie made) left out: each group's first other
+    option alone (a square matrix's transpose is not left behind the permutations of a group of vectors that fill
+    the budget), then every combination in order, at most `limit` of those (two groups changed at once: two
+    flattened filters both stored transposed)."""
+    import itertools
+
+    firsts = [[o[1] if g == k else o[0] for g, o in enumerate(options)] for k in range(len(options))
+              if len(options[k]) > 1]
+    rest = itertools.product(*options)
+    next(rest, None)  # the tie made
+    out = []
+    for combo in itertools.chain(firsts, itertools.islice(rest, limit)):
+        if list(combo) not in out:
+            out.append(list(combo))
+    return out
 
 
 SINGLES = 8  # single changes _other_ties adds after its combinations
