@@ -1,6 +1,7 @@
 """What the red-team sets' verification scripts (set_*/verify_*.py) share: where KernelBench is, loading a file as a
-module, copying a tie, perturbing 1-D parameters so that ties are exercised, and (sets e and f) the whole run: each
-file beside its source under its ties, in float32 and float64, and the table of verdicts (`verify`)."""
+module, copying a tie, perturbing 1-D parameters so that ties are exercised, and the whole run: each file beside its
+source under its ties, in float32 and float64, and the table of verdicts (`verify`: sets e, f, h, i; `verify_tied`:
+sets j and k, both models at the same constructor values, each tie made after the cast, a signed input too)."""
 
 import copy
 import importlib.util
@@ -148,5 +149,101 @@ def verify(set_name, ties, neg_ties, notes, para_tol=1e-4, neg_min=1e-3, prepare
         print(f"{kind:4} {f:42} {s:46} {d:10.3e} {r:10.3e} {r32:10.3e} {w:>3} {tf:5.2f}s  {res}" + (f"  ({note})" if note else ""))
     precisions = "float64 and float32" if both_precisions else "float64"
     print(f"\nparaphrase tolerance: rel <= {para_tol:g} in {precisions}; negative threshold: float64 rel > {neg_min:g} (min over tie variants)")
+    print("ALL PASS" if ok_all else "SOME FAILED")
+    return 0 if ok_all else 1
+
+
+def run_tied(S, P, tie, inputs, dtype):
+    """max|diff|, its relative value (to max(1, max|ref|)) of P against S on `inputs`, both cast to `dtype` BEFORE the
+    tie, so that folded / fused parameters are formed at the comparison's precision (copies of both)."""
+    S, P = copy.deepcopy(S).to(dtype), copy.deepcopy(P).to(dtype)
+    tie(S, P)
+    ins = [x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs]
+    with torch.no_grad():
+        out = P(*[x.clone() if torch.is_tensor(x) else x for x in ins])
+        ref = S(*[x.clone() if torch.is_tensor(x) else x for x in ins])
+    if out.shape != ref.shape:
+        return float("inf"), float("inf")
+    diff = (ref.double() - out.double()).abs().max().item()
+    return diff, diff / max(1.0, ref.abs().max().item())
+
+
+def signed_like(inputs):
+    return [2.0 * torch.randn(x.shape) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs]
+
+
+def check_tied(key, entry, idx, prefix, ties, neg_ties, neg_notes, small, notes, tol64, tol32, neg_min):
+    """One entry (sets j and k): both models built at the same constructor values (the file's, or a paraphrase's
+    reduced `small[tag] = (init, make_inputs, why)`), the source's 1-D parameters perturbed, each tie made after both
+    are cast; a paraphrase's worst over its input and a signed one, a negative's closest tie."""
+    fname = os.path.basename(key)
+    tag = fname[:3]
+    kind = entry["kind"]
+    file_mod = load(os.path.join(ROOT, key), f"{prefix}_file_{idx}")
+    src_mod = load(os.path.join(KB, entry["source"] + ".py"), f"{prefix}_src_{idx}")
+    out_notes = []
+    if tag in small and kind == "para":
+        init, make, why = small[tag]
+        out_notes.append("reduced: " + why)
+    else:
+        init, make = file_mod.get_init_inputs(), file_mod.get_inputs
+        out_notes.append("own sizes")
+    t0 = time.time()
+    torch.manual_seed(0)
+    P = file_mod.Model(*copy.deepcopy(init))
+    torch.manual_seed(0)
+    S = src_mod.Model(*copy.deepcopy(init))
+    perturb(S, torch.Generator().manual_seed(123))
+    torch.manual_seed(1)
+    inputs = make()
+    if kind == "para":
+        if tag in notes:
+            out_notes.append(notes[tag])
+        torch.manual_seed(2)
+        worst = (0.0, 0.0, 0.0)
+        for ins in (inputs, signed_like(inputs)):
+            d64, r64 = run_tied(S, P, ties[tag], ins, torch.float64)
+            _, r32 = run_tied(S, P, ties[tag], ins, torch.float32)
+            worst = tuple(max(a, b) for a, b in zip(worst, (d64, r64, r32)))
+        d64, r64, r32 = worst
+        ok = r64 <= tol64 and r32 <= tol32
+    else:
+        best = None
+        for tie in neg_ties[tag]:
+            d64, r64 = run_tied(S, P, tie, inputs, torch.float64)
+            _, r32 = run_tied(S, P, tie, inputs, torch.float32)
+            if best is None or r64 < best[1]:
+                best = (d64, r64, r32, tie.__name__)
+        d64, r64, r32, tname = best
+        ok = r64 > neg_min
+        out_notes.append(f"{neg_notes[tag]}, closest tie {tname}")
+    return fname, entry["source"], kind, d64, r64, r32, time.time() - t0, ok, "; ".join(out_notes)
+
+
+def verify_tied(set_name, ties, neg_ties, neg_notes, small, expect, notes=None, tol64=1e-9, tol32=1e-4, neg_min=1e-3):
+    """Every entry of `set_name` in manifest.json checked as check_tied checks it and printed; 0 when all pass, else
+    1. A paraphrase passes on every input at float64 relative difference <= tol64 and float32 <= tol32, a negative at
+    float64 > neg_min under its closest tie; `expect`: the entry count."""
+    manifest = {
+        k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith(set_name + "/")
+    }
+    assert len(manifest) == expect, len(manifest)
+    prefix = set_name.replace("_", "")
+    ok_all = True
+    print(f"{'kind':4} {'file':50} {'source':48} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'t':>6}  result")
+    for idx, (key, entry) in enumerate(manifest.items()):
+        fname, src, kind, d64, r64, r32, tf, ok, note = check_tied(
+            key, entry, idx, prefix, ties, neg_ties, neg_notes, small, notes or {}, tol64, tol32, neg_min
+        )
+        ok_all &= ok
+        print(
+            f"{kind:4} {fname:50} {src[:48]:48} {d64:10.3e} {r64:10.3e} {r32:10.3e} {tf:5.2f}s  "
+            f"{'PASS' if ok else 'FAIL'}  ({note})",
+            flush=True,
+        )
+    print(
+        f"\nparaphrase tolerance: rel <= {tol64:g} in float64 and <= {tol32:g} in float32 (file's input and a signed "
+        f"input); negative threshold: float64 rel > {neg_min:g} (min over tie variants)"
+    )
     print("ALL PASS" if ok_all else "SOME FAILED")
     return 0 if ok_all else 1

@@ -18,25 +18,18 @@ Paraphrases pass when, on every input, the float64 max|diff| <= 1e-9 * max(1, ma
 their tie variants exceeds 1e-3 (or the shapes differ).
 """
 
-import copy
-import json
 import os
 import sys
-import time
 import warnings
 
 import torch
 
 sys.dont_write_bytecode = True  # never write caches next to the KernelBench sources
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from verify_common import KB, ROOT, cp, lin, load, perturb  # noqa: E402
+from verify_common import cp, lin, verify_tied  # noqa: E402
 
 warnings.filterwarnings("ignore", message="enable_nested_tensor is True")  # level3/28's sequence-first encoder
 
-SET = "set_j"
-TOL64 = 1e-9
-TOL32 = 1e-4
-NEG_MIN = 1e-3
 
 
 # --------------------------------------------------------------------------- reduced sizes for full-size paraphrases
@@ -235,93 +228,5 @@ NEG_NOTES = {
 }
 
 
-# --------------------------------------------------------------------------- driver
-def run_tied(S, P, tie, inputs, dtype):
-    """max|diff|, its relative value (to max(1, max|ref|)) of P against S on `inputs`, both cast to `dtype` BEFORE the
-    tie, so that folded / fused parameters are formed at the comparison's precision (copies of both)."""
-    S, P = copy.deepcopy(S).to(dtype), copy.deepcopy(P).to(dtype)
-    tie(S, P)
-    ins = [x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs]
-    with torch.no_grad():
-        out = P(*[x.clone() if torch.is_tensor(x) else x for x in ins])
-        ref = S(*[x.clone() if torch.is_tensor(x) else x for x in ins])
-    if out.shape != ref.shape:
-        return float("inf"), float("inf")
-    diff = (ref.double() - out.double()).abs().max().item()
-    return diff, diff / max(1.0, ref.abs().max().item())
-
-
-def signed_like(inputs):
-    return [2.0 * torch.randn(x.shape) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs]
-
-
-def check(key, entry, idx):
-    fname = os.path.basename(key)
-    tag = fname[:3]
-    kind = entry["kind"]
-    file_mod = load(os.path.join(ROOT, key), f"setj_file_{idx}")
-    src_mod = load(os.path.join(KB, entry["source"] + ".py"), f"setj_src_{idx}")
-    notes = []
-    if tag in SMALL and kind == "para":
-        init, make, why = SMALL[tag]
-        notes.append("reduced: " + why)
-    else:
-        init, make = file_mod.get_init_inputs(), file_mod.get_inputs
-        notes.append("own sizes")
-    t0 = time.time()
-    torch.manual_seed(0)
-    P = file_mod.Model(*copy.deepcopy(init))
-    torch.manual_seed(0)
-    S = src_mod.Model(*copy.deepcopy(init))
-    perturb(S, torch.Generator().manual_seed(123))
-    torch.manual_seed(1)
-    inputs = make()
-    if kind == "para":
-        if tag in NOTES:
-            notes.append(NOTES[tag])
-        torch.manual_seed(2)
-        worst = (0.0, 0.0, 0.0)
-        for ins in (inputs, signed_like(inputs)):
-            d64, r64 = run_tied(S, P, TIES[tag], ins, torch.float64)
-            _, r32 = run_tied(S, P, TIES[tag], ins, torch.float32)
-            worst = tuple(max(a, b) for a, b in zip(worst, (d64, r64, r32)))
-        d64, r64, r32 = worst
-        ok = r64 <= TOL64 and r32 <= TOL32
-    else:
-        best = None
-        for tie in NEG_TIES[tag]:
-            d64, r64 = run_tied(S, P, tie, inputs, torch.float64)
-            _, r32 = run_tied(S, P, tie, inputs, torch.float32)
-            if best is None or r64 < best[1]:
-                best = (d64, r64, r32, tie.__name__)
-        d64, r64, r32, tname = best
-        ok = r64 > NEG_MIN
-        notes.append(f"{NEG_NOTES[tag]}, closest tie {tname}")
-    return fname, entry["source"], kind, d64, r64, r32, time.time() - t0, ok, "; ".join(notes)
-
-
-def main():
-    manifest = {
-        k: v for k, v in json.load(open(os.path.join(ROOT, "manifest.json"))).items() if k.startswith(SET + "/")
-    }
-    assert len(manifest) == 24, len(manifest)
-    ok_all = True
-    print(f"{'kind':4} {'file':50} {'source':48} {'diff64':>10} {'rel64':>10} {'rel32':>10} {'t':>6}  result")
-    for idx, (key, entry) in enumerate(manifest.items()):
-        fname, src, kind, d64, r64, r32, tf, ok, note = check(key, entry, idx)
-        ok_all &= ok
-        print(
-            f"{kind:4} {fname:50} {src[:48]:48} {d64:10.3e} {r64:10.3e} {r32:10.3e} {tf:5.2f}s  "
-            f"{'PASS' if ok else 'FAIL'}  ({note})",
-            flush=True,
-        )
-    print(
-        f"\nparaphrase tolerance: rel <= {TOL64:g} in float64 and <= {TOL32:g} in float32 (file's input and a signed "
-        f"input); negative threshold: float64 rel > {NEG_MIN:g} (min over tie variants)"
-    )
-    print("ALL PASS" if ok_all else "SOME FAILED")
-    return 0 if ok_all else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verify_tied("set_j", TIES, NEG_TIES, NEG_NOTES, SMALL, 24, notes=NOTES))
