@@ -271,10 +271,12 @@ class _Meter:
 
 def with_settings(settings: DecontamSettings, pairs: list[str], **more) -> DecontamSettings:
     """`settings` with `KEY=VALUE` decontamination settings applied as `opforge --set decontam.KEY=VALUE` applies
-    them (pipeline.config: values read as YAML, unknown keys an error), then `more`."""
+    them (pipeline.config: values read as YAML, unknown keys an error), then `more`; the settings given are printed."""
     from pipeline.config import apply_overrides
 
     data = apply_overrides({"decontam": settings.model_dump()}, [f"decontam.{p}" for p in pairs])
+    if pairs:  # said in the output, beside the figures they give
+        print(f"settings: {', '.join(pairs)} (the rest as configured by default)")
     return DecontamSettings.model_validate({**data["decontam"], **more})
 
 
@@ -323,8 +325,6 @@ def semantic_section(refs, rows, labels, settings, args) -> None:
     meter = _Meter(sem)
     cold = fresh()
     on = with_settings(settings, args.set, semantic=True, semantic_cache_dir=cold)
-    if args.set:
-        print(f"semantic settings: {', '.join(args.set)} (the rest as configured by default)")
     index = ReferenceIndex(refs, on)
     t = time.perf_counter()
     index.semantic()

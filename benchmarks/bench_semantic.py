@@ -117,8 +117,6 @@ def main() -> None:
     )
     cache = args.cache or tempfile.mkdtemp(prefix="opforge-sem-cache-")
     settings = with_settings(DecontamSettings(workers=args.workers), args.set, semantic=True, semantic_cache_dir=cache)
-    if args.set:
-        print(f"settings: {', '.join(args.set)} (the rest as configured by default)")
     t = time.perf_counter()
     index = ReferenceIndex(refs, settings)
     sr = index.semantic()

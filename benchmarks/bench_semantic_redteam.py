@@ -44,8 +44,6 @@ def main() -> None:
     settings = with_settings(
         DecontamSettings(workers=args.workers), args.set, semantic=True, semantic_cache_dir=args.cache
     )
-    if args.set:
-        print(f"settings: {', '.join(args.set)} (the rest as configured by default)")
     t = time.perf_counter()
     index = ReferenceIndex(load_reference(args.kernelbench), settings)
     index.semantic()
