@@ -2034,13 +2034,14 @@ def _other_ties(mapping, ct, rt):
 
 def _tie_combinations(options, limit):
     """Combinations of one option per group, the first of each (the tie made) left out: each group's first other
-    option alone (a square matrix's transpose is not left behind the permutations of a group of vectors that fill
-    the budget), then every combination in order, at most `limit` of those (two groups changed at once: two
-    flattened filters both stored transposed)."""
+    option alone, at most `limit` of those (a square matrix's transpose is not left behind the permutations of a
+    group of vectors that fill the budget; a network of many square layers does not run once per layer more), then
+    every combination in order, at most `limit` of those (two groups changed at once: two flattened filters both
+    stored transposed)."""
     import itertools
 
     firsts = [[o[1] if g == k else o[0] for g, o in enumerate(options)] for k in range(len(options))
-              if len(options[k]) > 1]
+              if len(options[k]) > 1][:limit]
     rest = itertools.product(*options)
     next(rest, None)  # the tie made
     out = []

@@ -47,8 +47,8 @@ from pipeline.decontam.settings import DecontamSettings
 # pieces with the problem's left over: jailed._pieces_of; a layer read gate by gate: jailed._strided; a parameter
 # multiplied into each row of other ties (`&*`); a scale and an offset folded in together: jailed._scale_trials;
 # every forward seeded alike: jailed._call; 28: each group's first other tie alone before the combinations:
-# jailed._tie_combinations (27 was taken by a version never released))
-CONFIRM_VERSION = "28"
+# jailed._tie_combinations (27 was taken by a version never released); 29: at most RETIES of those)
+CONFIRM_VERSION = "29"
 # The default tolerances (their reports' cache keys carry none)
 RETIE_DEFAULT = (
     DecontamSettings.model_fields["confirm_atol"].default,
